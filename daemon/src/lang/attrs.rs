@@ -1,0 +1,337 @@
+//! The attributes the language knows, with their types, and the attribute
+//! list carried by graphs, nodes and edges.
+//!
+//! The tables follow reference/dot-language.mdx plus the attributes other
+//! reference pages add (`on_failure`, `output_schema`, human gate and
+//! manager keys). Typed attributes coerce quoted spellings
+//! (`max_retries="3"`); unknown ones get the `unknown_attribute` warning.
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use super::span::Span;
+use super::value::{Value, ValueType};
+
+/// Where an attribute is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Graph,
+    Node,
+    Edge,
+}
+
+impl Scope {
+    /// How the scope reads in a message.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Scope::Graph => "graph",
+            Scope::Node => "node",
+            Scope::Edge => "edge",
+        }
+    }
+}
+
+use ValueType::{Bool, Duration, Float, Int, String as Text};
+
+/// Attributes the workflow language reads, per scope, with their types.
+const GRAPH_ATTRS: &[(&str, ValueType)] = &[
+    ("goal", Text),
+    ("label", Text),
+    ("rankdir", Text),
+    ("model_stylesheet", Text),
+    ("default_max_retries", Int),
+    ("retry_target", Text),
+    ("fallback_retry_target", Text),
+    ("default_fidelity", Text),
+    ("default_thread", Text),
+    ("max_node_visits", Int),
+    ("stall_timeout", Duration),
+    ("loop_restart_signature_limit", Int),
+    ("on_failure", Text),
+    ("selection", Text),
+    ("retry_policy", Text),
+];
+
+const NODE_ATTRS: &[(&str, ValueType)] = &[
+    ("label", Text),
+    ("shape", Text),
+    ("type", Text),
+    ("class", Text),
+    ("timeout", Duration),
+    ("max_visits", Int),
+    ("max_retries", Int),
+    ("retry_policy", Text),
+    ("retry_target", Text),
+    ("fallback_retry_target", Text),
+    ("goal_gate", Bool),
+    ("auto_status", Bool),
+    ("allow_partial", Bool),
+    ("on_failure", Text),
+    ("selection", Text),
+    ("prompt", Text),
+    ("reasoning_effort", Text),
+    ("max_tokens", Int),
+    ("fidelity", Text),
+    ("thread_id", Text),
+    ("model", Text),
+    ("provider", Text),
+    ("speed", Text),
+    ("project_memory", Bool),
+    ("backend", Text),
+    ("output_schema", Text),
+    ("output_retries", Int),
+    ("script", Text),
+    ("language", Text),
+    ("join_policy", Text),
+    ("max_parallel", Int),
+    ("duration", Duration),
+    ("import", Text),
+    ("stack.child_workflow", Text),
+    ("stack.child_dotfile", Text),
+    ("stack.child_dot_source", Text),
+    ("manager.poll_interval", Duration),
+    ("manager.max_cycles", Int),
+    ("manager.stop_condition", Text),
+    ("human.default_choice", Text),
+    ("temperature", Float),
+];
+
+const EDGE_ATTRS: &[(&str, ValueType)] = &[
+    ("label", Text),
+    ("condition", Text),
+    ("weight", Int),
+    ("fidelity", Text),
+    ("thread_id", Text),
+    ("loop_restart", Bool),
+    ("freeform", Bool),
+];
+
+/// Graphviz presentation attributes: accepted anywhere, read by nothing but
+/// the renderer, never warned about.
+const PRESENTATION: &[&str] = &[
+    "arrowhead",
+    "arrowsize",
+    "arrowtail",
+    "bgcolor",
+    "center",
+    "color",
+    "colorscheme",
+    "comment",
+    "compound",
+    "concentrate",
+    "constraint",
+    "dir",
+    "fillcolor",
+    "fixedsize",
+    "fontcolor",
+    "fontname",
+    "fontsize",
+    "group",
+    "headlabel",
+    "height",
+    "id",
+    "labelangle",
+    "labeldistance",
+    "labelfloat",
+    "labelfontcolor",
+    "labeljust",
+    "labelloc",
+    "layout",
+    "margin",
+    "minlen",
+    "newrank",
+    "nodesep",
+    "ordering",
+    "orientation",
+    "pad",
+    "pencolor",
+    "penwidth",
+    "peripheries",
+    "rank",
+    "ranksep",
+    "ratio",
+    "size",
+    "sides",
+    "splines",
+    "style",
+    "taillabel",
+    "tooltip",
+    "width",
+    "xlabel",
+];
+
+fn table(scope: Scope) -> &'static [(&'static str, ValueType)] {
+    match scope {
+        Scope::Graph => GRAPH_ATTRS,
+        Scope::Node => NODE_ATTRS,
+        Scope::Edge => EDGE_ATTRS,
+    }
+}
+
+/// The declared type of `key` in `scope`, if the language reads it there.
+#[must_use]
+pub fn declared_type(scope: Scope, key: &str) -> Option<ValueType> {
+    table(scope)
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, t)| *t)
+}
+
+/// True when `key` is meaningful in `scope` (read by Weft or by Graphviz).
+#[must_use]
+pub fn is_known(scope: Scope, key: &str) -> bool {
+    declared_type(scope, key).is_some() || PRESENTATION.contains(&key)
+}
+
+/// Every attribute name the language reads in `scope`, for suggestions.
+pub fn names(scope: Scope) -> impl Iterator<Item = &'static str> {
+    table(scope).iter().map(|(k, _)| *k)
+}
+
+/// One `key=value` as written, with where the key and the value stand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attr {
+    pub key: String,
+    pub value: Value,
+    pub key_span: Span,
+    pub value_span: Span,
+}
+
+/// An ordered attribute list: one entry per key, the later write winning.
+///
+/// A `Vec` rather than a map: nodes carry a handful of attributes, and a
+/// linear scan over a few entries beats hashing at 100k-node scale.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attrs(Vec<Attr>);
+
+impl Attrs {
+    /// An empty list.
+    #[must_use]
+    pub fn new() -> Self {
+        Attrs(Vec::new())
+    }
+
+    /// Sets an attribute, replacing an earlier value of the same key.
+    pub fn set(&mut self, attr: Attr) {
+        match self.0.iter_mut().find(|a| a.key == attr.key) {
+            Some(slot) => *slot = attr,
+            None => self.0.push(attr),
+        }
+    }
+
+    /// Adds every attribute of `other`, later wins.
+    pub fn merge(&mut self, other: &Attrs) {
+        for attr in &other.0 {
+            self.set(attr.clone());
+        }
+    }
+
+    /// The attribute named `key`.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&Attr> {
+        self.0.iter().find(|a| a.key == key)
+    }
+
+    /// The value of `key`.
+    #[must_use]
+    pub fn value(&self, key: &str) -> Option<&Value> {
+        self.get(key).map(|a| &a.value)
+    }
+
+    /// The value of `key` as text (typed values in their written form).
+    #[must_use]
+    pub fn text(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
+        self.value(key).map(Value::as_text)
+    }
+
+    /// The value of `key` as text, when set and not blank.
+    #[must_use]
+    pub fn non_empty(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
+        self.text(key).filter(|t| !t.trim().is_empty())
+    }
+
+    /// Removes `key`, returning it.
+    pub fn remove(&mut self, key: &str) -> Option<Attr> {
+        let at = self.0.iter().position(|a| a.key == key)?;
+        Some(self.0.remove(at))
+    }
+
+    /// True when `key` is set.
+    #[must_use]
+    pub fn contains(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The attributes in the order they were first set.
+    pub fn iter(&self) -> std::slice::Iter<'_, Attr> {
+        self.0.iter()
+    }
+
+    /// Mutable access, for passes that rewrite values (templates, `@file`).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Attr> {
+        self.0.iter_mut()
+    }
+
+    /// Number of attributes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Attrs {
+    /// A JSON object `{key: value}` in declaration order.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for attr in &self.0 {
+            map.serialize_entry(&attr.key, &attr.value)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_write_wins_and_keeps_first_position() {
+        let mut attrs = Attrs::new();
+        let at = |k: &str, v: i64| Attr {
+            key: k.into(),
+            value: Value::Int(v),
+            key_span: Span::default(),
+            value_span: Span::default(),
+        };
+        attrs.set(at("a", 1));
+        attrs.set(at("b", 2));
+        attrs.set(at("a", 3));
+        let keys: Vec<_> = attrs
+            .iter()
+            .map(|a| (a.key.as_str(), a.value.as_int()))
+            .collect();
+        assert_eq!(keys, vec![("a", Some(3)), ("b", Some(2))]);
+    }
+
+    #[test]
+    fn typed_attributes_are_declared_per_scope() {
+        assert_eq!(
+            declared_type(Scope::Node, "max_retries"),
+            Some(ValueType::Int)
+        );
+        assert_eq!(declared_type(Scope::Edge, "weight"), Some(ValueType::Int));
+        assert_eq!(
+            declared_type(Scope::Graph, "stall_timeout"),
+            Some(ValueType::Duration)
+        );
+        assert_eq!(declared_type(Scope::Edge, "max_retries"), None);
+        assert!(is_known(Scope::Node, "fillcolor"));
+    }
+}

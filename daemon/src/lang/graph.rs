@@ -1,0 +1,379 @@
+//! The graph model: a workflow's nodes and edges with their attributes, as
+//! the parser builds it and the validator and engine read it.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::attrs::Attrs;
+use super::span::Span;
+
+/// What executes a node. Decided by `type=` when set, else by `shape`
+/// (reference/dot-language.mdx, "Node types").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Handler {
+    Start,
+    Exit,
+    /// Multi-turn LLM with tools (`box`, the default).
+    Agent,
+    /// A single LLM call (`tab`).
+    Prompt,
+    /// A shell or Python script (`parallelogram`).
+    Command,
+    /// A human gate (`hexagon`).
+    Human,
+    /// Routing only (`diamond`).
+    Conditional,
+    /// Fan-out (`component`).
+    Parallel,
+    /// Fan-in (`tripleoctagon`).
+    FanIn,
+    /// A pause (`insulator`).
+    Wait,
+    /// A sub-workflow (`house`).
+    SubWorkflow,
+}
+
+impl Handler {
+    /// The handler a Graphviz shape selects; unknown shapes run as agents.
+    #[must_use]
+    pub fn from_shape(shape: &str) -> Option<Handler> {
+        Some(match shape {
+            "Mdiamond" => Handler::Start,
+            "Msquare" => Handler::Exit,
+            "box" => Handler::Agent,
+            "tab" => Handler::Prompt,
+            "parallelogram" => Handler::Command,
+            "hexagon" => Handler::Human,
+            "diamond" => Handler::Conditional,
+            "component" => Handler::Parallel,
+            "tripleoctagon" => Handler::FanIn,
+            "insulator" => Handler::Wait,
+            "house" => Handler::SubWorkflow,
+            _ => return None,
+        })
+    }
+
+    /// The handler a `type=` value names, including the legacy aliases
+    /// (`agent_loop`, `codergen`, `one_shot`, `tool`, `tool_command`, ...).
+    #[must_use]
+    pub fn from_type(ty: &str) -> Option<Handler> {
+        Some(match ty {
+            "start" => Handler::Start,
+            "exit" => Handler::Exit,
+            "agent" | "agent_loop" | "codergen" | "codergen_mode" => Handler::Agent,
+            "prompt" | "one_shot" => Handler::Prompt,
+            "command" | "tool" | "tool_command" => Handler::Command,
+            "human" | "wait.human" => Handler::Human,
+            "conditional" => Handler::Conditional,
+            "parallel" => Handler::Parallel,
+            "parallel.fan_in" | "fan_in" => Handler::FanIn,
+            "wait" => Handler::Wait,
+            "stack.manager_loop" | "sub_workflow" => Handler::SubWorkflow,
+            _ => return None,
+        })
+    }
+
+    /// The canonical `type=` name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Handler::Start => "start",
+            Handler::Exit => "exit",
+            Handler::Agent => "agent",
+            Handler::Prompt => "prompt",
+            Handler::Command => "command",
+            Handler::Human => "human",
+            Handler::Conditional => "conditional",
+            Handler::Parallel => "parallel",
+            Handler::FanIn => "parallel.fan_in",
+            Handler::Wait => "wait",
+            Handler::SubWorkflow => "stack.manager_loop",
+        }
+    }
+
+    /// The shape Graphviz draws this handler with.
+    #[must_use]
+    pub fn shape(self) -> &'static str {
+        match self {
+            Handler::Start => "Mdiamond",
+            Handler::Exit => "Msquare",
+            Handler::Agent => "box",
+            Handler::Prompt => "tab",
+            Handler::Command => "parallelogram",
+            Handler::Human => "hexagon",
+            Handler::Conditional => "diamond",
+            Handler::Parallel => "component",
+            Handler::FanIn => "tripleoctagon",
+            Handler::Wait => "insulator",
+            Handler::SubWorkflow => "house",
+        }
+    }
+
+    /// True for the handlers that call a language model.
+    #[must_use]
+    pub fn uses_llm(self) -> bool {
+        matches!(self, Handler::Agent | Handler::Prompt)
+    }
+
+    /// Every type name `type=` accepts, for suggestions.
+    pub const TYPE_NAMES: &'static [&'static str] = &[
+        "start",
+        "exit",
+        "agent",
+        "prompt",
+        "command",
+        "human",
+        "conditional",
+        "parallel",
+        "parallel.fan_in",
+        "wait",
+        "stack.manager_loop",
+    ];
+}
+
+/// A step of the workflow as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub id: String,
+    /// Where the node was first mentioned (its declaration, or the edge that
+    /// created it).
+    pub span: Span,
+    /// True once a node statement declared it; false for nodes that only
+    /// edges mention (see the `undeclared_node` rule).
+    pub declared: bool,
+    pub attrs: Attrs,
+    /// Classes from the labels of the subgraphs the node appears in.
+    pub subgraph_classes: Vec<String>,
+    /// Resolved by [`Graph::finish`] from `type` and `shape`.
+    pub handler: Handler,
+}
+
+impl Node {
+    /// A node with no attributes.
+    #[must_use]
+    pub fn new(id: impl Into<String>, span: Span) -> Self {
+        Node {
+            id: id.into(),
+            span,
+            declared: false,
+            attrs: Attrs::new(),
+            subgraph_classes: Vec::new(),
+            handler: Handler::Agent,
+        }
+    }
+
+    /// The node's shape, `box` when unset.
+    #[must_use]
+    pub fn shape(&self) -> &str {
+        self.attrs
+            .value("shape")
+            .and_then(|v| v.as_str())
+            .unwrap_or("box")
+    }
+
+    /// The display label: `label`, or the id when unset.
+    #[must_use]
+    pub fn label(&self) -> std::borrow::Cow<'_, str> {
+        self.attrs
+            .text("label")
+            .unwrap_or(std::borrow::Cow::Borrowed(&self.id))
+    }
+
+    /// Every class: the `class` attribute (split on commas and spaces) then
+    /// the subgraph classes, without duplicates.
+    #[must_use]
+    pub fn classes(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        if let Some(list) = self.attrs.text("class") {
+            for class in list.split(|c: char| c == ',' || c.is_whitespace()) {
+                if !class.is_empty() && !out.iter().any(|c| c == class) {
+                    out.push(class.to_string());
+                }
+            }
+        }
+        for class in &self.subgraph_classes {
+            if !out.contains(class) {
+                out.push(class.clone());
+            }
+        }
+        out
+    }
+
+    fn resolve_handler(&self) -> Handler {
+        self.attrs
+            .value("type")
+            .and_then(|v| v.as_str())
+            .and_then(Handler::from_type)
+            .or_else(|| Handler::from_shape(self.shape()))
+            .unwrap_or(Handler::Agent)
+    }
+}
+
+/// A directed connection between two nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    pub from: String,
+    pub to: String,
+    /// The whole `a -> b` (for chains, the pair's own ids).
+    pub span: Span,
+    pub from_span: Span,
+    pub to_span: Span,
+    pub attrs: Attrs,
+}
+
+impl Edge {
+    /// The `condition`, when set and not blank.
+    #[must_use]
+    pub fn condition(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.attrs.non_empty("condition")
+    }
+
+    /// The `label`, when set.
+    #[must_use]
+    pub fn label(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.attrs.text("label")
+    }
+
+    /// The `weight`, 0 when unset.
+    #[must_use]
+    pub fn weight(&self) -> i64 {
+        self.attrs
+            .value("weight")
+            .and_then(super::value::Value::as_int)
+            .unwrap_or(0)
+    }
+}
+
+/// A parsed workflow graph.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Graph {
+    pub name: String,
+    pub span: Span,
+    pub attrs: Attrs,
+    /// Nodes in order of first mention.
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+    index: HashMap<String, usize>,
+}
+
+impl Graph {
+    /// An empty graph called `name`.
+    #[must_use]
+    pub fn new(name: impl Into<String>, span: Span) -> Self {
+        Graph {
+            name: name.into(),
+            span,
+            ..Graph::default()
+        }
+    }
+
+    /// The node with this id.
+    #[must_use]
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.index.get(id).and_then(|&i| self.nodes.get(i))
+    }
+
+    /// The position of the node with this id in [`Graph::nodes`].
+    #[must_use]
+    pub fn node_index(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// The node with this id, created (undeclared, at `span`) if missing.
+    /// Returns its position and whether it was created.
+    pub fn node_entry(&mut self, id: &str, span: Span) -> (usize, bool) {
+        if let Some(&i) = self.index.get(id) {
+            return (i, false);
+        }
+        let i = self.nodes.len();
+        self.nodes.push(Node::new(id, span));
+        self.index.insert(id.to_string(), i);
+        (i, true)
+    }
+
+    /// Adds a node, replacing none: callers check [`Graph::node`] first.
+    pub fn add_node(&mut self, node: Node) -> usize {
+        let i = self.nodes.len();
+        self.index.insert(node.id.clone(), i);
+        self.nodes.push(node);
+        i
+    }
+
+    /// Resolves every node's handler from its final attributes. Call after
+    /// all attributes are in place (parsing, stylesheet application).
+    ///
+    /// The reference also lets the ids `start`/`Start` mark the start node
+    /// and `exit`/`Exit`/`end`/`End` the exit, when no node has the start
+    /// (or exit) shape and the named node sets neither `shape` nor `type`.
+    pub fn finish(&mut self) {
+        for node in &mut self.nodes {
+            node.handler = node.resolve_handler();
+        }
+        self.mark_by_id(Handler::Start, &["start", "Start"]);
+        self.mark_by_id(Handler::Exit, &["exit", "Exit", "end", "End"]);
+    }
+
+    fn mark_by_id(&mut self, handler: Handler, ids: &[&str]) {
+        if self.nodes.iter().any(|n| n.handler == handler) {
+            return;
+        }
+        let Some(&i) = ids.iter().find_map(|id| self.index.get(*id)) else {
+            return;
+        };
+        if let Some(node) = self.nodes.get_mut(i) {
+            if !node.attrs.contains("shape") && !node.attrs.contains("type") {
+                node.handler = handler;
+            }
+        }
+    }
+
+    /// Outgoing edge positions per node, in node order.
+    #[must_use]
+    pub fn outgoing(&self) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); self.nodes.len()];
+        for (e, edge) in self.edges.iter().enumerate() {
+            if let Some(&i) = self.index.get(&edge.from) {
+                out[i].push(e);
+            }
+        }
+        out
+    }
+
+    /// Every node with the start handler (see [`Graph::finish`]).
+    #[must_use]
+    pub fn start_nodes(&self) -> Vec<&Node> {
+        self.nodes
+            .iter()
+            .filter(|n| n.handler == Handler::Start)
+            .collect()
+    }
+
+    /// Every node with the exit handler (see [`Graph::finish`]).
+    #[must_use]
+    pub fn exit_nodes(&self) -> Vec<&Node> {
+        self.nodes
+            .iter()
+            .filter(|n| n.handler == Handler::Exit)
+            .collect()
+    }
+
+    /// The single start node, when there is exactly one.
+    #[must_use]
+    pub fn start(&self) -> Option<&Node> {
+        match self.start_nodes().as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The single exit node, when there is exactly one.
+    #[must_use]
+    pub fn exit(&self) -> Option<&Node> {
+        match self.exit_nodes().as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The workflow language: source text in, a validated [`Graph`] out.
+
+pub mod attrs;
+pub mod condition;
+pub mod diagnostic;
+pub mod graph;
+pub mod lexer;
+pub mod parser;
+pub mod rules;
+pub mod span;
+pub mod stylesheet;
+pub mod template;
+pub mod value;
+pub mod workflow;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use graph::{Edge, Graph, Handler, Node};
+pub use span::Span;
+pub use value::Value;
+pub use workflow::{LoadOptions, Workflow};

@@ -1,0 +1,894 @@
+//! The recursive-descent parser for Fabro's DOT subset
+//! (reference/dot-language.mdx).
+//!
+//! It builds the [`Graph`] directly, applying scoped node and edge defaults
+//! and subgraph classes as it goes. A syntax error stops the parse (the first
+//! error is reported precisely rather than a cascade of guesses); attribute
+//! type errors are collected and parsing continues.
+
+use super::attrs::{self, Attr, Attrs, Scope};
+use super::diagnostic::Diagnostic;
+use super::graph::{Edge, Graph};
+use super::lexer::{LexError, Lexer, Token, TokenKind};
+use super::span::Span;
+use super::value::Value;
+
+/// The rule id of syntax errors.
+pub const SYNTAX: &str = "syntax";
+/// The rule id of attribute values of the wrong type.
+pub const ATTRIBUTE_TYPE: &str = "attribute_type";
+
+/// A parsed graph and the non-fatal problems found while building it.
+#[derive(Debug)]
+pub struct Parsed {
+    pub graph: Graph,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Parses a workflow. `Err` holds the first syntax error.
+pub fn parse(src: &str) -> Result<Parsed, Box<Diagnostic>> {
+    let mut parser = Parser::new(src).map_err(Box::new)?;
+    parser.file().map_err(Box::new)?;
+    parser.graph.finish();
+    Ok(Parsed {
+        graph: parser.graph,
+        diagnostics: parser.diagnostics,
+    })
+}
+
+/// Defaults and membership of one `{ }` scope.
+#[derive(Default)]
+struct Frame {
+    node_defaults: Attrs,
+    edge_defaults: Attrs,
+    /// The subgraph's `label`, which becomes a class of its nodes.
+    label: Option<String>,
+    /// Nodes declared or referenced inside this scope (and nested ones).
+    members: Vec<usize>,
+}
+
+struct Parser<'src> {
+    lexer: Lexer<'src>,
+    tok: Token<'src>,
+    graph: Graph,
+    frames: Vec<Frame>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+type PResult<T> = Result<T, Diagnostic>;
+
+fn lex_diag(e: LexError) -> Diagnostic {
+    let d = Diagnostic::error(SYNTAX, e.message).at(e.span);
+    match e.hint {
+        Some(h) => d.with_hint(h),
+        None => d,
+    }
+}
+
+fn is_identifier(word: &str) -> bool {
+    let mut bytes = word.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Attribute keys: identifiers, optionally qualified with dots
+/// (`human.default_choice`, `stack.child_workflow`).
+fn is_key(word: &str) -> bool {
+    !word.ends_with('.') && word.split('.').all(is_identifier)
+}
+
+fn keyword(word: &str) -> Option<&'static str> {
+    ["digraph", "graph", "node", "edge", "subgraph", "strict"]
+        .into_iter()
+        .find(|k| word.eq_ignore_ascii_case(k))
+}
+
+/// The class a subgraph label becomes: lowercased, spaces to `-`.
+#[must_use]
+pub fn label_class(label: &str) -> String {
+    label
+        .trim()
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+impl<'src> Parser<'src> {
+    fn new(src: &'src str) -> PResult<Self> {
+        let mut lexer = Lexer::new(src);
+        let tok = lexer.next_token().map_err(lex_diag)?;
+        Ok(Parser {
+            lexer,
+            tok,
+            graph: Graph::default(),
+            frames: vec![Frame::default()],
+            diagnostics: Vec::new(),
+        })
+    }
+
+    fn advance(&mut self) -> PResult<Token<'src>> {
+        let next = self.lexer.next_token().map_err(lex_diag)?;
+        Ok(std::mem::replace(&mut self.tok, next))
+    }
+
+    fn unexpected(&self, expected: &str) -> Diagnostic {
+        Diagnostic::error(
+            SYNTAX,
+            format!("expected {expected}, found {}", self.tok.kind.describe()),
+        )
+        .at(self.tok.span)
+    }
+
+    fn expect(&mut self, kind: &TokenKind<'_>, expected: &str) -> PResult<Token<'src>> {
+        if std::mem::discriminant(&self.tok.kind) == std::mem::discriminant(kind) {
+            self.advance()
+        } else {
+            Err(self.unexpected(expected))
+        }
+    }
+
+    fn file(&mut self) -> PResult<()> {
+        let (kw, span) = match &self.tok.kind {
+            TokenKind::Word(w) => (keyword(w), self.tok.span),
+            _ => (None, self.tok.span),
+        };
+        match kw {
+            Some("digraph") => {}
+            Some("strict") => {
+                return Err(
+                    Diagnostic::error(SYNTAX, "`strict` graphs are not supported")
+                        .at(span)
+                        .with_hint("remove `strict`: start the file with `digraph Name {`"),
+                );
+            }
+            Some("graph") => {
+                return Err(
+                    Diagnostic::error(SYNTAX, "undirected `graph` is not supported")
+                        .at(span)
+                        .with_hint("workflows are directed: write `digraph Name { ... }`"),
+                );
+            }
+            _ => return Err(self.unexpected("`digraph`")),
+        }
+        self.advance()?;
+        let name = match &self.tok.kind {
+            TokenKind::Word(w) if is_identifier(w) && keyword(w).is_none() => w.to_string(),
+            TokenKind::LBrace => {
+                return Err(Diagnostic::error(SYNTAX, "the graph needs a name")
+                    .at(self.tok.span)
+                    .with_hint("write `digraph MyWorkflow {`"));
+            }
+            TokenKind::Str(_) => {
+                return Err(Diagnostic::error(
+                    SYNTAX,
+                    "the graph name must be an identifier, not a quoted string",
+                )
+                .at(self.tok.span)
+                .with_hint("use letters, digits and underscores, e.g. `digraph MyWorkflow {`"));
+            }
+            _ => return Err(self.unexpected("a graph name")),
+        };
+        let name_tok = self.advance()?;
+        self.graph = Graph::new(name, name_tok.span);
+        self.expect(&TokenKind::LBrace, "`{` after the graph name")?;
+        self.statements()?;
+        self.expect(&TokenKind::RBrace, "`}` to close the graph")?;
+        match &self.tok.kind {
+            TokenKind::Eof => Ok(()),
+            TokenKind::Word(w) if matches!(keyword(w), Some("digraph" | "graph" | "strict")) => {
+                Err(
+                    Diagnostic::error(SYNTAX, "only one graph per file is supported")
+                        .at(self.tok.span)
+                        .with_hint("put each workflow in its own file"),
+                )
+            }
+            _ => Err(Diagnostic::error(
+                SYNTAX,
+                format!(
+                    "unexpected {} after the end of the graph",
+                    self.tok.kind.describe()
+                ),
+            )
+            .at(self.tok.span)
+            .with_hint("everything must be inside `digraph Name { ... }`")),
+        }
+    }
+
+    /// Statements until the closing `}` (not consumed).
+    fn statements(&mut self) -> PResult<()> {
+        loop {
+            match &self.tok.kind {
+                TokenKind::RBrace => return Ok(()),
+                TokenKind::Eof => {
+                    return Err(Diagnostic::error(
+                        SYNTAX,
+                        "unexpected end of file: a `{` is never closed",
+                    )
+                    .at(self.tok.span)
+                    .with_hint("add the missing `}`"));
+                }
+                TokenKind::Semicolon => {
+                    self.advance()?;
+                }
+                _ => self.statement()?,
+            }
+        }
+    }
+
+    fn in_subgraph(&self) -> bool {
+        self.frames.len() > 1
+    }
+
+    fn frame(&mut self) -> &mut Frame {
+        // The root frame is pushed in `new` and never popped.
+        let last = self.frames.len() - 1;
+        &mut self.frames[last]
+    }
+
+    fn statement(&mut self) -> PResult<()> {
+        let word = match &self.tok.kind {
+            TokenKind::Word(w) => *w,
+            TokenKind::LBrace => return self.subgraph(),
+            TokenKind::Str(_) => {
+                return Err(Diagnostic::error(SYNTAX, "quoted node ids are not supported")
+                    .at(self.tok.span)
+                    .with_hint("name nodes with identifiers (letters, digits, underscores) and put display text in `label`"));
+            }
+            _ => return Err(self.unexpected("a statement")),
+        };
+        match keyword(word) {
+            Some("graph") => {
+                self.advance()?;
+                let list = self.attr_list(Scope::Graph)?;
+                self.graph_attrs(list);
+                Ok(())
+            }
+            Some("node") => {
+                self.advance()?;
+                let list = self.attr_list(Scope::Node)?;
+                self.frame().node_defaults.merge(&list);
+                Ok(())
+            }
+            Some("edge") => {
+                self.advance()?;
+                let list = self.attr_list(Scope::Edge)?;
+                self.frame().edge_defaults.merge(&list);
+                Ok(())
+            }
+            Some("subgraph") => {
+                self.advance()?;
+                // The subgraph's name only matters to Graphviz (`cluster_*`).
+                if matches!(&self.tok.kind, TokenKind::Word(w) if keyword(w).is_none()) {
+                    self.advance()?;
+                }
+                if self.tok.kind != TokenKind::LBrace {
+                    return Err(self.unexpected("`{` to open the subgraph"));
+                }
+                self.subgraph()
+            }
+            Some("digraph" | "strict") => Err(Diagnostic::error(
+                SYNTAX,
+                "a graph cannot contain another graph",
+            )
+            .at(self.tok.span)
+            .with_hint("use `subgraph name { ... }` to group nodes")),
+            _ => self.node_or_edge_or_decl(),
+        }
+    }
+
+    /// Applies `graph [..]` or `key=value` at the current scope: the root
+    /// graph's attributes, or (inside a subgraph) the subgraph's own, of
+    /// which only `label` means anything.
+    fn graph_attrs(&mut self, list: Attrs) {
+        if self.in_subgraph() {
+            if let Some(label) = list.text("label") {
+                let label = label.into_owned();
+                self.frame().label = Some(label);
+            }
+        } else {
+            self.graph.attrs.merge(&list);
+        }
+    }
+
+    fn subgraph(&mut self) -> PResult<()> {
+        self.expect(&TokenKind::LBrace, "`{`")?;
+        let parent = self.frames.last();
+        let frame = Frame {
+            node_defaults: parent.map(|f| f.node_defaults.clone()).unwrap_or_default(),
+            edge_defaults: parent.map(|f| f.edge_defaults.clone()).unwrap_or_default(),
+            label: None,
+            members: Vec::new(),
+        };
+        self.frames.push(frame);
+        self.statements()?;
+        self.expect(&TokenKind::RBrace, "`}`")?;
+        let Some(done) = self.frames.pop() else {
+            return Ok(());
+        };
+        if let Some(label) = &done.label {
+            let class = label_class(label);
+            if !class.is_empty() {
+                for &i in &done.members {
+                    let node = &mut self.graph.nodes[i];
+                    if !node.subgraph_classes.contains(&class) {
+                        node.subgraph_classes.push(class.clone());
+                    }
+                }
+            }
+        }
+        self.frame().members.extend(done.members);
+        Ok(())
+    }
+
+    /// A node id token: an identifier that is not a keyword.
+    fn node_id(&mut self) -> PResult<(String, Span)> {
+        match &self.tok.kind {
+            TokenKind::Word(w) if is_identifier(w) => {
+                let id = w.to_string();
+                let tok = self.advance()?;
+                Ok((id, tok.span))
+            }
+            TokenKind::Word(w) => {
+                let fixed: String = w
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                let fixed = if fixed.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!("n{fixed}")
+                } else {
+                    fixed
+                };
+                Err(Diagnostic::error(SYNTAX, format!("`{w}` is not a valid node id"))
+                    .at(self.tok.span)
+                    .with_hint(format!("node ids use letters, digits and underscores and start with a letter or `_`, e.g. `{fixed}`")))
+            }
+            TokenKind::Str(_) => Err(Diagnostic::error(
+                SYNTAX,
+                "quoted node ids are not supported",
+            )
+            .at(self.tok.span)
+            .with_hint("name nodes with identifiers and put display text in `label`")),
+            TokenKind::LBrace => Err(Diagnostic::error(
+                SYNTAX,
+                "subgraphs as edge endpoints are not supported",
+            )
+            .at(self.tok.span)
+            .with_hint("write one edge per target: `a -> b; a -> c`")),
+            _ => Err(self.unexpected("a node id")),
+        }
+    }
+
+    fn node_or_edge_or_decl(&mut self) -> PResult<()> {
+        // A qualified word (`a.b`) can only start a `key = value` declaration.
+        if let TokenKind::Word(w) = self.tok.kind {
+            if !is_identifier(w) && is_key(w) {
+                let key_tok = self.advance()?;
+                return self.declaration(w, key_tok.span);
+            }
+        }
+        let (id, span) = self.node_id()?;
+        match self.tok.kind {
+            TokenKind::Equals => return self.declaration(&id, span),
+            TokenKind::Arrow => return self.edges(id, span),
+            _ => {}
+        }
+        let list = if self.tok.kind == TokenKind::LBracket {
+            self.attr_list(Scope::Node)?
+        } else {
+            Attrs::new()
+        };
+        let i = self.touch_node(&id, span);
+        let node = &mut self.graph.nodes[i];
+        if !node.declared {
+            node.declared = true;
+            node.span = span;
+        }
+        node.attrs.merge(&list);
+        Ok(())
+    }
+
+    /// `key = value` at statement level: a graph (or subgraph) attribute.
+    fn declaration(&mut self, key: &str, key_span: Span) -> PResult<()> {
+        self.expect(&TokenKind::Equals, "`=`")?;
+        let attr = self.value_for(key, key_span, Scope::Graph)?;
+        let mut list = Attrs::new();
+        list.set(attr);
+        self.graph_attrs(list);
+        Ok(())
+    }
+
+    fn touch_node(&mut self, id: &str, span: Span) -> usize {
+        let (i, created) = self.graph.node_entry(id, span);
+        if created {
+            let defaults = self.frame().node_defaults.clone();
+            self.graph.nodes[i].attrs = defaults;
+        }
+        if self.in_subgraph() {
+            self.frame().members.push(i);
+        }
+        i
+    }
+
+    /// `a -> b -> c [attrs]`: pairwise edges sharing the attributes.
+    fn edges(&mut self, first: String, first_span: Span) -> PResult<()> {
+        let mut ids = vec![(first, first_span)];
+        while self.tok.kind == TokenKind::Arrow {
+            self.advance()?;
+            ids.push(self.node_id()?);
+        }
+        let list = if self.tok.kind == TokenKind::LBracket {
+            self.attr_list(Scope::Edge)?
+        } else {
+            Attrs::new()
+        };
+        for (id, span) in &ids {
+            self.touch_node(id, *span);
+        }
+        let mut attrs = self.frame().edge_defaults.clone();
+        attrs.merge(&list);
+        for pair in ids.windows(2) {
+            let [(from, from_span), (to, to_span)] = pair else {
+                continue;
+            };
+            self.graph.edges.push(Edge {
+                from: from.clone(),
+                to: to.clone(),
+                span: from_span.to(*to_span),
+                from_span: *from_span,
+                to_span: *to_span,
+                attrs: attrs.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// One or more `[ ... ]` blocks. Attributes are separated by `,` or `;`;
+    /// a missing separator is an error (it usually hides a typo).
+    fn attr_list(&mut self, scope: Scope) -> PResult<Attrs> {
+        let mut attrs = Attrs::new();
+        if self.tok.kind != TokenKind::LBracket {
+            return Err(self.unexpected("`[`"));
+        }
+        while self.tok.kind == TokenKind::LBracket {
+            self.advance()?;
+            let mut need_separator = false;
+            loop {
+                match &self.tok.kind {
+                    TokenKind::RBracket => {
+                        self.advance()?;
+                        break;
+                    }
+                    TokenKind::Comma | TokenKind::Semicolon => {
+                        self.advance()?;
+                        need_separator = false;
+                    }
+                    TokenKind::Word(_) | TokenKind::Str(_) if need_separator => {
+                        return Err(Diagnostic::error(SYNTAX, "missing `,` between attributes")
+                            .at(self.tok.span)
+                            .with_hint("separate attributes with commas: `[a=1, b=2]`"));
+                    }
+                    TokenKind::Word(w) => {
+                        let key = *w;
+                        let key_tok = self.advance()?;
+                        if !is_key(key) {
+                            return Err(Diagnostic::error(
+                                SYNTAX,
+                                format!("`{key}` is not a valid attribute name"),
+                            )
+                            .at(key_tok.span)
+                            .with_hint("attribute names use letters, digits, `_` and `.`"));
+                        }
+                        if self.tok.kind != TokenKind::Equals {
+                            return Err(Diagnostic::error(
+                                SYNTAX,
+                                format!(
+                                    "expected `=` after attribute `{key}`, found {}",
+                                    self.tok.kind.describe()
+                                ),
+                            )
+                            .at(self.tok.span)
+                            .with_hint(format!("write `{key}=value`")));
+                        }
+                        self.advance()?;
+                        let attr = self.value_for(key, key_tok.span, scope)?;
+                        attrs.set(attr);
+                        need_separator = true;
+                    }
+                    TokenKind::Str(_) => {
+                        return Err(
+                            Diagnostic::error(SYNTAX, "attribute names cannot be quoted")
+                                .at(self.tok.span)
+                                .with_hint("write `key=\"value\"`"),
+                        );
+                    }
+                    TokenKind::Eof => {
+                        return Err(Diagnostic::error(
+                            SYNTAX,
+                            "unexpected end of file inside `[ ... ]`",
+                        )
+                        .at(self.tok.span)
+                        .with_hint("close the attribute list with `]`"));
+                    }
+                    _ => return Err(self.unexpected("an attribute or `]`")),
+                }
+            }
+        }
+        Ok(attrs)
+    }
+
+    /// Reads the value after `key=`, typing and coercing it.
+    fn value_for(&mut self, key: &str, key_span: Span, scope: Scope) -> PResult<Attr> {
+        let (value, value_span) = match &self.tok.kind {
+            TokenKind::Word(w) => (Value::from_word(w), self.tok.span),
+            TokenKind::Str(s) => (Value::Str(s.to_string()), self.tok.span),
+            _ => {
+                return Err(Diagnostic::error(
+                    SYNTAX,
+                    format!(
+                        "expected a value for `{key}`, found {}",
+                        self.tok.kind.describe()
+                    ),
+                )
+                .at(self.tok.span)
+                .with_hint(format!("write `{key}=value` or `{key}=\"text\"`")));
+            }
+        };
+        self.advance()?;
+        let value = match attrs::declared_type(scope, key) {
+            None => value,
+            Some(ty) => match value.coerce(ty) {
+                Ok(v) => v,
+                Err(original) => {
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            ATTRIBUTE_TYPE,
+                            format!(
+                                "`{key}` expects {}, found `{}`",
+                                ty.describe(),
+                                original.as_text()
+                            ),
+                        )
+                        .at(value_span)
+                        .with_hint(match ty {
+                            super::value::ValueType::Duration => {
+                                format!("add a unit: `{key}=\"{}s\"`", original.as_text())
+                            }
+                            _ => format!("write {} for `{key}`", ty.describe()),
+                        }),
+                    );
+                    original
+                }
+            },
+        };
+        Ok(Attr {
+            key: key.to_string(),
+            value,
+            key_span,
+            value_span,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::graph::Handler;
+
+    fn ok(src: &str) -> Graph {
+        match parse(src) {
+            Ok(p) => {
+                assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+                p.graph
+            }
+            Err(e) => panic!("{src}\n{e:?}"),
+        }
+    }
+
+    fn err(src: &str) -> Diagnostic {
+        match parse(src) {
+            Ok(p) => panic!("parsed: {:?}", p.graph),
+            Err(e) => *e,
+        }
+    }
+
+    fn at(d: &Diagnostic) -> (u32, u32) {
+        let s = d.span.expect("has a span");
+        (s.line, s.column)
+    }
+
+    fn text<'g>(g: &'g Graph, node: &str, key: &str) -> Option<std::borrow::Cow<'g, str>> {
+        g.node(node)?.attrs.text(key)
+    }
+
+    #[test]
+    fn parses_the_reference_file_structure() {
+        let g = ok(r#"digraph MyWorkflow {
+            graph [goal="Describe the project"]
+            rankdir=LR
+            start [shape=Mdiamond, label="Start"]
+            exit  [shape=Msquare, label="Exit"]
+            scan    [label="Scan Files", shape=parallelogram, script="find . -type f | head -30"]
+            analyze [label="Analyze", shape=tab, prompt="Summarize the project structure."]
+            start -> scan -> analyze -> exit
+        }"#);
+        assert_eq!(g.name, "MyWorkflow");
+        assert_eq!(
+            g.attrs.text("goal").as_deref(),
+            Some("Describe the project")
+        );
+        assert_eq!(g.attrs.text("rankdir").as_deref(), Some("LR"));
+        assert_eq!(g.nodes.len(), 4);
+        assert_eq!(g.edges.len(), 3);
+        assert_eq!(g.node("scan").map(|n| n.handler), Some(Handler::Command));
+        assert_eq!(g.node("analyze").map(|n| n.handler), Some(Handler::Prompt));
+    }
+
+    #[test]
+    fn chained_edges_expand_pairwise_and_share_attributes() {
+        let g = ok("digraph G { a -> b -> c [weight=3, label=\"x\"] }");
+        let pairs: Vec<_> = g
+            .edges
+            .iter()
+            .map(|e| (e.from.as_str(), e.to.as_str(), e.weight()))
+            .collect();
+        assert_eq!(pairs, vec![("a", "b", 3), ("b", "c", 3)]);
+    }
+
+    #[test]
+    fn edges_create_undeclared_nodes() {
+        let g = ok("digraph G { a [label=A]; a -> b }");
+        assert!(g.node("a").is_some_and(|n| n.declared));
+        assert!(g.node("b").is_some_and(|n| !n.declared));
+    }
+
+    #[test]
+    fn redeclared_nodes_merge_and_later_wins() {
+        let g = ok("digraph G { a [label=\"one\", prompt=\"p\"]\n a [label=\"two\"] }");
+        assert_eq!(text(&g, "a", "label").as_deref(), Some("two"));
+        assert_eq!(text(&g, "a", "prompt").as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn node_defaults_apply_only_after_and_are_scoped_to_the_subgraph() {
+        let g = ok(r#"digraph G {
+            before
+            node [timeout="900s"]
+            after
+            subgraph cluster_x {
+                node [thread_id="impl"]
+                inner
+            }
+            outside
+        }"#);
+        assert!(text(&g, "before", "timeout").is_none());
+        assert_eq!(text(&g, "after", "timeout").as_deref(), Some("900s"));
+        assert_eq!(text(&g, "inner", "timeout").as_deref(), Some("900s"));
+        assert_eq!(text(&g, "inner", "thread_id").as_deref(), Some("impl"));
+        assert!(text(&g, "outside", "thread_id").is_none());
+    }
+
+    #[test]
+    fn explicit_attributes_override_node_defaults() {
+        let g = ok("digraph G { node [shape=tab] a [shape=box] b }");
+        assert_eq!(g.node("a").map(|n| n.handler), Some(Handler::Agent));
+        assert_eq!(g.node("b").map(|n| n.handler), Some(Handler::Prompt));
+    }
+
+    #[test]
+    fn edge_defaults_apply_to_later_edges_in_scope() {
+        let g = ok(
+            "digraph G { a -> b; edge [weight=5]; b -> c; subgraph { edge [weight=7]; c -> d }; d -> e }",
+        );
+        let weights: Vec<_> = g.edges.iter().map(|e| e.weight()).collect();
+        assert_eq!(weights, vec![0, 5, 7, 5]);
+    }
+
+    #[test]
+    fn subgraph_label_becomes_a_class_on_nodes_inside() {
+        let g = ok(r#"digraph G {
+            a
+            subgraph cluster_impl {
+                label = "Loop A"
+                plan
+                a
+                subgraph inner { graph [label="Deep Work"]; deep }
+            }
+            plan -> outside
+        }"#);
+        assert_eq!(
+            g.node("plan").map(|n| n.classes()),
+            Some(vec!["loop-a".to_string()])
+        );
+        assert_eq!(
+            g.node("a").map(|n| n.classes()),
+            Some(vec!["loop-a".to_string()])
+        );
+        assert_eq!(
+            g.node("deep").map(|n| n.classes()),
+            Some(vec!["deep-work".to_string(), "loop-a".to_string()])
+        );
+        assert_eq!(g.node("outside").map(|n| n.classes()), Some(vec![]));
+        assert!(
+            g.attrs.get("label").is_none(),
+            "a subgraph label is not the graph's"
+        );
+    }
+
+    #[test]
+    fn class_lists_accept_commas_and_spaces() {
+        let g = ok("digraph G { a [class=\"coding, critical review\"] }");
+        assert_eq!(
+            g.node("a").map(|n| n.classes()),
+            Some(vec!["coding".into(), "critical".into(), "review".into()])
+        );
+    }
+
+    #[test]
+    fn typed_values_and_qualified_keys() {
+        let g = ok(r#"digraph G {
+            a [max_retries=3, goal_gate=true, timeout=15m, model=gpt-5.2-codex,
+               human.default_choice="approve", temperature=0.5]
+        }"#);
+        let a = g.node("a").expect("a");
+        assert_eq!(a.attrs.value("max_retries"), Some(&Value::Int(3)));
+        assert_eq!(a.attrs.value("goal_gate"), Some(&Value::Bool(true)));
+        assert_eq!(a.attrs.text("timeout").as_deref(), Some("15m"));
+        assert_eq!(a.attrs.text("model").as_deref(), Some("gpt-5.2-codex"));
+        assert_eq!(
+            a.attrs.text("human.default_choice").as_deref(),
+            Some("approve")
+        );
+        assert_eq!(a.attrs.value("temperature"), Some(&Value::Float(0.5)));
+    }
+
+    #[test]
+    fn quoted_numbers_and_booleans_are_coerced_on_typed_attributes() {
+        let g = ok(
+            r#"digraph G { graph [max_node_visits="20"]; a [max_retries="3", goal_gate="true"] }"#,
+        );
+        assert_eq!(g.attrs.value("max_node_visits"), Some(&Value::Int(20)));
+        let a = g.node("a").expect("a");
+        assert_eq!(a.attrs.value("max_retries"), Some(&Value::Int(3)));
+        assert_eq!(a.attrs.value("goal_gate"), Some(&Value::Bool(true)));
+    }
+
+    #[test]
+    fn a_badly_typed_value_is_reported_where_it_stands() {
+        let p = parse("digraph G {\n  a [max_retries=\"lots\"]\n}").expect("parses");
+        let d = &p.diagnostics[0];
+        assert_eq!(d.rule, ATTRIBUTE_TYPE);
+        assert_eq!(at(d), (2, 18));
+        assert!(d.message.contains("an integer"));
+    }
+
+    #[test]
+    fn semicolons_are_optional() {
+        let g = ok("digraph G { a; b [label=x]; a -> b; rankdir=LR; }");
+        assert_eq!(g.edges.len(), 1);
+    }
+
+    #[test]
+    fn undirected_and_strict_graphs_are_rejected() {
+        let e = err("graph G { a -- b }");
+        assert!(e.message.contains("undirected"));
+        assert_eq!(at(&e), (1, 1));
+        assert!(err("strict digraph G {}").message.contains("strict"));
+    }
+
+    #[test]
+    fn several_graphs_are_rejected_at_the_second() {
+        let e = err("digraph A {}\ndigraph B {}");
+        assert!(e.message.contains("one graph"));
+        assert_eq!(at(&e), (2, 1));
+    }
+
+    #[test]
+    fn undirected_edge_is_rejected_at_the_operator() {
+        let e = err("digraph G {\n  a -- b\n}");
+        assert_eq!(at(&e), (2, 5));
+    }
+
+    #[test]
+    fn ports_html_labels_and_quoted_ids_are_rejected() {
+        assert!(err("digraph G { a:n -> b }").message.contains("ports"));
+        assert!(err("digraph G { a [label=<b>] }").message.contains("HTML"));
+        let e = err("digraph G {\n \"my node\" [label=x]\n}");
+        assert!(e.message.contains("quoted node ids"));
+        assert_eq!(at(&e), (2, 2));
+        assert!(
+            err("digraph G { a -> \"b\" }")
+                .message
+                .contains("quoted node ids")
+        );
+    }
+
+    #[test]
+    fn missing_comma_between_attributes_is_rejected_at_the_second() {
+        let e = err("digraph G { a [label=\"x\" shape=box] }");
+        assert!(e.message.contains("missing `,`"));
+        assert_eq!(at(&e), (1, 26));
+    }
+
+    #[test]
+    fn unterminated_strings_and_comments_are_rejected() {
+        assert!(
+            err("digraph G { a [label=\"x] }")
+                .message
+                .contains("unterminated string")
+        );
+        assert!(
+            err("digraph G { /* a }")
+                .message
+                .contains("unterminated block comment")
+        );
+    }
+
+    #[test]
+    fn trailing_content_is_rejected() {
+        let e = err("digraph G { a }\nextra");
+        assert!(e.message.contains("after the end of the graph"));
+        assert_eq!(at(&e), (2, 1));
+    }
+
+    #[test]
+    fn an_unclosed_graph_is_reported_at_the_end() {
+        let e = err("digraph G {\n a -> b\n");
+        assert!(e.message.contains("never closed"));
+    }
+
+    #[test]
+    fn invalid_node_ids_suggest_a_fix() {
+        let e = err("digraph G { run-tests -> b }");
+        assert!(e.hint.as_deref().is_some_and(|h| h.contains("run_tests")));
+    }
+
+    #[test]
+    fn a_missing_graph_name_is_reported() {
+        assert!(err("digraph { a }").message.contains("needs a name"));
+    }
+
+    #[test]
+    fn spans_point_at_nodes_edges_and_attributes() {
+        let g = ok("digraph G {\n  a [label=\"A\"]\n  a -> b [weight=2]\n}");
+        let a = g.node("a").expect("a");
+        assert_eq!((a.span.line, a.span.column), (2, 3));
+        let label = a.attrs.get("label").expect("label");
+        assert_eq!((label.key_span.line, label.key_span.column), (2, 6));
+        assert_eq!((label.value_span.line, label.value_span.column), (2, 12));
+        let e = &g.edges[0];
+        assert_eq!((e.span.line, e.span.column, e.to_span.column), (3, 3, 8));
+        let w = e.attrs.get("weight").expect("weight");
+        assert_eq!((w.key_span.line, w.key_span.column), (3, 11));
+    }
+
+    #[test]
+    fn start_and_exit_are_found_by_id_without_shapes() {
+        let g = ok("digraph G { start -> work -> End }");
+        assert_eq!(g.start().map(|n| n.id.as_str()), Some("start"));
+        assert_eq!(g.exit().map(|n| n.id.as_str()), Some("End"));
+    }
+
+    #[test]
+    fn type_overrides_shape_including_legacy_aliases() {
+        let g = ok(
+            "digraph G { a [shape=box, type=\"tool\"]; b [type=one_shot]; c [type=agent_loop] }",
+        );
+        assert_eq!(g.node("a").map(|n| n.handler), Some(Handler::Command));
+        assert_eq!(g.node("b").map(|n| n.handler), Some(Handler::Prompt));
+        assert_eq!(g.node("c").map(|n| n.handler), Some(Handler::Agent));
+    }
+
+    #[test]
+    fn keywords_are_case_insensitive() {
+        let g = ok("DiGraph G { NODE [shape=tab]; a; Subgraph s { b } }");
+        assert_eq!(g.node("a").map(|n| n.handler), Some(Handler::Prompt));
+        assert!(g.node("b").is_some());
+    }
+
+    #[test]
+    fn multiple_attribute_blocks_merge() {
+        let g = ok("digraph G { a [label=x][shape=tab] }");
+        assert_eq!(g.node("a").map(|n| n.handler), Some(Handler::Prompt));
+    }
+}

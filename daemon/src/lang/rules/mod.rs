@@ -1,0 +1,236 @@
+//! Validation rules, one file each. A rule reads the parsed graph through a
+//! [`Cx`] and appends [`Diagnostic`]s; it never fails and never panics.
+//!
+//! Each rule has a stable id (its file name), used in output and by tests.
+//! [`RULES`] lists them in the order they run.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::attrs::Attr;
+use super::condition::{self, Condition, ConditionError};
+use super::diagnostic::Diagnostic;
+use super::graph::{Edge, Graph, Node};
+use super::span::Span;
+use super::workflow::{FileRef, span_in_value};
+
+mod all_conditional_edges;
+mod attribute_value;
+mod auto_status_deprecated;
+mod command_requires_script;
+mod condition_syntax;
+mod dead_end;
+mod direction_valid;
+mod duration_valid;
+mod edge_target_exists;
+mod exit_no_outgoing;
+mod fidelity_valid;
+mod freeform_edge_count;
+mod goal_gate_has_retry;
+mod output_schema_valid;
+mod prompt_on_llm_nodes;
+mod random_selection_no_conditions;
+mod reachability;
+mod reserved_keyword_node_id;
+mod retry_target_exists;
+mod selection_valid;
+mod start_no_incoming;
+mod start_node;
+mod stylesheet_syntax;
+mod terminal_node;
+mod thread_id_requires_fidelity_full;
+mod type_known;
+mod undeclared_node;
+mod unknown_attribute;
+mod unresolved_file_ref;
+
+/// The id of the stylesheet rule, also used by the loader.
+pub const STYLESHEET_SYNTAX: &str = "stylesheet_syntax";
+
+/// A rule: its id and its check.
+pub type Rule = (&'static str, fn(&Cx<'_>, &mut Vec<Diagnostic>));
+
+/// Every rule, in the order they run.
+pub const RULES: &[Rule] = &[
+    ("start_node", start_node::check),
+    ("terminal_node", terminal_node::check),
+    ("start_no_incoming", start_no_incoming::check),
+    ("exit_no_outgoing", exit_no_outgoing::check),
+    ("edge_target_exists", edge_target_exists::check),
+    ("undeclared_node", undeclared_node::check),
+    ("reachability", reachability::check),
+    ("dead_end", dead_end::check),
+    ("condition_syntax", condition_syntax::check),
+    (STYLESHEET_SYNTAX, stylesheet_syntax::check),
+    ("all_conditional_edges", all_conditional_edges::check),
+    ("random_selection_no_conditions", random_selection_no_conditions::check),
+    ("selection_valid", selection_valid::check),
+    ("prompt_on_llm_nodes", prompt_on_llm_nodes::check),
+    ("command_requires_script", command_requires_script::check),
+    ("unresolved_file_ref", unresolved_file_ref::check),
+    ("retry_target_exists", retry_target_exists::check),
+    ("goal_gate_has_retry", goal_gate_has_retry::check),
+    ("fidelity_valid", fidelity_valid::check),
+    ("thread_id_requires_fidelity_full", thread_id_requires_fidelity_full::check),
+    ("direction_valid", direction_valid::check),
+    ("type_known", type_known::check),
+    ("freeform_edge_count", freeform_edge_count::check),
+    ("reserved_keyword_node_id", reserved_keyword_node_id::check),
+    ("duration_valid", duration_valid::check),
+    ("attribute_value", attribute_value::check),
+    ("auto_status_deprecated", auto_status_deprecated::check),
+    ("unknown_attribute", unknown_attribute::check),
+    ("output_schema_valid", output_schema_valid::check),
+];
+
+/// What rules read: the graph plus indexes computed once for all of them.
+pub struct Cx<'a> {
+    pub graph: &'a Graph,
+    /// The parsed text, for placing errors inside attribute values.
+    pub source: &'a str,
+    pub base_dir: &'a Path,
+    pub file_refs: &'a [FileRef],
+    /// Outgoing edge positions per node position.
+    pub outgoing: Vec<Vec<usize>>,
+    /// Incoming edge positions per node position.
+    pub incoming: Vec<Vec<usize>>,
+    /// Each edge's parsed `condition`, `None` when it has none.
+    pub conditions: Vec<Option<Result<Condition, ConditionError>>>,
+    ids: HashMap<&'a str, usize>,
+}
+
+impl<'a> Cx<'a> {
+    /// Builds the indexes for `graph`.
+    #[must_use]
+    pub fn new(graph: &'a Graph, source: &'a str, base_dir: &'a Path, file_refs: &'a [FileRef]) -> Self {
+        let ids: HashMap<&str, usize> = graph.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+        let mut outgoing = vec![Vec::new(); graph.nodes.len()];
+        let mut incoming = vec![Vec::new(); graph.nodes.len()];
+        for (e, edge) in graph.edges.iter().enumerate() {
+            if let Some(&i) = ids.get(edge.from.as_str()) {
+                outgoing[i].push(e);
+            }
+            if let Some(&i) = ids.get(edge.to.as_str()) {
+                incoming[i].push(e);
+            }
+        }
+        let conditions = graph.edges.iter().map(|e| e.condition().map(|c| condition::parse(&c))).collect();
+        Cx { graph, source, base_dir, file_refs, outgoing, incoming, conditions, ids }
+    }
+
+    /// The position of the node with this id.
+    #[must_use]
+    pub fn index(&self, id: &str) -> Option<usize> {
+        self.ids.get(id).copied()
+    }
+
+    /// The outgoing edges of the node at position `i`.
+    pub fn out_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
+        self.outgoing[i].iter().map(|&e| (e, &self.graph.edges[e]))
+    }
+
+    /// The incoming edges of the node at position `i`.
+    pub fn in_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
+        self.incoming[i].iter().map(|&e| (e, &self.graph.edges[e]))
+    }
+
+    /// Places a problem inside an attribute's value (see [`span_in_value`]).
+    #[must_use]
+    pub fn span_in(&self, attr: &Attr, offset: usize, len: usize) -> Span {
+        span_in_value(self.source, attr, offset, len)
+    }
+
+    /// Where a node's attribute is written, or the node itself.
+    #[must_use]
+    pub fn attr_span(&self, node: &Node, key: &str) -> Span {
+        node.attrs.get(key).map_or(node.span, |a| a.value_span)
+    }
+}
+
+/// Runs every rule over `graph`, appending to `out`.
+pub fn check(graph: &Graph, source: &str, base_dir: &Path, file_refs: &[FileRef], out: &mut Vec<Diagnostic>) {
+    let cx = Cx::new(graph, source, base_dir, file_refs);
+    for (_, rule) in RULES {
+        rule(&cx, out);
+    }
+}
+
+/// The closest of `candidates` to `word` by edit distance, if close enough
+/// to be a plausible typo (at most a third of the word's length, min 1).
+#[must_use]
+pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != word)
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, c)| (*d, *c))
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over characters, case-sensitive.
+#[must_use]
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::lang::diagnostic::Diagnostic;
+    use crate::lang::workflow::{LoadOptions, Workflow};
+
+    /// Loads `src` (from a temp-free in-memory path) and returns every
+    /// diagnostic.
+    pub fn diagnostics(src: &str) -> Vec<Diagnostic> {
+        Workflow::from_bytes("test.fabro", src.as_bytes(), std::path::Path::new("."), &LoadOptions::default())
+            .diagnostics
+    }
+
+    /// The diagnostics of one rule.
+    pub fn of_rule(src: &str, rule: &str) -> Vec<Diagnostic> {
+        diagnostics(src).into_iter().filter(|d| d.rule == rule).collect()
+    }
+
+    /// A valid minimal workflow around `body` (start, exit and `body`).
+    pub fn wrap(body: &str) -> String {
+        format!("digraph T {{\n  start [shape=Mdiamond]\n  exit [shape=Msquare]\n{body}\n}}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+
+    #[test]
+    fn closest_suggests_only_plausible_typos() {
+        assert_eq!(closest("implment", ["implement", "plan"]), Some("implement"));
+        assert_eq!(closest("zzz", ["implement", "plan"]), None);
+    }
+
+    #[test]
+    fn every_rule_id_is_unique() {
+        let mut ids: Vec<_> = RULES.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+    }
+}

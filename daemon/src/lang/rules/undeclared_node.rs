@@ -1,0 +1,45 @@
+//! `undeclared_node` (ours): an edge names a node that no statement
+//! declares. Fabro silently creates an agent there; it is almost always a
+//! typo, so it is an error with a "did you mean" hint.
+
+use super::{Cx, closest};
+use crate::lang::diagnostic::Diagnostic;
+
+pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
+    let graph = cx.graph;
+    for node in graph.nodes.iter().filter(|n| !n.declared) {
+        // Nodes the reference lets edges create by id alone.
+        if node.handler == crate::lang::Handler::Start || node.handler == crate::lang::Handler::Exit {
+            continue;
+        }
+        let declared = graph.nodes.iter().filter(|n| n.declared).map(|n| n.id.as_str());
+        let mut d = Diagnostic::error("undeclared_node", format!("`{}` is used in an edge but never declared", node.id))
+            .at(node.span)
+            .on_node(&node.id);
+        d = match closest(&node.id, declared) {
+            Some(near) => d.with_hint(format!("did you mean `{near}`?")),
+            None => d.with_hint(format!("declare it, e.g. `{} [label=\"...\", prompt=\"...\"]`", node.id)),
+        };
+        out.push(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::rules::test_support::{of_rule, wrap};
+
+    #[test]
+    fn a_typo_in_an_edge_suggests_the_declared_node() {
+        let src = wrap("  implement [prompt=\"x\"]\n  start -> implement\n  implment -> exit");
+        let d = of_rule(&src, "undeclared_node");
+        assert_eq!(d.len(), 1);
+        assert!(d[0].is_error());
+        assert_eq!(d[0].hint.as_deref(), Some("did you mean `implement`?"));
+        assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((6, 3)), "{d:?}");
+    }
+
+    #[test]
+    fn start_and_exit_may_be_created_by_edges() {
+        assert!(of_rule("digraph G { start -> a; a [prompt=\"x\"]; a -> exit }", "undeclared_node").is_empty());
+    }
+}

@@ -1,0 +1,311 @@
+//! Loading a workflow: bytes → template pass 1 → parse → `@file` references
+//! → template pass 2 → model stylesheet → validation rules.
+//!
+//! Loading never fails on bad workflow content: every problem becomes a
+//! [`Diagnostic`]. Only reading the file itself can fail.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::attrs::{Attr, Attrs};
+use super::diagnostic::Diagnostic;
+use super::graph::Graph;
+use super::lexer::source_offset_in_string;
+use super::parser::{self, SYNTAX};
+use super::rules;
+use super::span::{Span, span_of, to_u32};
+use super::stylesheet;
+use super::template::{self, Renderer, TEMPLATE};
+use super::value::Value;
+
+/// What a load needs besides the text: the run's inputs and goal override.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `{{ inputs.NAME }}` values.
+    pub inputs: BTreeMap<String, String>,
+    /// Replaces the graph's `goal` when set (e.g. `weft run --goal`).
+    pub goal: Option<String>,
+}
+
+/// A file a workflow refers to (`@prompt.md`, `stack.child_workflow`,
+/// `import`), and whether it could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRef {
+    /// The node whose attribute names the file; `None` for the graph.
+    pub node: Option<String>,
+    pub key: String,
+    /// As written, without the `@`.
+    pub written: String,
+    pub path: PathBuf,
+    pub span: Span,
+    /// `None` when the file was read; otherwise why not.
+    pub error: Option<String>,
+}
+
+/// A loaded workflow: its graph (when it parsed) and every diagnostic.
+#[derive(Debug, Clone)]
+pub struct Workflow {
+    /// The file name as the user gave it, for messages.
+    pub file: String,
+    /// Directory that relative references resolve against.
+    pub base_dir: PathBuf,
+    /// The text that was parsed (after template pass 1).
+    pub source: String,
+    /// `None` when the file did not parse.
+    pub graph: Option<Graph>,
+    /// Sorted by position; errors make the workflow invalid.
+    pub diagnostics: Vec<Diagnostic>,
+    pub file_refs: Vec<FileRef>,
+}
+
+impl Workflow {
+    /// Reads and loads a workflow file.
+    pub fn load(path: &Path, options: &LoadOptions) -> std::io::Result<Workflow> {
+        let bytes = std::fs::read(path)?;
+        let base_dir = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        Ok(Workflow::from_bytes(&path.display().to_string(), &bytes, &base_dir, options))
+    }
+
+    /// Loads a workflow from memory; `base_dir` resolves relative references.
+    #[must_use]
+    pub fn from_bytes(file: &str, bytes: &[u8], base_dir: &Path, options: &LoadOptions) -> Workflow {
+        let mut wf = Workflow {
+            file: file.to_string(),
+            base_dir: base_dir.to_path_buf(),
+            source: String::new(),
+            graph: None,
+            diagnostics: Vec::new(),
+            file_refs: Vec::new(),
+        };
+        let text = match std::str::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let valid = &bytes[..e.valid_up_to()];
+                let prefix = String::from_utf8_lossy(valid);
+                let span = span_of(&prefix, prefix.len(), prefix.len());
+                wf.diagnostics.push(
+                    Diagnostic::error(SYNTAX, "the file is not valid UTF-8")
+                        .at(span)
+                        .with_hint("save the workflow as UTF-8 text"),
+                );
+                return wf;
+            }
+        };
+        if u32::try_from(text.len()).is_err() {
+            wf.diagnostics.push(Diagnostic::error(SYNTAX, "the file is larger than 4 GiB"));
+            return wf;
+        }
+        wf.source = text.to_string();
+        if template::uses_inputs(text) {
+            match template::render_structure(text, &options.inputs) {
+                Ok(rendered) => wf.source = rendered,
+                Err(e) => {
+                    let line = e.line.unwrap_or(1);
+                    let span = e.range.clone().map_or_else(
+                        || Span { line: to_u32(line), column: 1, ..Span::default() },
+                        |r| span_of(text, r.start, r.end),
+                    );
+                    wf.diagnostics.push(
+                        Diagnostic::error(TEMPLATE, e.message)
+                            .at(span)
+                            .with_hint("check the names under `inputs` and pass missing ones with `--input NAME=VALUE`"),
+                    );
+                    return wf;
+                }
+            }
+        }
+        let parsed = match parser::parse(&wf.source) {
+            Ok(p) => p,
+            Err(e) => {
+                wf.diagnostics.push(*e);
+                return wf;
+            }
+        };
+        wf.diagnostics.extend(parsed.diagnostics);
+        let mut graph = parsed.graph;
+        wf.file_refs = resolve_file_refs(&mut graph, base_dir);
+        if let Some(goal) = &options.goal {
+            let span = graph.attrs.get("goal").map(|a| a.value_span).unwrap_or_default();
+            graph.attrs.set(Attr { key: "goal".into(), value: Value::Str(goal.clone()), key_span: span, value_span: span });
+        }
+        render_templates(&mut graph, &wf.source, options, &mut wf.diagnostics);
+        graph.finish();
+        apply_stylesheet(&mut graph);
+        rules::check(&graph, &wf.source, base_dir, &wf.file_refs, &mut wf.diagnostics);
+        wf.diagnostics.sort_by_key(|d| d.span.map_or((0, 0), |s| (s.line, s.column)));
+        wf.graph = Some(graph);
+        wf
+    }
+
+    /// True when no diagnostic is an error.
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The workflow's name: the graph name, or the file stem when it did
+    /// not parse.
+    #[must_use]
+    pub fn name(&self) -> String {
+        match &self.graph {
+            Some(g) => g.name.clone(),
+            None => Path::new(&self.file).file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+        }
+    }
+}
+
+/// Places a problem found at `offset..offset+len` inside an attribute's
+/// value at its true position in the file, seeing through string escapes.
+#[must_use]
+pub fn span_in_value(source: &str, attr: &Attr, offset: usize, len: usize) -> Span {
+    let literal = attr.value_span.start as usize;
+    if source.as_bytes().get(literal) == Some(&b'"') {
+        let start = source_offset_in_string(source, literal, offset);
+        let end = source_offset_in_string(source, literal, offset + len).max(start);
+        span_of(source, start, end)
+    } else {
+        let start = literal + offset;
+        span_of(source, start, start + len)
+    }
+}
+
+/// Resolves `@path` in a reference to an absolute path: relative to the
+/// workflow's directory, with `~` meaning the home directory.
+#[must_use]
+pub fn resolve_path(base_dir: &Path, written: &str) -> PathBuf {
+    if let Some(rest) = written.strip_prefix("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    base_dir.join(written)
+}
+
+/// Attributes whose value may be `@path`: the file's text replaces it.
+const INLINED: &[&str] = &["prompt", "goal"];
+/// Attributes that name a file by path (with or without `@`) that must exist.
+const PATHS: &[&str] = &["output_schema", "stack.child_workflow", "stack.child_dotfile", "import"];
+
+fn resolve_file_refs(graph: &mut Graph, base_dir: &Path) -> Vec<FileRef> {
+    let mut refs = Vec::new();
+    resolve_in(&mut graph.attrs, None, base_dir, &mut refs);
+    for node in &mut graph.nodes {
+        resolve_in(&mut node.attrs, Some(&node.id), base_dir, &mut refs);
+    }
+    refs
+}
+
+fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut Vec<FileRef>) {
+    for attr in attrs.iter_mut() {
+        let inline = INLINED.contains(&attr.key.as_str());
+        if !inline && !PATHS.contains(&attr.key.as_str()) {
+            continue;
+        }
+        let Some(text) = attr.value.as_str() else { continue };
+        let written = match text.trim().strip_prefix('@') {
+            Some(rest) => rest.trim().to_string(),
+            // `output_schema="routing"` names the built-in schema.
+            None if inline || attr.key == "output_schema" => continue,
+            None => text.trim().to_string(),
+        };
+        if written.is_empty() {
+            continue;
+        }
+        let path = resolve_path(base_dir, &written);
+        let mut file_ref = FileRef {
+            node: node.map(str::to_string),
+            key: attr.key.clone(),
+            written,
+            path: path.clone(),
+            span: attr.value_span,
+            error: None,
+        };
+        if inline {
+            match std::fs::read_to_string(&path) {
+                Ok(content) => attr.value = Value::Str(content),
+                Err(e) => file_ref.error = Some(io_reason(&e)),
+            }
+        } else if !path.is_file() {
+            file_ref.error = Some(if path.exists() { "it is not a file".into() } else { "no such file".into() });
+        }
+        refs.push(file_ref);
+    }
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        std::io::ErrorKind::InvalidData => "it is not UTF-8 text".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Pass 2: renders every string attribute with the real goal and inputs.
+fn render_templates(graph: &mut Graph, source: &str, options: &LoadOptions, out: &mut Vec<Diagnostic>) {
+    let inputs = &options.inputs;
+    // The goal may itself use inputs; render it first, without a goal.
+    let goal_renderer = Renderer::new(None, inputs);
+    let mut goal = None;
+    if let Some(attr) = graph.attrs.iter_mut().find(|a| a.key == "goal") {
+        render_attr(&goal_renderer, attr, source, None, out);
+        goal = attr.value.as_str().map(str::to_string);
+    }
+    let renderer = Renderer::new(goal.as_deref().or(Some("")), inputs);
+    for attr in graph.attrs.iter_mut().filter(|a| a.key != "goal") {
+        render_attr(&renderer, attr, source, None, out);
+    }
+    for node in &mut graph.nodes {
+        for attr in node.attrs.iter_mut() {
+            render_attr(&renderer, attr, source, Some(&node.id), out);
+        }
+    }
+    for edge in &mut graph.edges {
+        for attr in edge.attrs.iter_mut() {
+            render_attr(&renderer, attr, source, None, out);
+        }
+    }
+}
+
+fn render_attr(renderer: &Renderer, attr: &mut Attr, source: &str, node: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let Value::Str(text) = &attr.value else { return };
+    match renderer.render(text) {
+        Ok(std::borrow::Cow::Borrowed(_)) => {}
+        Ok(std::borrow::Cow::Owned(rendered)) => attr.value = Value::Str(rendered),
+        Err(e) => {
+            let span = match &e.range {
+                Some(r) => span_in_value(source, attr, r.start, r.end - r.start),
+                None => attr.value_span,
+            };
+            let mut d = Diagnostic::error(TEMPLATE, format!("{} in `{}`", e.message, attr.key))
+                .at(span)
+                .with_hint("templates can use `{{ goal }}` and `{{ inputs.NAME }}`; pass inputs with `--input NAME=VALUE`, or write literal braces with {% raw %}...{% endraw %}");
+            if let Some(id) = node {
+                d = d.on_node(id);
+            }
+            out.push(d);
+        }
+    }
+}
+
+/// Applies `model_stylesheet` to the LLM nodes. Properties a node sets
+/// itself always win (workflows/stylesheets.mdx). A stylesheet that does not
+/// parse applies nothing; the `stylesheet_syntax` rule reports it.
+fn apply_stylesheet(graph: &mut Graph) {
+    let Some(attr) = graph.attrs.get("model_stylesheet").cloned() else { return };
+    let text = attr.value.as_text();
+    let Ok(sheet) = stylesheet::parse(&text) else { return };
+    for node in graph.nodes.iter_mut().filter(|n| n.handler.uses_llm()) {
+        let classes = node.classes();
+        let resolved: Vec<(String, String)> = sheet
+            .resolve(&node.id, node.shape(), &classes)
+            .into_iter()
+            .map(|(p, v)| (p.name().to_string(), v.to_string()))
+            .collect();
+        for (key, value) in resolved {
+            if !node.attrs.contains(&key) {
+                node.attrs.set(Attr { key, value: Value::Str(value), key_span: attr.key_span, value_span: attr.value_span });
+            }
+        }
+    }
+}
