@@ -5,4 +5,5 @@
 //! - [`lang`]: the workflow language (lexer, parser, graph model, stylesheet,
 //!   conditions, templates, validation rules).
 
+pub mod cli;
 pub mod lang;

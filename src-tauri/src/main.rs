@@ -33,6 +33,9 @@ mod tests {
     fn app_version_is_the_crate_version() {
         // The UI shows this string verbatim; it must match what was released.
         assert_eq!(app_version(), env!("CARGO_PKG_VERSION"));
-        assert!(!app_version().is_empty(), "an empty version would render as a blank line");
+        assert!(
+            !app_version().is_empty(),
+            "an empty version would render as a blank line"
+        );
     }
 }

@@ -1,1 +1,5 @@
-fn main() {}
+//! `weft`: the Weft command line.
+
+fn main() -> std::process::ExitCode {
+    weft::cli::main()
+}

@@ -592,17 +592,22 @@ impl Expr {
 impl Clause {
     fn eval(&self, env: &Env<'_>) -> bool {
         let found = Found::lookup(&self.key, env);
+        if let (Test::Contains(rhs), Found::Json(Some(Value::Array(items)))) = (&self.test, &found)
+        {
+            // Membership: strings compare as text, anything else by its JSON text.
+            return items.iter().any(|item| match item {
+                Value::String(s) => s == rhs,
+                other => {
+                    let json = other.to_string();
+                    json == *rhs
+                }
+            });
+        }
         let text = found.text();
         match &self.test {
             Test::Truthy => !text.is_empty() && text != "false" && text != "0",
             Test::Compare(cmp, rhs) => compare(*cmp, &text, rhs),
-            Test::Contains(rhs) => match found {
-                Found::Json(Some(Value::Array(items))) => items.iter().any(|item| match item {
-                    Value::String(s) => s == rhs,
-                    other => other.to_string() == *rhs,
-                }),
-                _ => text.contains(rhs.as_str()),
-            },
+            Test::Contains(rhs) => text.contains(rhs.as_str()),
             Test::Matches(re) => re.is_match(&text),
         }
     }

@@ -6,6 +6,7 @@ pub mod diagnostic;
 pub mod graph;
 pub mod lexer;
 pub mod parser;
+pub mod printer;
 pub mod rules;
 pub mod span;
 pub mod stylesheet;

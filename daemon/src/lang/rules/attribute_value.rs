@@ -1,6 +1,127 @@
-//! `attribute_value`: TODO(helper) — being written.
+//! `attribute_value` (error): enumerated attributes take one of their
+//! documented values, and counts are not negative (`max_parallel` is at least
+//! 1). Values the model stylesheet sets need no check here: a stylesheet
+//! with a bad value does not parse, so it applies nothing.
 
-use super::Cx;
+use std::collections::HashSet;
+
+use super::{Cx, closest};
+use crate::lang::attrs::{self, Attrs, Scope};
 use crate::lang::diagnostic::Diagnostic;
 
-pub(super) fn check(_cx: &Cx<'_>, _out: &mut Vec<Diagnostic>) {}
+/// Attributes with a fixed set of values (reference/dot-language.mdx,
+/// workflows/transitions.mdx).
+const ENUMS: &[(&str, &[&str])] = &[
+    ("on_failure", &["route", "exit", "succeed"]),
+    ("retry_policy", &["none", "standard", "aggressive", "linear", "patient"]),
+    ("join_policy", &["wait_all", "first_success"]),
+    ("language", &["shell", "python"]),
+    ("reasoning_effort", &["low", "medium", "high"]),
+    ("backend", &["api", "cli"]),
+];
+
+/// Integer attributes and their least allowed value.
+const MINIMUMS: &[(&str, i64)] = &[
+    ("max_retries", 0),
+    ("max_visits", 0),
+    ("max_parallel", 1),
+    ("default_max_retries", 0),
+    ("max_node_visits", 0),
+];
+
+pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
+    // Node defaults put one written attribute on many nodes: report it once.
+    let mut seen = HashSet::new();
+    for d in problems(&cx.graph.attrs, Scope::Graph, &mut seen) {
+        out.push(d);
+    }
+    for node in &cx.graph.nodes {
+        for d in problems(&node.attrs, Scope::Node, &mut seen) {
+            out.push(d.on_node(&node.id));
+        }
+    }
+}
+
+fn problems(attrs: &Attrs, scope: Scope, seen: &mut HashSet<u32>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for attr in attrs.iter() {
+        let key = attr.key.as_str();
+        if attrs::declared_type(scope, key).is_none() {
+            continue;
+        }
+        if let Some((_, allowed)) = ENUMS.iter().find(|(k, _)| *k == key) {
+            let text = attr.value.as_text();
+            if allowed.contains(&text.as_ref()) || !seen.insert(attr.value_span.start) {
+                continue;
+            }
+            let near = allowed.iter().copied().find(|a| a.eq_ignore_ascii_case(&text)).or_else(|| closest(&text, allowed.iter().copied()));
+            let list = allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
+            let hint = match near {
+                Some(a) => format!("did you mean `{a}`? `{key}` accepts {list}"),
+                None => format!("`{key}` accepts {list}"),
+            };
+            out.push(
+                Diagnostic::error("attribute_value", format!("invalid value `{text}` for `{key}`"))
+                    .at(attr.value_span)
+                    .with_hint(hint),
+            );
+        }
+        if let Some((_, min)) = MINIMUMS.iter().find(|(k, _)| *k == key) {
+            let Some(n) = attr.value.as_int().filter(|n| n < min) else { continue };
+            if seen.insert(attr.value_span.start) {
+                out.push(
+                    Diagnostic::error("attribute_value", format!("`{key}` must be at least {min}, found {n}"))
+                        .at(attr.value_span)
+                        .with_hint(format!("`{key}` takes a whole number of {min} or more")),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::rules::test_support::{of_rule, wrap};
+
+    #[test]
+    fn an_unknown_failure_policy_is_an_error_with_the_allowed_list() {
+        let src = wrap("  plan [prompt=\"x\", on_failure=\"rout\"]\n  start -> plan -> exit");
+        let d = of_rule(&src, "attribute_value");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].is_error());
+        assert_eq!(d[0].node_id.as_deref(), Some("plan"));
+        assert_eq!(d[0].span.map(|s| s.line), Some(4));
+        assert_eq!(
+            d[0].hint.as_deref(),
+            Some("did you mean `route`? `on_failure` accepts `route`, `exit`, `succeed`")
+        );
+    }
+
+    #[test]
+    fn graph_attributes_are_checked_too() {
+        let src = wrap("  graph [on_failure=stop, retry_policy=\"Linear\", max_node_visits=-1]\n  start -> exit");
+        let d = of_rule(&src, "attribute_value");
+        assert_eq!(d.len(), 3, "{d:?}");
+        assert!(d.iter().all(|d| d.node_id.is_none()));
+        assert!(d[1].hint.as_deref().unwrap().starts_with("did you mean `linear`?"), "{d:?}");
+    }
+
+    #[test]
+    fn negative_counts_and_zero_parallelism_are_errors() {
+        let src = wrap(
+            "  plan [prompt=\"x\", max_retries=-1, max_visits=\"-2\"]\n  fan [shape=component, max_parallel=0]\n  start -> plan -> fan -> exit",
+        );
+        let d = of_rule(&src, "attribute_value");
+        assert_eq!(d.len(), 3, "{d:?}");
+        assert_eq!(d[2].message, "`max_parallel` must be at least 1, found 0");
+    }
+
+    #[test]
+    fn documented_values_are_quiet() {
+        let src = wrap(
+            "  graph [on_failure=exit, retry_policy=patient, default_max_retries=0, max_node_visits=0]\n  plan [prompt=\"x\", reasoning_effort=low, backend=cli, max_retries=2, on_failure=succeed]\n  run [shape=parallelogram, script=\"print(1)\", language=python]\n  fan [shape=component, join_policy=first_success, max_parallel=1]\n  start -> plan -> run -> fan -> exit",
+        );
+        assert!(of_rule(&src, "attribute_value").is_empty());
+    }
+}

@@ -1,6 +1,78 @@
-//! `retry_target_exists`: TODO(helper) — being written.
+//! `retry_target_exists` (error, our choice: a retry would jump to nowhere):
+//! `retry_target` and `fallback_retry_target`, on a node or the graph, name a
+//! node of the workflow (execution/failures.mdx, "Goal gates").
 
-use super::Cx;
+use super::{Cx, closest};
+use crate::lang::attrs::Attrs;
 use crate::lang::diagnostic::Diagnostic;
 
-pub(super) fn check(_cx: &Cx<'_>, _out: &mut Vec<Diagnostic>) {}
+pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
+    check_attrs(cx, &cx.graph.attrs, None, out);
+    for node in &cx.graph.nodes {
+        check_attrs(cx, &node.attrs, Some(&node.id), out);
+    }
+}
+
+fn check_attrs(cx: &Cx<'_>, attrs: &Attrs, node: Option<&str>, out: &mut Vec<Diagnostic>) {
+    for key in ["retry_target", "fallback_retry_target"] {
+        let Some(attr) = attrs.get(key) else { continue };
+        let value = attr.value.as_text();
+        let target = value.trim();
+        if target.is_empty() || cx.index(target).is_some() {
+            continue;
+        }
+        let hint = match closest(target, cx.graph.nodes.iter().map(|n| n.id.as_str())) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => format!("set `{key}` to the id of a node in this workflow"),
+        };
+        let mut d = Diagnostic::error(
+            "retry_target_exists",
+            format!("`{key}` names `{target}`, which is not a node"),
+        )
+        .at(attr.value_span)
+        .with_hint(hint);
+        if let Some(id) = node {
+            d = d.on_node(id);
+        }
+        out.push(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::rules::test_support::{of_rule, wrap};
+
+    #[test]
+    fn a_retry_target_naming_no_node_is_an_error_with_a_suggestion() {
+        let src = wrap(
+            "  implement [prompt=\"x\"]\n  verify [prompt=\"y\", retry_target=\"implment\"]\n  start -> implement -> verify -> exit",
+        );
+        let d = of_rule(&src, "retry_target_exists");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].is_error());
+        assert_eq!(d[0].node_id.as_deref(), Some("verify"));
+        assert_eq!(
+            d[0].span.map(|s| (s.line, s.column)),
+            Some((5, 36)),
+            "at the quoted value"
+        );
+        assert_eq!(d[0].hint.as_deref(), Some("did you mean `implement`?"));
+    }
+
+    #[test]
+    fn a_graph_fallback_target_is_checked_too() {
+        let src = wrap("  graph [fallback_retry_target=\"nowhere\"]\n  start -> exit");
+        let d = of_rule(&src, "retry_target_exists");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].node_id, None);
+        assert_eq!(d[0].span.map(|s| s.line), Some(4));
+    }
+
+    #[test]
+    fn targets_that_exist_are_quiet() {
+        let src = wrap(
+            "  graph [retry_target=\"implement\"]\n  implement [prompt=\"x\"]\n  verify [prompt=\"y\", fallback_retry_target=\"implement\"]\n  start -> implement -> verify -> exit",
+        );
+        assert!(of_rule(&src, "retry_target_exists").is_empty());
+    }
+}

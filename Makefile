@@ -1,0 +1,127 @@
+# Weft — the two commands a newcomer runs (see README.md):
+#   make demo   install what is missing, build, and run the example workflows
+#   make test   install what is missing and run every test (Rust, UI, end-to-end)
+#
+# Installing is idempotent: each step checks first (dpkg -s, node_modules
+# stamp, cargo-nextest on PATH) and costs nothing on a prepared machine.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+CARGO ?= cargo
+# One shared target dir for everything, fuzz targets included.
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+WEFT := $(CARGO_TARGET_DIR)/debug/weft
+APP := $(CARGO_TARGET_DIR)/debug/weft-desktop
+
+# Tauri's build dependencies (see ../shared/design/PLATFORM.md), the tools the
+# end-to-end tests drive (Xvfb, WebKitWebDriver, a session bus, a notification
+# server, Chromium) and Graphviz (the parse benchmark compares against `gc`).
+APT_PACKAGES := \
+	libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev \
+	libssl-dev libxdo-dev pkg-config build-essential file \
+	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3
+
+XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
+
+.PHONY: help deps deps-apt deps-npm deps-cargo ui build build-app demo test \
+	test-rust test-ui test-app lint fuzz-build bench clean
+
+help:
+	@echo "make demo   - install what is missing, build, validate and summarise the examples"
+	@echo "make test   - install what is missing and run every test"
+	@echo "make bench  - run the parse benchmark (release build)"
+
+## ---- installing what is missing -------------------------------------------
+
+deps: deps-apt deps-npm deps-cargo
+
+deps-apt:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg -s "$$p" >/dev/null 2>&1 || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "==> installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  $$sudo apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# `npm ci` only when package-lock.json changed since the last install.
+deps-npm: ui/node_modules/.weft-stamp
+ui/node_modules/.weft-stamp: ui/package-lock.json
+	@echo "==> npm ci (ui/)"
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+deps-cargo:
+	@command -v cargo-nextest >/dev/null 2>&1 || { echo "==> installing cargo-nextest"; $(CARGO) install cargo-nextest --locked; }
+
+## ---- building ---------------------------------------------------------------
+
+# ui/dist must exist before anything compiles src-tauri (Tauri embeds it).
+ui: deps-npm
+	cd ui && npm run build --silent
+
+build: deps-cargo
+	$(CARGO) build -p weft -p weft-tests --bins
+
+build-app: deps ui
+	$(CARGO) build -p weft-desktop
+
+## ---- the demo ---------------------------------------------------------------
+
+demo: deps build
+	@echo
+	@echo "==> validating the example workflows"
+	$(WEFT) validate examples/*.fabro examples/*/*.fabro
+	@echo
+	@echo "==> the resolved graph of examples/ci-pipeline.fabro (weft graph)"
+	$(WEFT) graph examples/ci-pipeline.fabro
+	@echo
+	@echo "Running workflows arrives with the engine; for now see:"
+	@echo "  $(WEFT) validate --json examples/*.fabro   # machine-readable diagnostics"
+	@echo "  $(WEFT) graph --json examples/parallel-review.fabro"
+	@if [ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
+	  $(MAKE) --no-print-directory build-app; \
+	  echo "==> opening the Weft app"; \
+	  ( $(APP) >/dev/null 2>&1 & ); \
+	fi
+
+## ---- testing ----------------------------------------------------------------
+
+test: deps ui lint test-rust test-ui test-app fuzz-build
+	@echo "==> all tests passed"
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The end-to-end tests in tests/ run the real binaries, so build them first.
+test-rust: deps-cargo
+	$(CARGO) build --workspace --bins
+	$(CARGO) nextest run --workspace --no-fail-fast
+
+test-ui: deps-npm
+	cd ui && npm test --silent
+	cd ui && npm run test:browser --silent
+
+# The real app in a real WebKitGTK window under Xvfb, driven by WebDriver.
+test-app: ui
+	$(CARGO) build -p weft-desktop
+	@# WebKit's accessibility bus writes under XDG_CACHE_HOME: keep it out of $$HOME.
+	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/smoke.py $(APP) $(CARGO_TARGET_DIR)/app-smoke.png
+
+# Fuzz targets are built, not run, in CI (running needs nightly + cargo-fuzz).
+fuzz-build:
+	$(CARGO) build --manifest-path fuzz/Cargo.toml --bins
+
+bench:
+	$(CARGO) bench -p weft --bench parse
+
+clean:
+	$(CARGO) clean
+	rm -rf ui/dist ui/node_modules
