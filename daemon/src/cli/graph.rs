@@ -16,7 +16,11 @@ pub fn run(args: &GraphArgs) -> u8 {
         }
     };
     let style = Style::for_stderr();
-    for d in wf.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
+    for d in wf
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+    {
         eprintln!("{}", report::human(d, &file, &wf.source, style));
     }
     if let Some(graph) = &wf.graph {

@@ -18,11 +18,17 @@ impl Style {
     /// Colours when stderr is a terminal and `NO_COLOR` is unset.
     #[must_use]
     pub fn for_stderr() -> Style {
-        Style { on: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() }
+        Style {
+            on: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
     }
 
     fn paint(self, code: &str, text: &str) -> String {
-        if self.on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
     }
 }
 
@@ -48,7 +54,12 @@ fn severity_code(s: Severity) -> &'static str {
 pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
     let mut out = String::new();
     let head = format!("{}[{}]", d.severity.as_str(), d.rule);
-    let _ = writeln!(out, "{}{}", style.paint(severity_code(d.severity), &head), style.paint("1", &format!(": {}", d.message)));
+    let _ = writeln!(
+        out,
+        "{}{}",
+        style.paint(severity_code(d.severity), &head),
+        style.paint("1", &format!(": {}", d.message))
+    );
     let Some(span) = d.span else {
         let _ = writeln!(out, " --> {file}");
         if let Some(hint) = &d.hint {
@@ -59,7 +70,13 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
     let line_no = span.line.to_string();
     let pad = " ".repeat(line_no.len());
     let bar = style.paint("1;34", "|");
-    let _ = writeln!(out, "{pad}{} {file}:{}:{}", style.paint("1;34", "-->"), span.line, span.column);
+    let _ = writeln!(
+        out,
+        "{pad}{} {file}:{}:{}",
+        style.paint("1;34", "-->"),
+        span.line,
+        span.column
+    );
     if let Some(text) = source.lines().nth(span.line.saturating_sub(1) as usize) {
         let text = text.replace('\t', " ");
         let _ = writeln!(out, "{pad} {bar}");
@@ -83,7 +100,12 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
 #[must_use]
 pub fn summary(wf: &Workflow) -> String {
     match &wf.graph {
-        Some(g) => format!("Workflow: {} ({} nodes, {} edges)", g.name, g.nodes.len(), g.edges.len()),
+        Some(g) => format!(
+            "Workflow: {} ({} nodes, {} edges)",
+            g.name,
+            g.nodes.len(),
+            g.edges.len()
+        ),
         None => format!("Workflow: {} (not parsed)", wf.name()),
     }
 }
@@ -91,8 +113,14 @@ pub fn summary(wf: &Workflow) -> String {
 /// Counts of errors and warnings, as `2 errors, 1 warning`.
 #[must_use]
 pub fn counts(diagnostics: &[Diagnostic]) -> Option<String> {
-    let errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
-    let warnings = diagnostics.iter().filter(|d| d.severity == Severity::Warning).count();
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .count();
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     match (errors, warnings) {
         (0, 0) => None,

@@ -34,7 +34,9 @@ pub fn run(args: &ValidateArgs) -> u8 {
             eprintln!("{}", report::human(d, &file, &wf.source, style));
         }
         match report::counts(&wf.diagnostics) {
-            Some(counts) if !wf.is_valid() => println!("{}: invalid ({counts})", report::summary(&wf)),
+            Some(counts) if !wf.is_valid() => {
+                println!("{}: invalid ({counts})", report::summary(&wf))
+            }
             Some(counts) => println!("{} — valid ({counts})", report::summary(&wf)),
             None => println!("{}", report::summary(&wf)),
         }

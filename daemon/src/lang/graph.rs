@@ -322,10 +322,11 @@ impl Graph {
         let Some(&i) = ids.iter().find_map(|id| self.index.get(*id)) else {
             return;
         };
-        if let Some(node) = self.nodes.get_mut(i) {
-            if !node.attrs.contains("shape") && !node.attrs.contains("type") {
-                node.handler = handler;
-            }
+        if let Some(node) = self.nodes.get_mut(i)
+            && !node.attrs.contains("shape")
+            && !node.attrs.contains("type")
+        {
+            node.handler = handler;
         }
     }
 

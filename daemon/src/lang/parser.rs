@@ -6,6 +6,10 @@
 //! error is reported precisely rather than a cascade of guesses); attribute
 //! type errors are collected and parsing continues.
 
+// The error path carries a whole `Diagnostic` and ends the parse: it is cold,
+// so boxing every intermediate `Result` would cost more than it saves.
+#![allow(clippy::result_large_err)]
+
 use super::attrs::{self, Attr, Attrs, Scope};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph};
@@ -267,7 +271,10 @@ impl<'src> Parser<'src> {
                 }
                 self.subgraph()
             }
-            Some("digraph" | "strict") => Err(Diagnostic::error(
+            // `strict` means something only before `digraph`; inside the body
+            // it is an ordinary id (the reserved_keyword_node_id rule warns).
+            Some("strict") => self.node_or_edge_or_decl(),
+            Some("digraph") => Err(Diagnostic::error(
                 SYNTAX,
                 "a graph cannot contain another graph",
             )
@@ -324,6 +331,14 @@ impl<'src> Parser<'src> {
     /// A node id token: an identifier that is not a keyword.
     fn node_id(&mut self) -> PResult<(String, Span)> {
         match &self.tok.kind {
+            TokenKind::Word(w) if matches!(keyword(w), Some(k) if k != "strict") => {
+                Err(Diagnostic::error(
+                    SYNTAX,
+                    format!("`{w}` is a keyword and cannot be a node id"),
+                )
+                .at(self.tok.span)
+                .with_hint(format!("rename the node, e.g. `{}_step`", w.to_lowercase())))
+            }
             TokenKind::Word(w) if is_identifier(w) => {
                 let id = w.to_string();
                 let tok = self.advance()?;
@@ -361,11 +376,12 @@ impl<'src> Parser<'src> {
 
     fn node_or_edge_or_decl(&mut self) -> PResult<()> {
         // A qualified word (`a.b`) can only start a `key = value` declaration.
-        if let TokenKind::Word(w) = self.tok.kind {
-            if !is_identifier(w) && is_key(w) {
-                let key_tok = self.advance()?;
-                return self.declaration(w, key_tok.span);
-            }
+        if let TokenKind::Word(w) = self.tok.kind
+            && !is_identifier(w)
+            && is_key(w)
+        {
+            let key_tok = self.advance()?;
+            return self.declaration(w, key_tok.span);
         }
         let (id, span) = self.node_id()?;
         match self.tok.kind {

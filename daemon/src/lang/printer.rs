@@ -52,7 +52,12 @@ fn write_attrs(out: &mut String, attrs: &Attrs, scope: Scope, class: Option<&str
     };
     for attr in attrs.iter().filter(|a| class.is_none() || a.key != "class") {
         sep(out);
-        let _ = write!(out, "{}={}", attr.key, printable(scope, &attr.key, &attr.value));
+        let _ = write!(
+            out,
+            "{}={}",
+            attr.key,
+            printable(scope, &attr.key, &attr.value)
+        );
     }
     if let Some(class) = class {
         sep(out);

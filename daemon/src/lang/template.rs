@@ -35,11 +35,17 @@ pub struct TemplateError {
 impl TemplateError {
     fn from_minijinja(e: &minijinja::Error) -> Self {
         let message = match (e.kind(), e.detail()) {
-            (minijinja::ErrorKind::UndefinedError, _) => "undefined variable in template".to_string(),
+            (minijinja::ErrorKind::UndefinedError, _) => {
+                "undefined variable in template".to_string()
+            }
             (kind, Some(detail)) => format!("{kind}: {detail}"),
             (kind, None) => kind.to_string(),
         };
-        TemplateError { message, range: e.range(), line: e.line() }
+        TemplateError {
+            message,
+            range: e.range(),
+            line: e.line(),
+        }
     }
 }
 
@@ -63,14 +69,22 @@ fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     // Prompts and scripts keep their final newline, as written.
-    if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).build() {
+    if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder()
+        .keep_trailing_newline(true)
+        .build()
+    {
         env.set_syntax(syntax);
     }
     env
 }
 
 fn inputs_value(inputs: &BTreeMap<String, String>) -> Value {
-    Value::from(inputs.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<BTreeMap<_, _>>())
+    Value::from(
+        inputs
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+            .collect::<BTreeMap<_, _>>(),
+    )
 }
 
 /// Renders workflow strings with a fixed goal and inputs.
@@ -89,7 +103,10 @@ impl Renderer {
         if let Some(goal) = goal {
             ctx.insert("goal".to_string(), Value::from(goal.to_string()));
         }
-        Renderer { env: environment(), context: Value::from(ctx) }
+        Renderer {
+            env: environment(),
+            context: Value::from(ctx),
+        }
     }
 
     /// Renders `text`; text without template syntax is returned as is.
@@ -106,11 +123,16 @@ impl Renderer {
 
 /// Pass 1: renders the whole source with the inputs, leaving `{{ goal }}`
 /// in place for pass 2.
-pub fn render_structure(source: &str, inputs: &BTreeMap<String, String>) -> Result<String, TemplateError> {
+pub fn render_structure(
+    source: &str,
+    inputs: &BTreeMap<String, String>,
+) -> Result<String, TemplateError> {
     let mut ctx = BTreeMap::new();
     ctx.insert("inputs".to_string(), inputs_value(inputs));
     ctx.insert("goal".to_string(), Value::from("{{ goal }}"));
-    environment().render_str(source, Value::from(ctx)).map_err(|e| TemplateError::from_minijinja(&e))
+    environment()
+        .render_str(source, Value::from(ctx))
+        .map_err(|e| TemplateError::from_minijinja(&e))
 }
 
 #[cfg(test)]
@@ -118,19 +140,27 @@ mod tests {
     use super::*;
 
     fn inputs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn goal_and_inputs_render() {
         let r = Renderer::new(Some("ship it"), &inputs(&[("lang", "rust")]));
-        assert_eq!(r.render("{{ goal }} in {{ inputs.lang }}").as_deref(), Ok("ship it in rust"));
+        assert_eq!(
+            r.render("{{ goal }} in {{ inputs.lang }}").as_deref(),
+            Ok("ship it in rust")
+        );
     }
 
     #[test]
     fn undefined_inputs_are_errors() {
         let r = Renderer::new(Some("g"), &inputs(&[("language", "rust")]));
-        let e = r.render("run {{ inputs.langauge }} tests").expect_err("strict");
+        let e = r
+            .render("run {{ inputs.langauge }} tests")
+            .expect_err("strict");
         assert!(e.message.contains("undefined"), "{e:?}");
         assert_eq!(e.range, Some(7..22), "the range covers `inputs.langauge`");
     }
@@ -138,18 +168,25 @@ mod tests {
     #[test]
     fn raw_blocks_escape_template_syntax() {
         let r = Renderer::new(Some("g"), &BTreeMap::new());
-        assert_eq!(r.render("{% raw %}{{ goal }}{% endraw %}").as_deref(), Ok("{{ goal }}"));
+        assert_eq!(
+            r.render("{% raw %}{{ goal }}{% endraw %}").as_deref(),
+            Ok("{{ goal }}")
+        );
     }
 
     #[test]
     fn text_without_templates_is_untouched() {
         let r = Renderer::new(None, &BTreeMap::new());
-        assert!(matches!(r.render("plain ${HOME} {x}"), Ok(Cow::Borrowed(_))));
+        assert!(matches!(
+            r.render("plain ${HOME} {x}"),
+            Ok(Cow::Borrowed(_))
+        ));
     }
 
     #[test]
     fn structure_pass_keeps_goal_for_later() {
-        let src = "digraph G { a [prompt=\"{{ goal }}\"]\n{% if inputs.extra == 'yes' %}b{% endif %} }";
+        let src =
+            "digraph G { a [prompt=\"{{ goal }}\"]\n{% if inputs.extra == 'yes' %}b{% endif %} }";
         let out = render_structure(src, &inputs(&[("extra", "yes")])).expect("renders");
         assert_eq!(out, "digraph G { a [prompt=\"{{ goal }}\"]\nb }");
         assert!(uses_inputs(src));

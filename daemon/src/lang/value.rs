@@ -133,10 +133,10 @@ impl Value {
             if let Ok(i) = word.parse::<i64>() {
                 return Value::Int(i);
             }
-            if is_float_literal(word) {
-                if let Ok(f) = word.parse::<f64>() {
-                    return Value::Float(f);
-                }
+            if is_float_literal(word)
+                && let Ok(f) = word.parse::<f64>()
+            {
+                return Value::Float(f);
             }
             if let Some(d) = Duration::parse(word) {
                 return Value::Duration(d);
@@ -232,16 +232,12 @@ fn is_float_literal(word: &str) -> bool {
 /// Writes `s` as a DOT quoted string, escaping what the lexer decodes.
 pub fn write_quoted(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
     f.write_char('"')?;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
+    for c in s.chars() {
         match c {
             '"' => f.write_str("\\\"")?,
-            // A backslash the lexer would read as an escape must be doubled;
-            // others (regexes such as `\d`) read back unchanged as written.
-            '\\' => match chars.peek() {
-                Some('"' | '\\' | 'n' | 't' | '\n' | '\r') | None => f.write_str("\\\\")?,
-                Some(_) => f.write_char('\\')?,
-            },
+            // Always doubled: a lone backslash could merge with what follows
+            // into an escape the lexer would decode differently.
+            '\\' => f.write_str("\\\\")?,
             '\n' => f.write_str("\\n")?,
             '\t' => f.write_str("\\t")?,
             c => f.write_char(c)?,

@@ -62,13 +62,25 @@ impl Workflow {
     /// Reads and loads a workflow file.
     pub fn load(path: &Path, options: &LoadOptions) -> std::io::Result<Workflow> {
         let bytes = std::fs::read(path)?;
-        let base_dir = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        Ok(Workflow::from_bytes(&path.display().to_string(), &bytes, &base_dir, options))
+        let base_dir = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        Ok(Workflow::from_bytes(
+            &path.display().to_string(),
+            &bytes,
+            &base_dir,
+            options,
+        ))
     }
 
     /// Loads a workflow from memory; `base_dir` resolves relative references.
     #[must_use]
-    pub fn from_bytes(file: &str, bytes: &[u8], base_dir: &Path, options: &LoadOptions) -> Workflow {
+    pub fn from_bytes(
+        file: &str,
+        bytes: &[u8],
+        base_dir: &Path,
+        options: &LoadOptions,
+    ) -> Workflow {
         let mut wf = Workflow {
             file: file.to_string(),
             base_dir: base_dir.to_path_buf(),
@@ -92,7 +104,8 @@ impl Workflow {
             }
         };
         if u32::try_from(text.len()).is_err() {
-            wf.diagnostics.push(Diagnostic::error(SYNTAX, "the file is larger than 4 GiB"));
+            wf.diagnostics
+                .push(Diagnostic::error(SYNTAX, "the file is larger than 4 GiB"));
             return wf;
         }
         wf.source = text.to_string();
@@ -102,7 +115,11 @@ impl Workflow {
                 Err(e) => {
                     let line = e.line.unwrap_or(1);
                     let span = e.range.clone().map_or_else(
-                        || Span { line: to_u32(line), column: 1, ..Span::default() },
+                        || Span {
+                            line: to_u32(line),
+                            column: 1,
+                            ..Span::default()
+                        },
                         |r| span_of(text, r.start, r.end),
                     );
                     wf.diagnostics.push(
@@ -125,14 +142,30 @@ impl Workflow {
         let mut graph = parsed.graph;
         wf.file_refs = resolve_file_refs(&mut graph, base_dir);
         if let Some(goal) = &options.goal {
-            let span = graph.attrs.get("goal").map(|a| a.value_span).unwrap_or_default();
-            graph.attrs.set(Attr { key: "goal".into(), value: Value::Str(goal.clone()), key_span: span, value_span: span });
+            let span = graph
+                .attrs
+                .get("goal")
+                .map(|a| a.value_span)
+                .unwrap_or_default();
+            graph.attrs.set(Attr {
+                key: "goal".into(),
+                value: Value::Str(goal.clone()),
+                key_span: span,
+                value_span: span,
+            });
         }
         render_templates(&mut graph, &wf.source, options, &mut wf.diagnostics);
         graph.finish();
         apply_stylesheet(&mut graph);
-        rules::check(&graph, &wf.source, base_dir, &wf.file_refs, &mut wf.diagnostics);
-        wf.diagnostics.sort_by_key(|d| d.span.map_or((0, 0), |s| (s.line, s.column)));
+        rules::check(
+            &graph,
+            &wf.source,
+            base_dir,
+            &wf.file_refs,
+            &mut wf.diagnostics,
+        );
+        wf.diagnostics
+            .sort_by_key(|d| d.span.map_or((0, 0), |s| (s.line, s.column)));
         wf.graph = Some(graph);
         wf
     }
@@ -149,7 +182,9 @@ impl Workflow {
     pub fn name(&self) -> String {
         match &self.graph {
             Some(g) => g.name.clone(),
-            None => Path::new(&self.file).file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+            None => Path::new(&self.file)
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
         }
     }
 }
@@ -173,10 +208,10 @@ pub fn span_in_value(source: &str, attr: &Attr, offset: usize, len: usize) -> Sp
 /// workflow's directory, with `~` meaning the home directory.
 #[must_use]
 pub fn resolve_path(base_dir: &Path, written: &str) -> PathBuf {
-    if let Some(rest) = written.strip_prefix("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(rest);
-        }
+    if let Some(rest) = written.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
     }
     base_dir.join(written)
 }
@@ -184,7 +219,12 @@ pub fn resolve_path(base_dir: &Path, written: &str) -> PathBuf {
 /// Attributes whose value may be `@path`: the file's text replaces it.
 const INLINED: &[&str] = &["prompt", "goal"];
 /// Attributes that name a file by path (with or without `@`) that must exist.
-const PATHS: &[&str] = &["output_schema", "stack.child_workflow", "stack.child_dotfile", "import"];
+const PATHS: &[&str] = &[
+    "output_schema",
+    "stack.child_workflow",
+    "stack.child_dotfile",
+    "import",
+];
 
 fn resolve_file_refs(graph: &mut Graph, base_dir: &Path) -> Vec<FileRef> {
     let mut refs = Vec::new();
@@ -201,7 +241,9 @@ fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut
         if !inline && !PATHS.contains(&attr.key.as_str()) {
             continue;
         }
-        let Some(text) = attr.value.as_str() else { continue };
+        let Some(text) = attr.value.as_str() else {
+            continue;
+        };
         let written = match text.trim().strip_prefix('@') {
             Some(rest) => rest.trim().to_string(),
             // `output_schema="routing"` names the built-in schema.
@@ -226,7 +268,11 @@ fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut
                 Err(e) => file_ref.error = Some(io_reason(&e)),
             }
         } else if !path.is_file() {
-            file_ref.error = Some(if path.exists() { "it is not a file".into() } else { "no such file".into() });
+            file_ref.error = Some(if path.exists() {
+                "it is not a file".into()
+            } else {
+                "no such file".into()
+            });
         }
         refs.push(file_ref);
     }
@@ -242,7 +288,12 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Pass 2: renders every string attribute with the real goal and inputs.
-fn render_templates(graph: &mut Graph, source: &str, options: &LoadOptions, out: &mut Vec<Diagnostic>) {
+fn render_templates(
+    graph: &mut Graph,
+    source: &str,
+    options: &LoadOptions,
+    out: &mut Vec<Diagnostic>,
+) {
     let inputs = &options.inputs;
     // The goal may itself use inputs; render it first, without a goal.
     let goal_renderer = Renderer::new(None, inputs);
@@ -267,8 +318,16 @@ fn render_templates(graph: &mut Graph, source: &str, options: &LoadOptions, out:
     }
 }
 
-fn render_attr(renderer: &Renderer, attr: &mut Attr, source: &str, node: Option<&str>, out: &mut Vec<Diagnostic>) {
-    let Value::Str(text) = &attr.value else { return };
+fn render_attr(
+    renderer: &Renderer,
+    attr: &mut Attr,
+    source: &str,
+    node: Option<&str>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Value::Str(text) = &attr.value else {
+        return;
+    };
     match renderer.render(text) {
         Ok(std::borrow::Cow::Borrowed(_)) => {}
         Ok(std::borrow::Cow::Owned(rendered)) => attr.value = Value::Str(rendered),
@@ -292,9 +351,13 @@ fn render_attr(renderer: &Renderer, attr: &mut Attr, source: &str, node: Option<
 /// itself always win (workflows/stylesheets.mdx). A stylesheet that does not
 /// parse applies nothing; the `stylesheet_syntax` rule reports it.
 fn apply_stylesheet(graph: &mut Graph) {
-    let Some(attr) = graph.attrs.get("model_stylesheet").cloned() else { return };
+    let Some(attr) = graph.attrs.get("model_stylesheet").cloned() else {
+        return;
+    };
     let text = attr.value.as_text();
-    let Ok(sheet) = stylesheet::parse(&text) else { return };
+    let Ok(sheet) = stylesheet::parse(&text) else {
+        return;
+    };
     for node in graph.nodes.iter_mut().filter(|n| n.handler.uses_llm()) {
         let classes = node.classes();
         let resolved: Vec<(String, String)> = sheet
@@ -304,7 +367,12 @@ fn apply_stylesheet(graph: &mut Graph) {
             .collect();
         for (key, value) in resolved {
             if !node.attrs.contains(&key) {
-                node.attrs.set(Attr { key, value: Value::Str(value), key_span: attr.key_span, value_span: attr.value_span });
+                node.attrs.set(Attr {
+                    key,
+                    value: Value::Str(value),
+                    key_span: attr.key_span,
+                    value_span: attr.value_span,
+                });
             }
         }
     }

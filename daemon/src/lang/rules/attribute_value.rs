@@ -13,7 +13,10 @@ use crate::lang::diagnostic::Diagnostic;
 /// workflows/transitions.mdx).
 const ENUMS: &[(&str, &[&str])] = &[
     ("on_failure", &["route", "exit", "succeed"]),
-    ("retry_policy", &["none", "standard", "aggressive", "linear", "patient"]),
+    (
+        "retry_policy",
+        &["none", "standard", "aggressive", "linear", "patient"],
+    ),
     ("join_policy", &["wait_all", "first_success"]),
     ("language", &["shell", "python"]),
     ("reasoning_effort", &["low", "medium", "high"]),
@@ -54,25 +57,41 @@ fn problems(attrs: &Attrs, scope: Scope, seen: &mut HashSet<u32>) -> Vec<Diagnos
             if allowed.contains(&text.as_ref()) || !seen.insert(attr.value_span.start) {
                 continue;
             }
-            let near = allowed.iter().copied().find(|a| a.eq_ignore_ascii_case(&text)).or_else(|| closest(&text, allowed.iter().copied()));
-            let list = allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
+            let near = allowed
+                .iter()
+                .copied()
+                .find(|a| a.eq_ignore_ascii_case(&text))
+                .or_else(|| closest(&text, allowed.iter().copied()));
+            let list = allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
             let hint = match near {
                 Some(a) => format!("did you mean `{a}`? `{key}` accepts {list}"),
                 None => format!("`{key}` accepts {list}"),
             };
             out.push(
-                Diagnostic::error("attribute_value", format!("invalid value `{text}` for `{key}`"))
-                    .at(attr.value_span)
-                    .with_hint(hint),
+                Diagnostic::error(
+                    "attribute_value",
+                    format!("invalid value `{text}` for `{key}`"),
+                )
+                .at(attr.value_span)
+                .with_hint(hint),
             );
         }
         if let Some((_, min)) = MINIMUMS.iter().find(|(k, _)| *k == key) {
-            let Some(n) = attr.value.as_int().filter(|n| n < min) else { continue };
+            let Some(n) = attr.value.as_int().filter(|n| n < min) else {
+                continue;
+            };
             if seen.insert(attr.value_span.start) {
                 out.push(
-                    Diagnostic::error("attribute_value", format!("`{key}` must be at least {min}, found {n}"))
-                        .at(attr.value_span)
-                        .with_hint(format!("`{key}` takes a whole number of {min} or more")),
+                    Diagnostic::error(
+                        "attribute_value",
+                        format!("`{key}` must be at least {min}, found {n}"),
+                    )
+                    .at(attr.value_span)
+                    .with_hint(format!("`{key}` takes a whole number of {min} or more")),
                 );
             }
         }
@@ -100,18 +119,28 @@ mod tests {
 
     #[test]
     fn graph_attributes_are_checked_too() {
-        let src = wrap("  graph [on_failure=stop, retry_policy=\"Linear\", max_node_visits=-1]\n  start -> exit");
+        let src = wrap(
+            "  graph [on_failure=stop, retry_policy=\"Linear\", max_node_visits=-1]\n  start -> exit",
+        );
         let d = of_rule(&src, "attribute_value");
         assert_eq!(d.len(), 3, "{d:?}");
         assert!(d.iter().all(|d| d.node_id.is_none()));
-        assert!(d[1].hint.as_deref().unwrap().starts_with("did you mean `linear`?"), "{d:?}");
+        assert!(
+            d[1].hint
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `linear`?"),
+            "{d:?}"
+        );
     }
 
     #[test]
     fn negative_counts_and_zero_parallelism_are_errors() {
-        let src = wrap(
-            "  plan [prompt=\"x\", max_retries=-1, max_visits=\"-2\"]\n  fan [shape=component, max_parallel=0]\n  start -> plan -> fan -> exit",
-        );
+        let src = wrap(concat!(
+            "  plan [prompt=\"x\", max_retries=-1, max_visits=\"-2\"]\n",
+            "  fan [shape=component, max_parallel=0]\n",
+            "  start -> plan -> fan -> exit",
+        ));
         let d = of_rule(&src, "attribute_value");
         assert_eq!(d.len(), 3, "{d:?}");
         assert_eq!(d[2].message, "`max_parallel` must be at least 1, found 0");
@@ -119,9 +148,13 @@ mod tests {
 
     #[test]
     fn documented_values_are_quiet() {
-        let src = wrap(
-            "  graph [on_failure=exit, retry_policy=patient, default_max_retries=0, max_node_visits=0]\n  plan [prompt=\"x\", reasoning_effort=low, backend=cli, max_retries=2, on_failure=succeed]\n  run [shape=parallelogram, script=\"print(1)\", language=python]\n  fan [shape=component, join_policy=first_success, max_parallel=1]\n  start -> plan -> run -> fan -> exit",
-        );
+        let src = wrap(concat!(
+            "  graph [on_failure=exit, retry_policy=patient, default_max_retries=0, max_node_visits=0]\n",
+            "  plan [prompt=\"x\", reasoning_effort=low, backend=cli, max_retries=2, on_failure=succeed]\n",
+            "  run [shape=parallelogram, script=\"print(1)\", language=python]\n",
+            "  fan [shape=component, join_policy=first_success, max_parallel=1]\n",
+            "  start -> plan -> run -> fan -> exit",
+        ));
         assert!(of_rule(&src, "attribute_value").is_empty());
     }
 }

@@ -14,13 +14,21 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
     let mut seen = HashSet::new();
     for node in &cx.graph.nodes {
-        let Some(attr) = node.attrs.get("auto_status") else { continue };
+        let Some(attr) = node.attrs.get("auto_status") else {
+            continue;
+        };
         if !seen.insert(attr.key_span.start) {
             continue;
         }
         let d = if node.attrs.contains("on_failure") {
-            Diagnostic::warning(RULE, format!("`auto_status` is ignored beside `on_failure` on `{}`", node.id))
-                .with_hint("remove `auto_status`; `on_failure` decides what a failure does")
+            Diagnostic::warning(
+                RULE,
+                format!(
+                    "`auto_status` is ignored beside `on_failure` on `{}`",
+                    node.id
+                ),
+            )
+            .with_hint("remove `auto_status`; `on_failure` decides what a failure does")
         } else {
             match attr.value.as_bool() {
                 Some(true) => Diagnostic::warning(RULE, "`auto_status` is deprecated")
@@ -43,21 +51,31 @@ mod tests {
 
     #[test]
     fn auto_status_true_suggests_on_failure_succeed() {
-        let src = wrap("  scan [shape=parallelogram, script=\"true\", auto_status=true]\n  start -> scan -> exit");
+        let src = wrap(
+            "  scan [shape=parallelogram, script=\"true\", auto_status=true]\n  start -> scan -> exit",
+        );
         let d = of_rule(&src, RULE);
         assert_eq!(d.len(), 1, "{d:?}");
         assert!(!d[0].is_error());
         assert_eq!(d[0].node_id.as_deref(), Some("scan"));
-        assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((4, 46)));
-        assert_eq!(d[0].hint.as_deref(), Some("write on_failure=\"succeed\" instead"));
+        assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((4, 45)));
+        assert_eq!(
+            d[0].hint.as_deref(),
+            Some("write on_failure=\"succeed\" instead")
+        );
     }
 
     #[test]
     fn auto_status_beside_on_failure_is_ignored() {
-        let src = wrap("  scan [prompt=\"x\", auto_status=true, on_failure=exit]\n  start -> scan -> exit");
+        let src = wrap(
+            "  scan [prompt=\"x\", auto_status=true, on_failure=exit]\n  start -> scan -> exit",
+        );
         let d = of_rule(&src, RULE);
         assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].message.contains("ignored beside `on_failure`"), "{d:?}");
+        assert!(
+            d[0].message.contains("ignored beside `on_failure`"),
+            "{d:?}"
+        );
     }
 
     #[test]

@@ -6,15 +6,23 @@ use crate::lang::Handler;
 use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    for node in cx.graph.nodes.iter().filter(|n| n.handler == Handler::Command) {
+    for node in cx
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| n.handler == Handler::Command)
+    {
         if node.attrs.non_empty("script").is_some() {
             continue;
         }
         out.push(
-            Diagnostic::error("command_requires_script", format!("command node `{}` has no script", node.id))
-                .at(cx.attr_span(node, "script"))
-                .on_node(&node.id)
-                .with_hint("add `script=\"...\"` with the shell command to run"),
+            Diagnostic::error(
+                "command_requires_script",
+                format!("command node `{}` has no script", node.id),
+            )
+            .at(cx.attr_span(node, "script"))
+            .on_node(&node.id)
+            .with_hint("add `script=\"...\"` with the shell command to run"),
         );
     }
 }
@@ -41,7 +49,8 @@ mod tests {
 
     #[test]
     fn a_command_with_a_script_is_quiet() {
-        let src = wrap("  run [shape=parallelogram, script=\"cargo test\"]\n  start -> run -> exit");
+        let src =
+            wrap("  run [shape=parallelogram, script=\"cargo test\"]\n  start -> run -> exit");
         assert!(of_rule(&src, "command_requires_script").is_empty());
     }
 }

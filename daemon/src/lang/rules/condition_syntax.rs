@@ -8,11 +8,16 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     for (e, parsed) in cx.conditions.iter().enumerate() {
         let Some(Err(err)) = parsed else { continue };
         let edge = &cx.graph.edges[e];
-        let Some(attr) = edge.attrs.get("condition") else { continue };
+        let Some(attr) = edge.attrs.get("condition") else {
+            continue;
+        };
         // The parser saw the trimmed-free original text, so offsets map as is.
-        let mut d = Diagnostic::error("condition_syntax", format!("invalid condition: {}", err.message))
-            .at(cx.span_in(attr, err.offset, err.len.max(1)))
-            .on_edge(&edge.from, &edge.to);
+        let mut d = Diagnostic::error(
+            "condition_syntax",
+            format!("invalid condition: {}", err.message),
+        )
+        .at(cx.span_in(attr, err.offset, err.len.max(1)))
+        .on_edge(&edge.from, &edge.to);
         if let Some(hint) = &err.hint {
             d = d.with_hint(hint.clone());
         }
@@ -26,7 +31,9 @@ mod tests {
 
     #[test]
     fn a_bad_condition_is_reported_on_its_edge_at_the_fault() {
-        let src = wrap("  a [shape=parallelogram, script=\"true\"]\n  start -> a\n  a -> exit [condition=\"outcome==succeeded\"]\n  a -> exit");
+        let src = wrap(
+            "  a [shape=parallelogram, script=\"true\"]\n  start -> a\n  a -> exit [condition=\"outcome==succeeded\"]\n  a -> exit",
+        );
         let d = of_rule(&src, "condition_syntax");
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].edge, Some(("a".into(), "exit".into())));
@@ -37,7 +44,9 @@ mod tests {
 
     #[test]
     fn good_conditions_are_quiet() {
-        let src = wrap("  a [shape=parallelogram, script=\"true\"]\n  start -> a\n  a -> exit [condition=\"outcome=succeeded && context.x != 1 || !flag\"]\n  a -> exit");
+        let src = wrap(
+            "  a [shape=parallelogram, script=\"true\"]\n  start -> a\n  a -> exit [condition=\"outcome=succeeded && context.x != 1 || !flag\"]\n  a -> exit",
+        );
         assert!(of_rule(&src, "condition_syntax").is_empty());
     }
 }

@@ -1,7 +1,8 @@
-//! `dead_end` (error): every declared node other than the exit has an
+//! `dead_end` (warning): every declared node other than the exit has an
 //! outgoing edge. A run that reaches a stage without one ends there, without
-//! checking goal gates. An error rather than a warning by the project's
-//! recorded decision (fabro-docs INDEX.md).
+//! checking goal gates. A warning, as the language issue specifies (it
+//! overrides the stricter default noted in fabro-docs INDEX.md): a dead end
+//! is sometimes deliberate while a workflow is being written.
 //! Undeclared nodes are left to `undeclared_node`.
 
 use super::Cx;
@@ -14,7 +15,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
             continue;
         }
         out.push(
-            Diagnostic::error(
+            Diagnostic::warning(
                 "dead_end",
                 format!("`{}` has no outgoing edge: the run would end there without checking goal gates", node.id),
             )
@@ -34,7 +35,7 @@ mod tests {
         let src = wrap("  a [prompt=\"x\"]\n  b [prompt=\"y\"]\n  start -> a -> exit\n  a -> b");
         let d = of_rule(&src, "dead_end");
         assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].is_error());
+        assert!(!d[0].is_error(), "a dead end is a warning");
         assert_eq!(d[0].node_id.as_deref(), Some("b"));
         assert_eq!(d[0].span.map(|s| s.line), Some(5));
     }

@@ -7,7 +7,9 @@ use crate::lang::diagnostic::Diagnostic;
 const DIRECTIONS: &[&str] = &["TB", "LR", "BT", "RL"];
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(attr) = cx.graph.attrs.get("rankdir") else { return };
+    let Some(attr) = cx.graph.attrs.get("rankdir") else {
+        return;
+    };
     let text = attr.value.as_text();
     if DIRECTIONS.contains(&text.as_ref()) {
         return;
@@ -38,7 +40,13 @@ mod tests {
         assert_eq!(d.len(), 1, "{d:?}");
         assert!(!d[0].is_error());
         assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((4, 11)));
-        assert!(d[0].hint.as_deref().unwrap().starts_with("did you mean `LR`?"), "{d:?}");
+        assert!(
+            d[0].hint
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `LR`?"),
+            "{d:?}"
+        );
     }
 
     #[test]

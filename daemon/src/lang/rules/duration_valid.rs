@@ -9,13 +9,19 @@ use crate::lang::diagnostic::Diagnostic;
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     for node in cx.graph.nodes.iter().filter(|n| n.handler == Handler::Wait) {
         let d = match node.attrs.get("duration") {
-            None => Diagnostic::error("duration_valid", format!("wait node `{}` has no duration", node.id))
-                .at(node.span)
-                .with_hint("add how long to pause, e.g. `duration=\"30s\"`"),
+            None => Diagnostic::error(
+                "duration_valid",
+                format!("wait node `{}` has no duration", node.id),
+            )
+            .at(node.span)
+            .with_hint("add how long to pause, e.g. `duration=\"30s\"`"),
             Some(attr) if attr.value.as_duration().is_some_and(|d| d.amount == 0) => {
-                Diagnostic::error("duration_valid", format!("wait node `{}` waits for no time", node.id))
-                    .at(attr.value_span)
-                    .with_hint("give a positive duration, e.g. `duration=\"30s\"`, or remove the node")
+                Diagnostic::error(
+                    "duration_valid",
+                    format!("wait node `{}` waits for no time", node.id),
+                )
+                .at(attr.value_span)
+                .with_hint("give a positive duration, e.g. `duration=\"30s\"`, or remove the node")
             }
             Some(_) => continue,
         };
@@ -42,7 +48,7 @@ mod tests {
         let src = wrap("  pause [type=wait, duration=0s]\n  start -> pause -> exit");
         let d = of_rule(&src, "duration_valid");
         assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((4, 31)));
+        assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((4, 30)));
     }
 
     #[test]

@@ -63,7 +63,10 @@ pub const RULES: &[Rule] = &[
     ("condition_syntax", condition_syntax::check),
     (STYLESHEET_SYNTAX, stylesheet_syntax::check),
     ("all_conditional_edges", all_conditional_edges::check),
-    ("random_selection_no_conditions", random_selection_no_conditions::check),
+    (
+        "random_selection_no_conditions",
+        random_selection_no_conditions::check,
+    ),
     ("selection_valid", selection_valid::check),
     ("prompt_on_llm_nodes", prompt_on_llm_nodes::check),
     ("command_requires_script", command_requires_script::check),
@@ -71,7 +74,10 @@ pub const RULES: &[Rule] = &[
     ("retry_target_exists", retry_target_exists::check),
     ("goal_gate_has_retry", goal_gate_has_retry::check),
     ("fidelity_valid", fidelity_valid::check),
-    ("thread_id_requires_fidelity_full", thread_id_requires_fidelity_full::check),
+    (
+        "thread_id_requires_fidelity_full",
+        thread_id_requires_fidelity_full::check,
+    ),
     ("direction_valid", direction_valid::check),
     ("type_known", type_known::check),
     ("freeform_edge_count", freeform_edge_count::check),
@@ -102,8 +108,18 @@ pub struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// Builds the indexes for `graph`.
     #[must_use]
-    pub fn new(graph: &'a Graph, source: &'a str, base_dir: &'a Path, file_refs: &'a [FileRef]) -> Self {
-        let ids: HashMap<&str, usize> = graph.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+    pub fn new(
+        graph: &'a Graph,
+        source: &'a str,
+        base_dir: &'a Path,
+        file_refs: &'a [FileRef],
+    ) -> Self {
+        let ids: HashMap<&str, usize> = graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.as_str(), i))
+            .collect();
         let mut outgoing = vec![Vec::new(); graph.nodes.len()];
         let mut incoming = vec![Vec::new(); graph.nodes.len()];
         for (e, edge) in graph.edges.iter().enumerate() {
@@ -114,8 +130,21 @@ impl<'a> Cx<'a> {
                 incoming[i].push(e);
             }
         }
-        let conditions = graph.edges.iter().map(|e| e.condition().map(|c| condition::parse(&c))).collect();
-        Cx { graph, source, base_dir, file_refs, outgoing, incoming, conditions, ids }
+        let conditions = graph
+            .edges
+            .iter()
+            .map(|e| e.condition().map(|c| condition::parse(&c)))
+            .collect();
+        Cx {
+            graph,
+            source,
+            base_dir,
+            file_refs,
+            outgoing,
+            incoming,
+            conditions,
+            ids,
+        }
     }
 
     /// The position of the node with this id.
@@ -148,7 +177,13 @@ impl<'a> Cx<'a> {
 }
 
 /// Runs every rule over `graph`, appending to `out`.
-pub fn check(graph: &Graph, source: &str, base_dir: &Path, file_refs: &[FileRef], out: &mut Vec<Diagnostic>) {
+pub fn check(
+    graph: &Graph,
+    source: &str,
+    base_dir: &Path,
+    file_refs: &[FileRef],
+    out: &mut Vec<Diagnostic>,
+) {
     let cx = Cx::new(graph, source, base_dir, file_refs);
     for (_, rule) in RULES {
         rule(&cx, out);
@@ -203,13 +238,21 @@ pub(crate) mod test_support {
     /// Loads `src` (from a temp-free in-memory path) and returns every
     /// diagnostic.
     pub fn diagnostics(src: &str) -> Vec<Diagnostic> {
-        Workflow::from_bytes("test.fabro", src.as_bytes(), std::path::Path::new("."), &LoadOptions::default())
-            .diagnostics
+        Workflow::from_bytes(
+            "test.fabro",
+            src.as_bytes(),
+            std::path::Path::new("."),
+            &LoadOptions::default(),
+        )
+        .diagnostics
     }
 
     /// The diagnostics of one rule.
     pub fn of_rule(src: &str, rule: &str) -> Vec<Diagnostic> {
-        diagnostics(src).into_iter().filter(|d| d.rule == rule).collect()
+        diagnostics(src)
+            .into_iter()
+            .filter(|d| d.rule == rule)
+            .collect()
     }
 
     /// A valid minimal workflow around `body` (start, exit and `body`).
@@ -232,8 +275,24 @@ mod tests {
 
     #[test]
     fn closest_suggests_only_plausible_typos() {
-        assert_eq!(closest("implment", ["implement", "plan"]), Some("implement"));
+        assert_eq!(
+            closest("implment", ["implement", "plan"]),
+            Some("implement")
+        );
         assert_eq!(closest("zzz", ["implement", "plan"]), None);
+    }
+
+    #[test]
+    fn every_rule_is_documented_in_the_language_guide() {
+        let guide =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/language.md"))
+                .expect("docs/language.md exists");
+        for (id, _) in RULES {
+            assert!(
+                guide.contains(&format!("| `{id}` |")),
+                "docs/language.md has no row for rule `{id}`"
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,12 @@ use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Undeclared nodes are already errors (`undeclared_node`).
-    for node in cx.graph.nodes.iter().filter(|n| n.declared && n.handler.uses_llm()) {
+    for node in cx
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| n.declared && n.handler.uses_llm())
+    {
         if node.attrs.non_empty("prompt").is_some() || node.attrs.non_empty("label").is_some() {
             continue;
         }
@@ -56,7 +61,11 @@ mod tests {
 
     #[test]
     fn non_llm_nodes_need_no_prompt() {
-        let src = wrap("  gate [shape=hexagon]\n  run [shape=parallelogram, script=\"true\"]\n  start -> gate -> run -> exit");
+        let src = wrap(concat!(
+            "  gate [shape=hexagon]\n",
+            "  run [shape=parallelogram, script=\"true\"]\n",
+            "  start -> gate -> run -> exit",
+        ));
         assert!(of_rule(&src, "prompt_on_llm_nodes").is_empty());
     }
 }

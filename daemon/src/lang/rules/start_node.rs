@@ -18,7 +18,10 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
                 out.push(
                     Diagnostic::error(
                         "start_node",
-                        format!("`{}` is a second start node (the first is `{}`)", extra.id, first.id),
+                        format!(
+                            "`{}` is a second start node (the first is `{}`)",
+                            extra.id, first.id
+                        ),
                     )
                     .at(extra.span)
                     .on_node(&extra.id)
@@ -35,7 +38,10 @@ mod tests {
 
     #[test]
     fn a_missing_start_node_is_an_error() {
-        let d = of_rule("digraph G { a [prompt=\"x\"]; exit [shape=Msquare]; a -> exit }", "start_node");
+        let d = of_rule(
+            "digraph G { a [prompt=\"x\"]; exit [shape=Msquare]; a -> exit }",
+            "start_node",
+        );
         assert_eq!(d.len(), 1);
         assert!(d[0].is_error());
     }

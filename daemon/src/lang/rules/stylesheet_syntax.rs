@@ -6,11 +6,16 @@ use crate::lang::diagnostic::Diagnostic;
 use crate::lang::stylesheet;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    let Some(attr) = cx.graph.attrs.get("model_stylesheet") else { return };
+    let Some(attr) = cx.graph.attrs.get("model_stylesheet") else {
+        return;
+    };
     let text = attr.value.as_text();
     if let Err(e) = stylesheet::parse(&text) {
-        let mut d = Diagnostic::error(STYLESHEET_SYNTAX, format!("invalid model stylesheet: {}", e.message))
-            .at(cx.span_in(attr, e.offset, e.len.max(1)));
+        let mut d = Diagnostic::error(
+            STYLESHEET_SYNTAX,
+            format!("invalid model stylesheet: {}", e.message),
+        )
+        .at(cx.span_in(attr, e.offset, e.len.max(1)));
         if let Some(hint) = e.hint {
             d = d.with_hint(hint);
         }
@@ -24,7 +29,9 @@ mod tests {
 
     #[test]
     fn a_stylesheet_error_points_into_the_attribute_string() {
-        let src = wrap("  graph [model_stylesheet=\"\n    * { model: x; }\n    .c { modle: y; }\n  \"]\n  start -> exit");
+        let src = wrap(
+            "  graph [model_stylesheet=\"\n    * { model: x; }\n    .c { modle: y; }\n  \"]\n  start -> exit",
+        );
         let d = of_rule(&src, super::STYLESHEET_SYNTAX);
         assert_eq!(d.len(), 1, "{d:?}");
         let span = d[0].span.expect("span");
@@ -34,7 +41,8 @@ mod tests {
 
     #[test]
     fn a_valid_stylesheet_is_quiet() {
-        let src = wrap("  graph [model_stylesheet=\"* { model: claude-haiku-4-5; }\"]\n  start -> exit");
+        let src =
+            wrap("  graph [model_stylesheet=\"* { model: claude-haiku-4-5; }\"]\n  start -> exit");
         assert!(of_rule(&src, super::STYLESHEET_SYNTAX).is_empty());
     }
 }

@@ -29,7 +29,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     let mut seen = HashSet::new();
     for node in &cx.graph.nodes {
         let runs_as = if node.handler == Handler::Agent {
-            "an agent".to_string()
+            "as an agent".to_string()
         } else {
             format!("by its shape, as `{}`", node.handler.name())
         };
@@ -38,18 +38,34 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         if let Some(attr) = ty.filter(|_| !ty_known) {
             let text = attr.value.as_text();
             if seen.insert(attr.value_span.start) {
-                let d = Diagnostic::warning("type_known", format!("unknown type `{text}`: `{}` runs {runs_as}", node.id));
-                out.push(suggest(d, &text, Handler::TYPE_NAMES, "types").at(attr.value_span).on_node(&node.id));
+                let d = Diagnostic::warning(
+                    "type_known",
+                    format!("unknown type `{text}`: `{}` runs {runs_as}", node.id),
+                );
+                out.push(
+                    suggest(d, &text, Handler::TYPE_NAMES, "types")
+                        .at(attr.value_span)
+                        .on_node(&node.id),
+                );
             }
         }
-        let Some(attr) = node.attrs.get("shape").filter(|_| !ty_known) else { continue };
+        let Some(attr) = node.attrs.get("shape").filter(|_| !ty_known) else {
+            continue;
+        };
         let text = attr.value.as_text();
         if Handler::from_shape(&text).is_none() && seen.insert(attr.value_span.start) {
             let d = Diagnostic::warning(
                 "type_known",
-                format!("shape `{text}` selects no handler: `{}` runs as an agent", node.id),
+                format!(
+                    "shape `{text}` selects no handler: `{}` runs as an agent",
+                    node.id
+                ),
             );
-            out.push(suggest(d, &text, SHAPES, "shapes").at(attr.value_span).on_node(&node.id));
+            out.push(
+                suggest(d, &text, SHAPES, "shapes")
+                    .at(attr.value_span)
+                    .on_node(&node.id),
+            );
         }
     }
 }
@@ -73,13 +89,18 @@ mod tests {
         assert!(!d[0].is_error());
         assert_eq!(d[0].node_id.as_deref(), Some("run"));
         assert_eq!(d[0].span.map(|s| s.line), Some(4));
-        assert_eq!(d[0].message, "unknown type `comand`: `run` runs as an agent");
+        assert_eq!(
+            d[0].message,
+            "unknown type `comand`: `run` runs as an agent"
+        );
         assert_eq!(d[0].hint.as_deref(), Some("did you mean `command`?"));
     }
 
     #[test]
     fn an_unknown_type_says_the_shape_decides() {
-        let src = wrap("  run [type=\"shell\", shape=parallelogram, script=\"true\"]\n  start -> run -> exit");
+        let src = wrap(
+            "  run [type=\"shell\", shape=parallelogram, script=\"true\"]\n  start -> run -> exit",
+        );
         let d = of_rule(&src, "type_known");
         assert_eq!(d.len(), 1, "{d:?}");
         assert!(d[0].message.contains("by its shape, as `command`"), "{d:?}");
@@ -87,16 +108,30 @@ mod tests {
 
     #[test]
     fn an_unknown_shape_runs_as_an_agent() {
-        let src = wrap("  plan [shape=ellipse, prompt=\"x\"]\n  review [shape=tabb, prompt=\"y\"]\n  start -> plan -> review -> exit");
+        let src = wrap(concat!(
+            "  plan [shape=ellipse, prompt=\"x\"]\n",
+            "  review [shape=tabb, prompt=\"y\"]\n",
+            "  start -> plan -> review -> exit",
+        ));
         let d = of_rule(&src, "type_known");
         assert_eq!(d.len(), 2, "{d:?}");
-        assert!(d[0].hint.as_deref().unwrap().starts_with("known shapes: Mdiamond"), "{d:?}");
+        assert!(
+            d[0].hint
+                .as_deref()
+                .unwrap()
+                .starts_with("known shapes: Mdiamond"),
+            "{d:?}"
+        );
         assert_eq!(d[1].hint.as_deref(), Some("did you mean `tab`?"));
     }
 
     #[test]
     fn a_known_type_makes_any_shape_fine() {
-        let src = wrap("  run [type=command, shape=ellipse, script=\"true\"]\n  plan [type=agent_loop, prompt=\"x\"]\n  start -> run -> plan -> exit");
+        let src = wrap(concat!(
+            "  run [type=command, shape=ellipse, script=\"true\"]\n",
+            "  plan [type=agent_loop, prompt=\"x\"]\n",
+            "  start -> run -> plan -> exit",
+        ));
         assert!(of_rule(&src, "type_known").is_empty());
     }
 }

@@ -9,16 +9,27 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     let graph = cx.graph;
     for node in graph.nodes.iter().filter(|n| !n.declared) {
         // Nodes the reference lets edges create by id alone.
-        if node.handler == crate::lang::Handler::Start || node.handler == crate::lang::Handler::Exit {
+        if node.handler == crate::lang::Handler::Start || node.handler == crate::lang::Handler::Exit
+        {
             continue;
         }
-        let declared = graph.nodes.iter().filter(|n| n.declared).map(|n| n.id.as_str());
-        let mut d = Diagnostic::error("undeclared_node", format!("`{}` is used in an edge but never declared", node.id))
-            .at(node.span)
-            .on_node(&node.id);
+        let declared = graph
+            .nodes
+            .iter()
+            .filter(|n| n.declared)
+            .map(|n| n.id.as_str());
+        let mut d = Diagnostic::error(
+            "undeclared_node",
+            format!("`{}` is used in an edge but never declared", node.id),
+        )
+        .at(node.span)
+        .on_node(&node.id);
         d = match closest(&node.id, declared) {
             Some(near) => d.with_hint(format!("did you mean `{near}`?")),
-            None => d.with_hint(format!("declare it, e.g. `{} [label=\"...\", prompt=\"...\"]`", node.id)),
+            None => d.with_hint(format!(
+                "declare it, e.g. `{} [label=\"...\", prompt=\"...\"]`",
+                node.id
+            )),
         };
         out.push(d);
     }
@@ -40,6 +51,12 @@ mod tests {
 
     #[test]
     fn start_and_exit_may_be_created_by_edges() {
-        assert!(of_rule("digraph G { start -> a; a [prompt=\"x\"]; a -> exit }", "undeclared_node").is_empty());
+        assert!(
+            of_rule(
+                "digraph G { start -> a; a [prompt=\"x\"]; a -> exit }",
+                "undeclared_node"
+            )
+            .is_empty()
+        );
     }
 }

@@ -39,12 +39,19 @@ fn warn(attr: &Attr, scope: Scope) -> Diagnostic {
         .find(|s| *s != scope && attrs::declared_type(*s, key).is_some());
     let hint = match (closest(key, attrs::names(scope)), elsewhere) {
         (Some(near), _) => format!("did you mean `{near}`?"),
-        (None, Some(other)) => format!("`{key}` is {} attribute; Weft ignores it on {}", article(other), article(scope)),
+        (None, Some(other)) => format!(
+            "`{key}` is {} attribute; Weft ignores it on {}",
+            article(other),
+            article(scope)
+        ),
         (None, None) => "Weft ignores this attribute".to_string(),
     };
-    Diagnostic::warning("unknown_attribute", format!("unknown {} attribute `{key}`", scope.describe()))
-        .at(attr.key_span)
-        .with_hint(hint)
+    Diagnostic::warning(
+        "unknown_attribute",
+        format!("unknown {} attribute `{key}`", scope.describe()),
+    )
+    .at(attr.key_span)
+    .with_hint(hint)
 }
 
 fn article(scope: Scope) -> &'static str {
@@ -76,12 +83,17 @@ mod tests {
         let d = of_rule(&src, "unknown_attribute");
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].edge, Some(("start".into(), "exit".into())));
-        assert_eq!(d[0].hint.as_deref(), Some("`prompt` is a node attribute; Weft ignores it on an edge"));
+        assert_eq!(
+            d[0].hint.as_deref(),
+            Some("`prompt` is a node attribute; Weft ignores it on an edge")
+        );
     }
 
     #[test]
     fn a_chained_edge_attribute_is_reported_once() {
-        let src = wrap("  a [prompt=\"x\"]\n  start -> a -> exit [flavour=\"x\"]\n  graph [zzz_custom=1]");
+        let src = wrap(
+            "  a [prompt=\"x\"]\n  start -> a -> exit [flavour=\"x\"]\n  graph [zzz_custom=1]",
+        );
         let d = of_rule(&src, "unknown_attribute");
         assert_eq!(d.len(), 2, "{d:?}");
         assert_eq!(d[1].hint.as_deref(), Some("Weft ignores this attribute"));
@@ -89,9 +101,12 @@ mod tests {
 
     #[test]
     fn known_presentation_and_stylesheet_attributes_are_quiet() {
-        let src = wrap(
-            "  graph [goal=\"g\", rankdir=LR, bgcolor=white, model_stylesheet=\"* { model: m; speed: fast; }\"]\n  plan [prompt=\"x\", fillcolor=red, style=filled]\n  start -> plan [color=blue, weight=2]\n  plan -> exit",
-        );
+        let src = wrap(concat!(
+            "  graph [goal=\"g\", rankdir=LR, bgcolor=white, model_stylesheet=\"* { model: m; speed: fast; }\"]\n",
+            "  plan [prompt=\"x\", fillcolor=red, style=filled]\n",
+            "  start -> plan [color=blue, weight=2]\n",
+            "  plan -> exit",
+        ));
         assert!(of_rule(&src, "unknown_attribute").is_empty());
     }
 }

@@ -9,14 +9,19 @@ use crate::lang::workflow::FileRef;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     for file_ref in cx.file_refs {
-        let Some(reason) = &file_ref.error else { continue };
+        let Some(reason) = &file_ref.error else {
+            continue;
+        };
         let owner = match &file_ref.node {
             Some(id) => format!("{} of `{id}`", file_ref.key),
             None => format!("graph {}", file_ref.key),
         };
         let mut d = Diagnostic::error(
             "unresolved_file_ref",
-            format!("`{}` ({owner}) cannot be read: {reason}", as_written(cx, file_ref)),
+            format!(
+                "`{}` ({owner}) cannot be read: {reason}",
+                as_written(cx, file_ref)
+            ),
         )
         .at(file_ref.span)
         .with_hint(format!(
@@ -39,7 +44,11 @@ fn as_written(cx: &Cx<'_>, file_ref: &FileRef) -> String {
     let has_at = attrs
         .and_then(|a| a.text(&file_ref.key))
         .is_some_and(|t| t.trim_start().starts_with('@'));
-    if has_at { format!("@{}", file_ref.written) } else { file_ref.written.clone() }
+    if has_at {
+        format!("@{}", file_ref.written)
+    } else {
+        file_ref.written.clone()
+    }
 }
 
 #[cfg(test)]
@@ -53,7 +62,10 @@ mod tests {
         let path = dir.join("flow.fabro");
         std::fs::write(&path, src).unwrap();
         let wf = Workflow::load(&path, &LoadOptions::default()).unwrap();
-        wf.diagnostics.into_iter().filter(|d| d.rule == "unresolved_file_ref").collect()
+        wf.diagnostics
+            .into_iter()
+            .filter(|d| d.rule == "unresolved_file_ref")
+            .collect()
     }
 
     #[test]
@@ -63,11 +75,20 @@ mod tests {
         let d = load(dir.path(), src);
         assert_eq!(d.len(), 1, "{d:?}");
         assert!(d[0].is_error());
-        assert_eq!(d[0].message, "`@prompts/plan.md` (prompt of `plan`) cannot be read: no such file");
+        assert_eq!(
+            d[0].message,
+            "`@prompts/plan.md` (prompt of `plan`) cannot be read: no such file"
+        );
         assert_eq!(d[0].node_id.as_deref(), Some("plan"));
         assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((3, 16)));
         let resolved = dir.path().join("prompts/plan.md");
-        assert!(d[0].hint.as_deref().unwrap().contains(&resolved.display().to_string()), "{d:?}");
+        assert!(
+            d[0].hint
+                .as_deref()
+                .unwrap()
+                .contains(&resolved.display().to_string()),
+            "{d:?}"
+        );
     }
 
     #[test]
@@ -76,13 +97,20 @@ mod tests {
         let src = "digraph T {\n  start -> sub -> exit\n  sub [shape=house, stack.child_workflow=\"child.fabro\"]\n}\n";
         let d = load(dir.path(), src);
         assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].message.starts_with("`child.fabro` (stack.child_workflow of `sub`)"), "{d:?}");
+        assert!(
+            d[0].message
+                .starts_with("`child.fabro` (stack.child_workflow of `sub`)"),
+            "{d:?}"
+        );
     }
 
     #[test]
     fn a_missing_goal_file_is_reported_on_the_graph() {
         let dir = tempfile::tempdir().unwrap();
-        let d = load(dir.path(), "digraph T {\n  goal=\"@goal.md\"\n  start -> exit\n}\n");
+        let d = load(
+            dir.path(),
+            "digraph T {\n  goal=\"@goal.md\"\n  start -> exit\n}\n",
+        );
         assert_eq!(d.len(), 1, "{d:?}");
         assert!(d[0].message.contains("(graph goal)"), "{d:?}");
         assert_eq!(d[0].node_id, None);

@@ -1,0 +1,304 @@
+//! Every ```dot example in the Fabro reference docs goes through the real
+//! loader: the docs are the specification we implement, so an example that
+//! a reader copies must parse, and must validate unless it is deliberately
+//! partial.
+//!
+//! Blocks are numbered per `.mdx` file, from 0, counting only ```dot blocks
+//! (whatever follows `dot` on the fence line, e.g. `title="x.fabro"`).
+//!
+//! - A block whose first statement is `digraph` is loaded as written, with
+//!   the `.mdx` file's directory as base dir. It must have no `syntax`
+//!   diagnostic, and its validation errors must be exactly the rule ids in
+//!   [`EXPECTED_ERRORS`] (most doc examples are complete; some show only the
+//!   attribute under discussion and so lack a start or exit node).
+//! - Any other block is a fragment (a few statements out of a workflow). It
+//!   is wrapped in `digraph Fragment { ... }` and must parse. Fragments are
+//!   not validated: they are partial by design.
+//! - [`EXPECTED_REJECTIONS`] lists blocks that use something we reject on
+//!   purpose; for those the named diagnostic must be present instead.
+//!
+//! The docs live outside this repository (`../shared/reference/fabro-docs`
+//! from the workspace root); CI has them, so their absence is a failure.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use weft::lang::{LoadOptions, Workflow};
+
+/// A block that uses something we reject on purpose: (file, block index),
+/// the rule id that must be reported, and why.
+const EXPECTED_REJECTIONS: &[((&str, usize), &str, &str)] = &[];
+
+/// The exact set of error rule ids each complete `digraph` example draws,
+/// and why. Every complete example not listed must have no errors.
+const EXPECTED_ERRORS: &[((&str, usize), &[&str], &str)] = &[];
+
+/// The `[run.inputs]` that workflows/variables.mdx declares in its run.toml
+/// next to the examples that use `{{ inputs.* }}`; without them those
+/// examples fail template rendering before they are even parsed.
+const DOC_INPUTS: &[(&str, &str)] =
+    &[("repo_name", "fabro"), ("repo_url", "https://github.com/fabro-sh/fabro"), ("language", "rust")];
+
+/// A fenced ```dot block in an `.mdx` page.
+#[derive(Debug)]
+struct Block {
+    /// Path under the docs root, with `/` separators.
+    file: String,
+    /// Position among the file's ```dot blocks, from 0.
+    index: usize,
+    /// 1-based line of the opening fence.
+    line: usize,
+    text: String,
+}
+
+impl Block {
+    fn key(&self) -> (&str, usize) {
+        (self.file.as_str(), self.index)
+    }
+
+    fn describe(&self) -> String {
+        format!("{} block {} (line {})", self.file, self.index, self.line)
+    }
+}
+
+fn docs_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/fabro-docs");
+    assert!(
+        root.is_dir(),
+        "the Fabro reference docs are missing at {}; they are the specification these tests check \
+         (CI provides them; locally, place them at ../shared/reference/fabro-docs next to the workspace)",
+        root.display()
+    );
+    root
+}
+
+/// Every `.mdx` file under `dir`, recursively, sorted.
+fn mdx_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())).path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "mdx") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files.sort();
+    files
+}
+
+/// The ```dot blocks of one page. Fences may be indented (inside list items
+/// or components); the fence's indentation is removed from the block's
+/// lines. A fence closes at a line of at least as many backticks and
+/// nothing else, as in CommonMark.
+fn dot_blocks(file: &str, source: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut lines = source.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        let trimmed = line.trim_start();
+        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
+        if ticks < 3 {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        let info = trimmed[ticks..].trim();
+        let language = info.split(|c: char| c.is_whitespace() || c == '{').next().unwrap_or("");
+        let mut body = Vec::new();
+        let mut closed = false;
+        for (_, inner) in lines.by_ref() {
+            let t = inner.trim_start();
+            if t.len() >= ticks && t.chars().take(ticks).all(|c| c == '`') && t[ticks..].trim().is_empty() {
+                closed = true;
+                break;
+            }
+            let strip = inner.len() - inner.trim_start().len();
+            body.push(&inner[strip.min(indent)..]);
+        }
+        assert!(closed, "{file}:{}: unterminated code fence", n + 1);
+        if language == "dot" {
+            blocks.push(Block { file: file.to_string(), index: blocks.len(), line: n + 1, text: body.join("\n") });
+        }
+    }
+    blocks
+}
+
+/// The first word of `text` after whitespace and DOT comments.
+fn first_word(text: &str) -> &str {
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("//") {
+            rest = after.split_once('\n').map_or("", |(_, r)| r);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+    }
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+fn is_complete(block: &Block) -> bool {
+    matches!(first_word(&block.text), "digraph" | "strict")
+}
+
+fn load(block: &Block, base_dir: &Path, options: &LoadOptions) -> Workflow {
+    let name = format!("{}#{}", block.file, block.index);
+    if is_complete(block) {
+        Workflow::from_bytes(&name, block.text.as_bytes(), base_dir, options)
+    } else {
+        let wrapped = format!("digraph Fragment {{\n{}\n}}\n", block.text);
+        Workflow::from_bytes(&name, wrapped.as_bytes(), base_dir, options)
+    }
+}
+
+fn sorted_unique<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    items.into_iter().collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+#[test]
+fn every_dot_block_in_the_reference_docs_parses_and_validates_as_expected() {
+    let root = docs_root();
+    let options = LoadOptions {
+        inputs: DOC_INPUTS.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect(),
+        goal: None,
+    };
+
+    let mut blocks = Vec::new();
+    let mut base_dirs = Vec::new();
+    for path in mdx_files(&root) {
+        let rel = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let dir = path.parent().unwrap_or(&root).to_path_buf();
+        for block in dot_blocks(&rel, &source) {
+            blocks.push(block);
+            base_dirs.push(dir.clone());
+        }
+    }
+
+    let mut failures = Vec::new();
+
+    // A table entry that names no block is a typo or a docs change, and
+    // would silently stop checking what it was written for.
+    let keys: BTreeSet<(&str, usize)> = blocks.iter().map(Block::key).collect();
+    for (key, _, _) in EXPECTED_REJECTIONS {
+        if !keys.contains(key) {
+            failures.push(format!("EXPECTED_REJECTIONS names {key:?}, which is not a ```dot block"));
+        }
+    }
+    for (key, _, _) in EXPECTED_ERRORS {
+        if !keys.contains(key) {
+            failures.push(format!("EXPECTED_ERRORS names {key:?}, which is not a ```dot block"));
+        }
+    }
+
+    let mut complete = 0;
+    let mut fragments = 0;
+    for (block, base_dir) in blocks.iter().zip(&base_dirs) {
+        let wf = load(block, base_dir, &options);
+        let whole = is_complete(block);
+        if whole {
+            complete += 1;
+        } else {
+            fragments += 1;
+        }
+
+        if let Some((_, rule, _)) = EXPECTED_REJECTIONS.iter().find(|(k, _, _)| *k == block.key()) {
+            if !wf.diagnostics.iter().any(|d| d.rule == *rule) {
+                failures.push(format!(
+                    "{}: expected a `{rule}` diagnostic (EXPECTED_REJECTIONS), got {:?}",
+                    block.describe(),
+                    wf.diagnostics.iter().map(|d| (d.rule, d.message.as_str())).collect::<Vec<_>>()
+                ));
+            }
+            continue;
+        }
+
+        // Template errors stop the load before parsing, so they count as
+        // parse failures here.
+        let parse_errors: Vec<_> =
+            wf.diagnostics.iter().filter(|d| d.rule == "syntax" || d.rule == "template").collect();
+        if !parse_errors.is_empty() || wf.graph.is_none() {
+            for d in &parse_errors {
+                let line = d.span.map_or(0, |s| s.line);
+                failures.push(format!(
+                    "{}: does not parse{}: line {line} of the {}: [{}] {}",
+                    block.describe(),
+                    if whole { "" } else { " as a fragment" },
+                    if whole { "block" } else { "wrapped block (block line + 1)" },
+                    d.rule,
+                    d.message
+                ));
+            }
+            if parse_errors.is_empty() {
+                failures.push(format!("{}: produced no graph: {:?}", block.describe(), wf.diagnostics));
+            }
+            continue;
+        }
+        if !whole {
+            continue;
+        }
+
+        let expected: &[&str] =
+            EXPECTED_ERRORS.iter().find(|(k, _, _)| *k == block.key()).map_or(&[], |(_, rules, _)| *rules);
+        let errors: Vec<_> = wf.diagnostics.iter().filter(|d| d.is_error()).collect();
+        let got = sorted_unique(errors.iter().map(|d| d.rule));
+        let want = sorted_unique(expected.iter().copied());
+        if got != want {
+            let mut report = format!(
+                "{}: validation errors differ from EXPECTED_ERRORS\n    expected rules: {want:?}\n    got rules:      {got:?}",
+                block.describe()
+            );
+            for d in errors.iter().filter(|d| !want.contains(&d.rule)) {
+                let line = d.span.map_or(0, |s| s.line);
+                report.push_str(&format!("\n    unexpected: block line {line}: [{}] {}", d.rule, d.message));
+            }
+            failures.push(report);
+        }
+    }
+
+    println!(
+        "checked {} ```dot blocks from {}: {complete} complete workflows, {fragments} fragments",
+        blocks.len(),
+        root.display()
+    );
+    assert!(blocks.len() > 50, "found only {} ```dot blocks; is the fence extractor broken?", blocks.len());
+    assert!(failures.is_empty(), "{} problem(s) in reference doc examples:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn fence_extractor_handles_titles_indentation_and_other_languages() {
+    let page = "\
+text
+```dot title=\"a.fabro\"
+digraph A { }
+```
+```bash
+echo not dot
+```
+1. item
+
+   ```dot
+   x -> y
+   ```
+```dot theme={\"x\":1}
+y -> z
+```
+";
+    let blocks = dot_blocks("page.mdx", page);
+    let texts: Vec<_> = blocks.iter().map(|b| (b.index, b.line, b.text.as_str())).collect();
+    assert_eq!(texts, vec![(0, 2, "digraph A { }"), (1, 11, "x -> y"), (2, 14, "y -> z")]);
+    assert!(is_complete(&blocks[0]));
+    assert!(!is_complete(&blocks[1]));
+}
+
+#[test]
+fn a_leading_comment_does_not_hide_digraph() {
+    assert_eq!(first_word("// intro\n/* more */ digraph X {}"), "digraph");
+    assert_eq!(first_word("graph [goal=\"x\"]"), "graph");
+}
