@@ -7,6 +7,9 @@
 //! cargo bench -p weft --bench parse -- --quick   # 1k and 10k, fewer runs
 //! ```
 //!
+//! For profiling, `--emit N PATH` writes the N-node workflow and exits, and
+//! `--rss load PATH` loads one file once (see docs/performance.md).
+//!
 //! A plain binary rather than criterion: one table of medians is all we need,
 //! and it keeps the dependency tree lean. Memory is measured in a child
 //! process (this binary re-executed with `--rss`), so the peak resident set
@@ -459,6 +462,14 @@ fn main() -> Result<()> {
             .context("--rss needs a mode (parse or load)")?;
         let path = args.get(at + 2).context("--rss needs a workflow path")?;
         return rss_child(mode, Path::new(path));
+    }
+    if let Some(at) = args.iter().position(|a| a == "--emit") {
+        let n = args
+            .get(at + 1)
+            .and_then(|n| n.parse().ok())
+            .context("--emit needs a node count")?;
+        let path = args.get(at + 2).context("--emit needs an output path")?;
+        return std::fs::write(path, workflow(n)).with_context(|| format!("writing {path}"));
     }
     // cargo bench passes `--bench`; anything else we do not know is ignored
     // the same way, so `cargo bench` filters do not break the run.

@@ -4,12 +4,14 @@
 //!
 //! The binary test needs `target/debug/weft`, which `cargo test -p
 //! weft-tests` does not build (the `weft` dev-dependency brings in the
-//! library only). Build it first: `cargo build -p weft`.
+//! library only). `make test` builds it first; by hand, run
+//! `cargo build -p weft` before the tests.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use weft::lang::{LoadOptions, Severity, Workflow};
+use weft::lang::{Handler, LoadOptions, Severity, Workflow};
+use weft_tests::Sandbox;
 
 /// Fewer files than this means the walk went wrong, not that the examples
 /// are fine: the examples directory holds at least the eight required themes.
@@ -119,39 +121,80 @@ fn examples_cover_the_required_themes() {
     }
 }
 
-/// `target/debug/weft`, found next to this test executable
-/// (`target/debug/deps/examples-HASH`), since `CARGO_BIN_EXE_weft` only
-/// exists inside the `weft` package itself.
-fn weft_binary() -> PathBuf {
-    let exe = std::env::current_exe()
-        .unwrap_or_else(|e| panic!("cannot locate the test executable: {e}"));
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap_or_else(|| {
-        panic!(
-            "test executable {} is not under target/<profile>/deps",
-            exe.display()
-        )
-    });
-    let bin = profile_dir.join(format!("weft{}", std::env::consts::EXE_SUFFIX));
+#[test]
+fn examples_together_show_every_node_type_and_the_main_features() {
+    // A newcomer should find each construct in at least one example.
+    let mut handlers = BTreeSet::new();
+    let mut features = BTreeSet::new();
+    for path in workflow_files(&examples_dir()) {
+        let wf = load(&path);
+        let Some(graph) = wf.graph else { continue };
+        if graph.attrs.contains("model_stylesheet") {
+            features.insert("model_stylesheet");
+        }
+        if wf
+            .file_refs
+            .iter()
+            .any(|r| r.key == "prompt" && r.error.is_none())
+        {
+            features.insert("@file prompt");
+        }
+        for node in &graph.nodes {
+            handlers.insert(node.handler.name());
+            let text = |key: &str| node.attrs.text(key).map(|v| v.into_owned());
+            if !node.subgraph_classes.is_empty() {
+                features.insert("subgraph class");
+            }
+            if node.handler == Handler::Command
+                && text("output_schema").as_deref() == Some("routing")
+            {
+                features.insert("routing schema on a command");
+            }
+            if node.attrs.value("goal_gate").and_then(|v| v.as_bool()) == Some(true)
+                && node.attrs.contains("retry_target")
+            {
+                features.insert("goal gate with retry target");
+            }
+        }
+        for edge in &graph.edges {
+            if edge.attrs.value("freeform").and_then(|v| v.as_bool()) == Some(true) {
+                features.insert("freeform edge");
+            }
+            if edge.condition().is_some() {
+                features.insert("edge condition");
+            }
+        }
+    }
+    let all_handlers: BTreeSet<&str> = Handler::TYPE_NAMES.iter().copied().collect();
+    let missing: Vec<_> = all_handlers.difference(&handlers).collect();
     assert!(
-        bin.is_file(),
-        "the weft binary is missing at {}; build it first with `cargo build -p weft` \
-         (`cargo test -p weft-tests` builds only the library)",
-        bin.display()
+        missing.is_empty(),
+        "no example uses these node types: {missing:?}"
     );
-    bin
+    for feature in [
+        "model_stylesheet",
+        "@file prompt",
+        "subgraph class",
+        "routing schema on a command",
+        "goal gate with retry target",
+        "freeform edge",
+        "edge condition",
+    ] {
+        assert!(features.contains(feature), "no example shows: {feature}");
+    }
 }
 
 #[test]
 fn weft_validate_json_reports_every_example_valid() {
     let files = workflow_files(&examples_dir());
-    // Hermetic: the binary must not read or write the real user data dir.
-    let home =
-        tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temp WEFT_HOME: {e}"));
-    let output = Command::new(weft_binary())
+    // Hermetic: the sandbox gives the binary its own temp WEFT_HOME, so it
+    // never reads or writes the real user data dir.
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .weft()
         .arg("validate")
         .arg("--json")
         .args(&files)
-        .env("WEFT_HOME", home.path())
         .output()
         .unwrap_or_else(|e| panic!("cannot run weft: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -15,7 +15,7 @@ use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph};
 use super::lexer::{LexError, Lexer, Token, TokenKind};
 use super::span::Span;
-use super::value::Value;
+use super::value::{Duration, Value, ValueType};
 
 /// The rule id of syntax errors.
 pub const SYNTAX: &str = "syntax";
@@ -555,26 +555,7 @@ impl<'src> Parser<'src> {
             None => value,
             Some(ty) => match value.coerce(ty) {
                 Ok(v) => v,
-                Err(original) => {
-                    self.diagnostics.push(
-                        Diagnostic::error(
-                            ATTRIBUTE_TYPE,
-                            format!(
-                                "`{key}` expects {}, found `{}`",
-                                ty.describe(),
-                                original.as_text()
-                            ),
-                        )
-                        .at(value_span)
-                        .with_hint(match ty {
-                            super::value::ValueType::Duration => {
-                                format!("add a unit: `{key}=\"{}s\"`", original.as_text())
-                            }
-                            _ => format!("write {} for `{key}`", ty.describe()),
-                        }),
-                    );
-                    original
-                }
+                Err(original) => self.coercion_failed(key, ty, original, value_span),
             },
         };
         Ok(Attr {
@@ -583,6 +564,43 @@ impl<'src> Parser<'src> {
             key_span,
             value_span,
         })
+    }
+}
+
+impl Parser<'_> {
+    /// A value that does not fit its attribute's type. A whole number where
+    /// a duration belongs is read as seconds, with a warning (the reference
+    /// itself writes `stall_timeout="300"` for five minutes); anything else
+    /// is an error and the value is kept as written.
+    fn coercion_failed(&mut self, key: &str, ty: ValueType, original: Value, span: Span) -> Value {
+        let text = original.as_text().into_owned();
+        if ty == ValueType::Duration
+            && let Ok(seconds) = text.trim().parse::<u64>()
+            && let Some(d) = Duration::parse(&format!("{seconds}s"))
+        {
+            self.diagnostics.push(
+                Diagnostic::warning(
+                    ATTRIBUTE_TYPE,
+                    format!("`{key}={text}` has no unit; read as {d}"),
+                )
+                .at(span)
+                .with_hint(format!("write the unit: `{key}=\"{d}\"`")),
+            );
+            return Value::Duration(d);
+        }
+        let hint = match ty {
+            ValueType::Duration => format!("write a duration with a unit, e.g. `{key}=\"30s\"`"),
+            _ => format!("write {} for `{key}`", ty.describe()),
+        };
+        self.diagnostics.push(
+            Diagnostic::error(
+                ATTRIBUTE_TYPE,
+                format!("`{key}` expects {}, found `{text}`", ty.describe()),
+            )
+            .at(span)
+            .with_hint(hint),
+        );
+        original
     }
 }
 
@@ -776,6 +794,28 @@ mod tests {
         assert_eq!(d.rule, ATTRIBUTE_TYPE);
         assert_eq!(at(d), (2, 18));
         assert!(d.message.contains("an integer"));
+    }
+
+    #[test]
+    fn a_duration_without_unit_is_read_as_seconds_with_a_warning() {
+        let p =
+            parse("digraph G { graph [stall_timeout=\"300\"]; a [timeout=90] }").expect("parses");
+        assert_eq!(p.graph.attrs.text("stall_timeout").as_deref(), Some("300s"));
+        assert_eq!(
+            p.graph
+                .node("a")
+                .and_then(|n| n.attrs.text("timeout"))
+                .as_deref(),
+            Some("90s")
+        );
+        assert_eq!(p.diagnostics.len(), 2);
+        assert!(
+            p.diagnostics
+                .iter()
+                .all(|d| d.rule == ATTRIBUTE_TYPE && !d.is_error())
+        );
+        let bad = parse("digraph G { a [timeout=soon] }").expect("parses");
+        assert!(bad.diagnostics[0].is_error());
     }
 
     #[test]
