@@ -8,7 +8,8 @@
 //! ```
 //!
 //! For profiling, `--emit N PATH` writes the N-node workflow and exits, and
-//! `--rss load PATH` loads one file once (see docs/performance.md).
+//! `--repeat load PATH RUNS` (or `parse`) loads one file RUNS times and
+//! prints the median (see docs/performance.md).
 //!
 //! A plain binary rather than criterion: one table of medians is all we need,
 //! and it keeps the dependency tree lean. Memory is measured in a child
@@ -258,6 +259,24 @@ fn rss_child(mode: &str, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// For profilers: parses (`parse`) or loads (`load`) one file `runs` times
+/// and prints the median.
+fn repeat(mode: &str, path: &Path, runs: usize) -> Result<()> {
+    let bytes = std::fs::read(path)?;
+    let src = std::str::from_utf8(&bytes)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let ms = match mode {
+        "parse" => median_ms(runs, || parse_only(src))?,
+        "load" => median_ms(runs, || Ok(load(&bytes, base)))?,
+        other => bail!("unknown --repeat mode {other}"),
+    };
+    println!(
+        "{mode} {}: median {ms:.2} ms over {runs} runs",
+        path.display()
+    );
+    Ok(())
+}
+
 /// Runs this binary as an `--rss` child; returns (growth, peak) in kB.
 fn weft_peak_kb(mode: &str, path: &Path) -> Result<(u64, u64)> {
     let exe = std::env::current_exe().context("locating the bench binary")?;
@@ -470,6 +489,17 @@ fn main() -> Result<()> {
             .context("--emit needs a node count")?;
         let path = args.get(at + 2).context("--emit needs an output path")?;
         return std::fs::write(path, workflow(n)).with_context(|| format!("writing {path}"));
+    }
+    if let Some(at) = args.iter().position(|a| a == "--repeat") {
+        let mode = args
+            .get(at + 1)
+            .context("--repeat needs a mode (parse or load)")?;
+        let path = args.get(at + 2).context("--repeat needs a workflow path")?;
+        let runs = args
+            .get(at + 3)
+            .and_then(|n| n.parse().ok())
+            .context("--repeat needs a run count")?;
+        return repeat(mode, Path::new(path), runs);
     }
     // cargo bench passes `--bench`; anything else we do not know is ignored
     // the same way, so `cargo bench` filters do not break the run.

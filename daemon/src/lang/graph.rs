@@ -117,19 +117,19 @@ impl Handler {
         matches!(self, Handler::Agent | Handler::Prompt)
     }
 
-    /// Every type name `type=` accepts, for suggestions.
-    pub const TYPE_NAMES: &'static [&'static str] = &[
-        "start",
-        "exit",
-        "agent",
-        "prompt",
-        "command",
-        "human",
-        "conditional",
-        "parallel",
-        "parallel.fan_in",
-        "wait",
-        "stack.manager_loop",
+    /// Every handler, in the order of the reference's node-type table.
+    pub const ALL: [Handler; 11] = [
+        Handler::Start,
+        Handler::Exit,
+        Handler::Agent,
+        Handler::Prompt,
+        Handler::Command,
+        Handler::Human,
+        Handler::Conditional,
+        Handler::Parallel,
+        Handler::FanIn,
+        Handler::Wait,
+        Handler::SubWorkflow,
     ];
 }
 
@@ -375,6 +375,19 @@ impl Graph {
         match self.exit_nodes().as_slice() {
             [one] => Some(one),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_handler_reads_back_from_its_shape_and_type_name() {
+        for h in Handler::ALL {
+            assert_eq!(Handler::from_shape(h.shape()), Some(h), "{h:?}");
+            assert_eq!(Handler::from_type(h.name()), Some(h), "{h:?}");
         }
     }
 }

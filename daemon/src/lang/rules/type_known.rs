@@ -9,21 +9,6 @@ use super::{Cx, closest};
 use crate::lang::Handler;
 use crate::lang::diagnostic::Diagnostic;
 
-/// Every shape that selects a handler.
-const SHAPES: &[&str] = &[
-    "Mdiamond",
-    "Msquare",
-    "box",
-    "tab",
-    "parallelogram",
-    "hexagon",
-    "diamond",
-    "component",
-    "tripleoctagon",
-    "insulator",
-    "house",
-];
-
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
     let mut seen = HashSet::new();
@@ -43,7 +28,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
                     format!("unknown type `{text}`: `{}` runs {runs_as}", node.id),
                 );
                 out.push(
-                    suggest(d, &text, Handler::TYPE_NAMES, "types")
+                    suggest(d, &text, &Handler::ALL.map(Handler::name), "types")
                         .at(attr.value_span)
                         .on_node(&node.id),
                 );
@@ -62,7 +47,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
                 ),
             );
             out.push(
-                suggest(d, &text, SHAPES, "shapes")
+                suggest(d, &text, &Handler::ALL.map(Handler::shape), "shapes")
                     .at(attr.value_span)
                     .on_node(&node.id),
             );
