@@ -410,8 +410,9 @@ fn print_report(rows: &[Row], gc_empty_ms: f64, gc_empty_kb: Option<u64>) {
     }
     println!();
     println!(
-        "gc start-up (empty graph): {gc_empty_ms:.2} ms, {}. RSS columns are peak-RSS growth for weft \
-         (measured in a child process) and peak RSS for gc.",
+        "gc start-up (empty graph): {gc_empty_ms:.2} ms, {}. Times are medians. weft RSS: growth of \
+         a child process's peak RSS across one call (the file is read before). gc RSS: peak RSS of \
+         the whole `gc` process, then minus the empty-graph peak.",
         gc_empty_kb.map_or("RSS n/a".into(), |kb| format!("{} MB RSS", mb(kb)))
     );
     println!();
@@ -473,6 +474,15 @@ fn print_report(rows: &[Row], gc_empty_ms: f64, gc_empty_kb: Option<u64>) {
     );
 }
 
+/// `/proc/loadavg`'s first three fields: other work on the machine skews
+/// the timings, so the report says how busy it was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |_| "n/a".to_string(),
+        |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    )
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(at) = args.iter().position(|a| a == "--rss") {
@@ -509,6 +519,7 @@ fn main() -> Result<()> {
         &FULL
     };
 
+    let load_before = load_average();
     let dir = tempfile::tempdir()?;
     let empty = dir.path().join("empty.gv");
     std::fs::write(&empty, "digraph G {}\n")?;
@@ -520,5 +531,9 @@ fn main() -> Result<()> {
         rows.push(measure(size, dir.path(), gc_empty_ms, gc_empty_kb)?);
     }
     print_report(&rows, gc_empty_ms, gc_empty_kb);
+    println!(
+        "load average (1, 5, 15 min): {load_before} before, {} after",
+        load_average()
+    );
     Ok(())
 }

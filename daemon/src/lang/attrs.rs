@@ -6,6 +6,10 @@
 //! manager keys). Typed attributes coerce quoted spellings
 //! (`max_retries="3"`); unknown ones get the `unknown_attribute` warning.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
@@ -161,6 +165,38 @@ const PRESENTATION: &[&str] = &[
     "xlabel",
 ];
 
+/// What the language knows about one attribute name, across scopes.
+struct KeyInfo {
+    name: &'static str,
+    /// The declared type in each scope (graph, node, edge), if read there.
+    types: [Option<ValueType>; 3],
+    presentation: bool,
+}
+
+/// Every known attribute name, built once. Looking a key up here is one
+/// hash; the parser does it for every attribute, so it must be cheap.
+static KNOWN: LazyLock<FxHashMap<&'static str, KeyInfo>> = LazyLock::new(|| {
+    let mut map: FxHashMap<&'static str, KeyInfo> = FxHashMap::default();
+    let blank = |name| KeyInfo {
+        name,
+        types: [None; 3],
+        presentation: false,
+    };
+    for (scope, table) in [
+        (Scope::Graph, GRAPH_ATTRS),
+        (Scope::Node, NODE_ATTRS),
+        (Scope::Edge, EDGE_ATTRS),
+    ] {
+        for &(name, ty) in table {
+            map.entry(name).or_insert_with(|| blank(name)).types[scope as usize] = Some(ty);
+        }
+    }
+    for &name in PRESENTATION {
+        map.entry(name).or_insert_with(|| blank(name)).presentation = true;
+    }
+    map
+});
+
 fn table(scope: Scope) -> &'static [(&'static str, ValueType)] {
     match scope {
         Scope::Graph => GRAPH_ATTRS,
@@ -172,16 +208,15 @@ fn table(scope: Scope) -> &'static [(&'static str, ValueType)] {
 /// The declared type of `key` in `scope`, if the language reads it there.
 #[must_use]
 pub fn declared_type(scope: Scope, key: &str) -> Option<ValueType> {
-    table(scope)
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, t)| *t)
+    KNOWN.get(key).and_then(|info| info.types[scope as usize])
 }
 
 /// True when `key` is meaningful in `scope` (read by Weft or by Graphviz).
 #[must_use]
 pub fn is_known(scope: Scope, key: &str) -> bool {
-    declared_type(scope, key).is_some() || PRESENTATION.contains(&key)
+    KNOWN
+        .get(key)
+        .is_some_and(|info| info.presentation || info.types[scope as usize].is_some())
 }
 
 /// Every attribute name the language reads in `scope`, for suggestions.
@@ -189,10 +224,63 @@ pub fn names(scope: Scope) -> impl Iterator<Item = &'static str> {
     table(scope).iter().map(|(k, _)| *k)
 }
 
+/// An attribute name. Known names borrow the static table, so the hundreds
+/// of thousands of attributes in a large workflow share a few dozen strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key(Cow<'static, str>);
+
+impl Key {
+    /// The key for `name`, interned when the language knows it.
+    #[must_use]
+    pub fn new(name: &str) -> Key {
+        match KNOWN.get(name) {
+            Some(info) => Key(Cow::Borrowed(info.name)),
+            None => Key(Cow::Owned(name.to_string())),
+        }
+    }
+
+    /// The name.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Key {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Key {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl From<&str> for Key {
+    fn from(name: &str) -> Key {
+        Key::new(name)
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// One `key=value` as written, with where the key and the value stand.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attr {
-    pub key: String,
+    pub key: Key,
     pub value: Value,
     pub key_span: Span,
     pub value_span: Span,
@@ -224,6 +312,17 @@ impl Attrs {
     pub fn merge(&mut self, other: &Attrs) {
         for attr in &other.0 {
             self.set(attr.clone());
+        }
+    }
+
+    /// Like [`Attrs::merge`], moving the attributes instead of copying them.
+    pub fn merge_owned(&mut self, other: Attrs) {
+        if self.0.is_empty() {
+            *self = other;
+            return;
+        }
+        for attr in other.0 {
+            self.set(attr);
         }
     }
 
@@ -291,7 +390,7 @@ impl Serialize for Attrs {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len()))?;
         for attr in &self.0 {
-            map.serialize_entry(&attr.key, &attr.value)?;
+            map.serialize_entry(attr.key.as_str(), &attr.value)?;
         }
         map.end()
     }
@@ -305,7 +404,7 @@ mod tests {
     fn later_write_wins_and_keeps_first_position() {
         let mut attrs = Attrs::new();
         let at = |k: &str, v: i64| Attr {
-            key: k.into(),
+            key: Key::new(k),
             value: Value::Int(v),
             key_span: Span::default(),
             value_span: Span::default(),

@@ -1,7 +1,7 @@
 //! The graph model: a workflow's nodes and edges with their attributes, as
 //! the parser builds it and the validator and engine read it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -255,7 +255,7 @@ pub struct Graph {
     /// Nodes in order of first mention.
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
 }
 
 impl Graph {

@@ -10,7 +10,7 @@
 // so boxing every intermediate `Result` would cost more than it saves.
 #![allow(clippy::result_large_err)]
 
-use super::attrs::{self, Attr, Attrs, Scope};
+use super::attrs::{self, Attr, Attrs, Key, Scope};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph};
 use super::lexer::{LexError, Lexer, Token, TokenKind};
@@ -251,13 +251,13 @@ impl<'src> Parser<'src> {
             Some("node") => {
                 self.advance()?;
                 let list = self.attr_list(Scope::Node)?;
-                self.frame().node_defaults.merge(&list);
+                self.frame().node_defaults.merge_owned(list);
                 Ok(())
             }
             Some("edge") => {
                 self.advance()?;
                 let list = self.attr_list(Scope::Edge)?;
-                self.frame().edge_defaults.merge(&list);
+                self.frame().edge_defaults.merge_owned(list);
                 Ok(())
             }
             Some("subgraph") => {
@@ -294,7 +294,7 @@ impl<'src> Parser<'src> {
                 self.frame().label = Some(label);
             }
         } else {
-            self.graph.attrs.merge(&list);
+            self.graph.attrs.merge_owned(list);
         }
     }
 
@@ -400,7 +400,7 @@ impl<'src> Parser<'src> {
             node.declared = true;
             node.span = span;
         }
-        node.attrs.merge(&list);
+        node.attrs.merge_owned(list);
         Ok(())
     }
 
@@ -442,19 +442,34 @@ impl<'src> Parser<'src> {
             self.touch_node(id, *span);
         }
         let mut attrs = self.frame().edge_defaults.clone();
-        attrs.merge(&list);
-        for pair in ids.windows(2) {
-            let [(from, from_span), (to, to_span)] = pair else {
-                continue;
+        attrs.merge_owned(list);
+        // Pairwise edges; the last pair takes the ids and attributes by move
+        // (a plain `a -> b` then allocates nothing more).
+        let mut rest = ids.into_iter().peekable();
+        let Some((mut from, mut from_span)) = rest.next() else {
+            return Ok(());
+        };
+        while let Some((to, to_span)) = rest.next() {
+            let more = rest.peek().is_some();
+            let (edge_to, next_from) = if more {
+                (to.clone(), to)
+            } else {
+                (to, String::new())
+            };
+            let edge_attrs = if more {
+                attrs.clone()
+            } else {
+                std::mem::take(&mut attrs)
             };
             self.graph.edges.push(Edge {
-                from: from.clone(),
-                to: to.clone(),
-                span: from_span.to(*to_span),
-                from_span: *from_span,
-                to_span: *to_span,
-                attrs: attrs.clone(),
+                from: std::mem::replace(&mut from, next_from),
+                to: edge_to,
+                span: from_span.to(to_span),
+                from_span,
+                to_span,
+                attrs: edge_attrs,
             });
+            from_span = to_span;
         }
         Ok(())
     }
@@ -559,7 +574,7 @@ impl<'src> Parser<'src> {
             },
         };
         Ok(Attr {
-            key: key.to_string(),
+            key: Key::new(key),
             value,
             key_span,
             value_span,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::attrs::{Attr, Attrs};
+use super::attrs::{Attr, Attrs, Key};
 use super::diagnostic::Diagnostic;
 use super::graph::Graph;
 use super::lexer::source_offset_in_string;
@@ -256,7 +256,7 @@ fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut
         let path = resolve_path(base_dir, &written);
         let mut file_ref = FileRef {
             node: node.map(str::to_string),
-            key: attr.key.clone(),
+            key: attr.key.to_string(),
             written,
             path: path.clone(),
             span: attr.value_span,
@@ -360,15 +360,15 @@ fn apply_stylesheet(graph: &mut Graph) {
     };
     for node in graph.nodes.iter_mut().filter(|n| n.handler.uses_llm()) {
         let classes = node.classes();
-        let resolved: Vec<(String, String)> = sheet
+        let resolved: Vec<(&'static str, String)> = sheet
             .resolve(&node.id, node.shape(), &classes)
             .into_iter()
-            .map(|(p, v)| (p.name().to_string(), v.to_string()))
+            .map(|(p, v)| (p.name(), v.to_string()))
             .collect();
         for (key, value) in resolved {
-            if !node.attrs.contains(&key) {
+            if !node.attrs.contains(key) {
                 node.attrs.set(Attr {
-                    key,
+                    key: Key::new(key),
                     value: Value::Str(value),
                     key_span: attr.key_span,
                     value_span: attr.value_span,

@@ -3,7 +3,7 @@
 //! 1). Values the model stylesheet sets need no check here: a stylesheet
 //! with a bad value does not parse, so it applies nothing.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::{Cx, closest};
 use crate::lang::attrs::{self, Attrs, Scope};
@@ -34,7 +34,7 @@ const MINIMUMS: &[(&str, i64)] = &[
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for d in problems(&cx.graph.attrs, Scope::Graph, &mut seen) {
         out.push(d);
     }
@@ -45,7 +45,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn problems(attrs: &Attrs, scope: Scope, seen: &mut HashSet<u32>) -> Vec<Diagnostic> {
+fn problems(attrs: &Attrs, scope: Scope, seen: &mut FxHashSet<u32>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for attr in attrs.iter() {
         let key = attr.key.as_str();

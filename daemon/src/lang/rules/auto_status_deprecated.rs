@@ -3,7 +3,7 @@
 //! (workflows/transitions.mdx). Beside an `on_failure`, `auto_status` is
 //! ignored; `auto_status=false` never did anything.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::Cx;
 use crate::lang::diagnostic::Diagnostic;
@@ -12,7 +12,7 @@ const RULE: &str = "auto_status_deprecated";
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for node in &cx.graph.nodes {
         let Some(attr) = node.attrs.get("auto_status") else {
             continue;

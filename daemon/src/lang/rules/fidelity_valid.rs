@@ -3,7 +3,7 @@
 //! (execution/context.mdx, "Fidelity"). Fabro falls back silently; a typo
 //! there would quietly change what an agent sees, so it does not run.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::{Cx, closest};
 use crate::lang::attrs::{Attr, Attrs};
@@ -21,7 +21,7 @@ pub(super) const MODES: &[&str] = &[
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Defaults and chained edges share one written attribute: report it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     if let Some(d) = invalid(&cx.graph.attrs, "default_fidelity", &mut seen) {
         out.push(d);
     }
@@ -37,7 +37,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn invalid(attrs: &Attrs, key: &str, seen: &mut HashSet<u32>) -> Option<Diagnostic> {
+fn invalid(attrs: &Attrs, key: &str, seen: &mut FxHashSet<u32>) -> Option<Diagnostic> {
     let Attr {
         value, value_span, ..
     } = attrs.get(key)?;

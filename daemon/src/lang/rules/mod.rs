@@ -4,7 +4,7 @@
 //! Each rule has a stable id (its file name), used in output and by tests.
 //! [`RULES`] lists them in the order they run.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::path::Path;
 
 use super::attrs::Attr;
@@ -102,7 +102,7 @@ pub struct Cx<'a> {
     pub incoming: Vec<Vec<usize>>,
     /// Each edge's parsed `condition`, `None` when it has none.
     pub conditions: Vec<Option<Result<Condition, ConditionError>>>,
-    ids: HashMap<&'a str, usize>,
+    ids: FxHashMap<&'a str, usize>,
 }
 
 impl<'a> Cx<'a> {
@@ -114,7 +114,7 @@ impl<'a> Cx<'a> {
         base_dir: &'a Path,
         file_refs: &'a [FileRef],
     ) -> Self {
-        let ids: HashMap<&str, usize> = graph
+        let ids: FxHashMap<&str, usize> = graph
             .nodes
             .iter()
             .enumerate()

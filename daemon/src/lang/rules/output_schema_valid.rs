@@ -4,7 +4,7 @@
 //! On a node other than an agent, prompt or command it has no effect
 //! (warning).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::{Cx, closest};
 use crate::lang::Handler;
@@ -16,7 +16,7 @@ const RULE: &str = "output_schema_valid";
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written value on many nodes: check it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for node in &cx.graph.nodes {
         let Some(attr) = node.attrs.get("output_schema") else {
             continue;
@@ -77,7 +77,7 @@ fn problem(cx: &Cx<'_>, node: &Node, attr: &Attr) -> Option<(String, String)> {
     let Some(file_ref) = cx
         .file_refs
         .iter()
-        .find(|r| r.node.as_deref() == Some(node.id.as_str()) && r.key == attr.key)
+        .find(|r| r.node.as_deref() == Some(node.id.as_str()) && attr.key == r.key.as_str())
     else {
         return Some((
             "`output_schema` names no file".into(),

@@ -5,7 +5,7 @@
 //! `default_fidelity`, then `compact`. Unknown modes are left to
 //! `fidelity_valid`.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::Cx;
 use super::fidelity_valid::MODES;
@@ -59,7 +59,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         );
     }
     // Chained edges share one written attribute: report it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for edge in &graph.edges {
         let Some(attr) = edge.attrs.get("thread_id") else {
             continue;

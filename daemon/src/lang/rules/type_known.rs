@@ -3,7 +3,7 @@
 //! to the shape, and unknown shapes run as agents, which is rarely what a
 //! typo meant (reference/dot-language.mdx, "Node types").
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::{Cx, closest};
 use crate::lang::Handler;
@@ -11,7 +11,7 @@ use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for node in &cx.graph.nodes {
         let runs_as = if node.handler == Handler::Agent {
             "as an agent".to_string()

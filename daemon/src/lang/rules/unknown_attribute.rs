@@ -1,7 +1,7 @@
 //! `unknown_attribute` (warning): an attribute neither Weft nor Graphviz
 //! reads where it is written. It is ignored, which usually hides a typo.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::{Cx, closest};
 use crate::lang::attrs::{self, Attr, Attrs, Scope};
@@ -9,7 +9,7 @@ use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Defaults and chained edges share one written attribute: report it once.
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for attr in unknown(&cx.graph.attrs, Scope::Graph, &mut seen) {
         out.push(warn(attr, Scope::Graph));
     }
@@ -25,7 +25,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn unknown<'a>(attrs: &'a Attrs, scope: Scope, seen: &mut HashSet<u32>) -> Vec<&'a Attr> {
+fn unknown<'a>(attrs: &'a Attrs, scope: Scope, seen: &mut FxHashSet<u32>) -> Vec<&'a Attr> {
     attrs
         .iter()
         .filter(|a| !attrs::is_known(scope, &a.key) && seen.insert(a.key_span.start))
