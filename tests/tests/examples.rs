@@ -165,7 +165,7 @@ fn examples_together_show_every_node_type_and_the_main_features() {
             }
         }
     }
-    let all_handlers: BTreeSet<&str> = Handler::TYPE_NAMES.iter().copied().collect();
+    let all_handlers: BTreeSet<&str> = Handler::ALL.iter().map(|h| h.name()).collect();
     let missing: Vec<_> = all_handlers.difference(&handlers).collect();
     assert!(
         missing.is_empty(),

@@ -225,43 +225,86 @@ pub fn names(scope: Scope) -> impl Iterator<Item = &'static str> {
 }
 
 /// An attribute name. Known names borrow the static table, so the hundreds
-/// of thousands of attributes in a large workflow share a few dozen strings.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Key(Cow<'static, str>);
+/// of thousands of attributes in a large workflow share a few dozen strings,
+/// and carry what the table says about them, so checks need no lookup.
+#[derive(Clone)]
+pub struct Key {
+    name: Cow<'static, str>,
+    info: Option<&'static KeyInfo>,
+}
 
 impl Key {
     /// The key for `name`, interned when the language knows it.
     #[must_use]
     pub fn new(name: &str) -> Key {
         match KNOWN.get(name) {
-            Some(info) => Key(Cow::Borrowed(info.name)),
-            None => Key(Cow::Owned(name.to_string())),
+            Some(info) => Key {
+                name: Cow::Borrowed(info.name),
+                info: Some(info),
+            },
+            None => Key {
+                name: Cow::Owned(name.to_string()),
+                info: None,
+            },
         }
     }
 
     /// The name.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
+    }
+
+    /// The declared type of this attribute in `scope` (see [`declared_type`]).
+    #[must_use]
+    pub fn declared_type(&self, scope: Scope) -> Option<ValueType> {
+        self.info.and_then(|info| info.types[scope as usize])
+    }
+
+    /// True when the attribute is meaningful in `scope` (see [`is_known`]).
+    #[must_use]
+    pub fn is_known(&self, scope: Scope) -> bool {
+        self.info
+            .is_some_and(|info| info.presentation || info.types[scope as usize].is_some())
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.name)
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
     }
 }
 
 impl std::ops::Deref for Key {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.0
+        &self.name
     }
 }
 
 impl PartialEq<str> for Key {
     fn eq(&self, other: &str) -> bool {
-        *self.0 == *other
+        *self.name == *other
     }
 }
 
 impl PartialEq<&str> for Key {
     fn eq(&self, other: &&str) -> bool {
-        *self.0 == **other
+        *self.name == **other
     }
 }
 
@@ -273,7 +316,7 @@ impl From<&str> for Key {
 
 impl std::fmt::Display for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
     }
 }
 
@@ -300,12 +343,23 @@ impl Attrs {
         Attrs(Vec::new())
     }
 
+    /// An empty list with room for `n` attributes.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
+        Attrs(Vec::with_capacity(n))
+    }
+
     /// Sets an attribute, replacing an earlier value of the same key.
     pub fn set(&mut self, attr: Attr) {
         match self.0.iter_mut().find(|a| a.key == attr.key) {
             Some(slot) => *slot = attr,
             None => self.0.push(attr),
         }
+    }
+
+    /// Releases spare capacity.
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
     }
 
     /// Adds every attribute of `other`, later wins.

@@ -1,7 +1,9 @@
 //! The graph model: a workflow's nodes and edges with their attributes, as
 //! the parser builds it and the validator and engine read it.
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use serde::Serialize;
 
@@ -246,8 +248,28 @@ impl Edge {
     }
 }
 
+impl PartialEq for Graph {
+    /// Graphs are equal when their contents are; the index follows from them.
+    fn eq(&self, other: &Graph) -> bool {
+        self.name == other.name
+            && self.span == other.span
+            && self.attrs == other.attrs
+            && self.nodes == other.nodes
+            && self.edges == other.edges
+    }
+}
+
+/// Node ids hash with foldhash: fast, and its high bits are well mixed,
+/// which the table's probing relies on (FxHash's are not, for ids such as
+/// `n1`, `n2`, ... and the probes then degrade into string comparisons).
+fn hash(id: &str) -> u64 {
+    static STATE: std::sync::LazyLock<DefaultHashBuilder> =
+        std::sync::LazyLock::new(DefaultHashBuilder::default);
+    STATE.hash_one(id)
+}
+
 /// A parsed workflow graph.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Graph {
     pub name: String,
     pub span: Span,
@@ -255,7 +277,9 @@ pub struct Graph {
     /// Nodes in order of first mention.
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
-    index: FxHashMap<String, usize>,
+    /// Node positions, hashed by id. A table of positions rather than a
+    /// map from `String`: the ids live once, in `nodes`.
+    index: HashTable<usize>,
 }
 
 impl Graph {
@@ -272,33 +296,41 @@ impl Graph {
     /// The node with this id.
     #[must_use]
     pub fn node(&self, id: &str) -> Option<&Node> {
-        self.index.get(id).and_then(|&i| self.nodes.get(i))
+        self.node_index(id).and_then(|i| self.nodes.get(i))
     }
 
     /// The position of the node with this id in [`Graph::nodes`].
     #[must_use]
     pub fn node_index(&self, id: &str) -> Option<usize> {
-        self.index.get(id).copied()
+        let nodes = &self.nodes;
+        self.index.find(hash(id), |&i| nodes[i].id == id).copied()
     }
 
     /// The node with this id, created (undeclared, at `span`) if missing.
     /// Returns its position and whether it was created.
     pub fn node_entry(&mut self, id: &str, span: Span) -> (usize, bool) {
-        if let Some(&i) = self.index.get(id) {
+        if let Some(i) = self.node_index(id) {
             return (i, false);
         }
-        let i = self.nodes.len();
-        self.nodes.push(Node::new(id, span));
-        self.index.insert(id.to_string(), i);
-        (i, true)
+        (self.add_node(Node::new(id, span)), true)
     }
 
     /// Adds a node, replacing none: callers check [`Graph::node`] first.
     pub fn add_node(&mut self, node: Node) -> usize {
         let i = self.nodes.len();
-        self.index.insert(node.id.clone(), i);
+        let nodes = &self.nodes;
+        self.index
+            .insert_unique(hash(&node.id), i, |&j| hash(&nodes[j].id));
         self.nodes.push(node);
         i
+    }
+
+    /// Makes room for `nodes` more nodes and `edges` more edges.
+    pub fn reserve(&mut self, nodes: usize, edges: usize) {
+        self.nodes.reserve(nodes);
+        let existing = &self.nodes;
+        self.index.reserve(nodes, |&j| hash(&existing[j].id));
+        self.edges.reserve(edges);
     }
 
     /// Resolves every node's handler from its final attributes. Call after
@@ -319,7 +351,7 @@ impl Graph {
         if self.nodes.iter().any(|n| n.handler == handler) {
             return;
         }
-        let Some(&i) = ids.iter().find_map(|id| self.index.get(*id)) else {
+        let Some(i) = ids.iter().find_map(|id| self.node_index(id)) else {
             return;
         };
         if let Some(node) = self.nodes.get_mut(i)
@@ -335,7 +367,7 @@ impl Graph {
     pub fn outgoing(&self) -> Vec<Vec<usize>> {
         let mut out = vec![Vec::new(); self.nodes.len()];
         for (e, edge) in self.edges.iter().enumerate() {
-            if let Some(&i) = self.index.get(&edge.from) {
+            if let Some(i) = self.node_index(&edge.from) {
                 out[i].push(e);
             }
         }

@@ -109,6 +109,22 @@ impl<'src> Lexer<'src> {
         }
     }
 
+    /// Moves past the run of bytes for which `keep` holds. `keep` must
+    /// reject `\n`, so the run stays on one line and the column can be
+    /// updated once at the end: the hot path for words and string bodies.
+    fn skip_run(&mut self, keep: impl Fn(u8) -> bool) {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        let len = rest.iter().position(|&b| !keep(b)).unwrap_or(rest.len());
+        let run = &rest[..len];
+        let chars = if run.is_ascii() {
+            len
+        } else {
+            run.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+        };
+        self.pos += len;
+        self.column += to_u32(chars);
+    }
+
     fn here(&self) -> Span {
         let at = to_u32(self.pos);
         Span {
@@ -137,19 +153,13 @@ impl<'src> Lexer<'src> {
     fn skip_trivia(&mut self) -> Result<(), LexError> {
         loop {
             match self.peek_byte(0) {
-                Some(b' ' | b'\t' | b'\r' | b'\n') => self.bump(),
+                Some(b'\n') => self.bump(),
+                Some(b' ' | b'\t' | b'\r') => self.skip_run(|b| matches!(b, b' ' | b'\t' | b'\r')),
                 // A byte-order mark at the very start is harmless.
                 Some(0xEF) if self.pos == 0 && self.src.starts_with('\u{feff}') => {
                     self.pos += 3;
                 }
-                Some(b'/') if self.peek_byte(1) == Some(b'/') => {
-                    while let Some(b) = self.peek_byte(0) {
-                        if b == b'\n' {
-                            break;
-                        }
-                        self.bump();
-                    }
-                }
+                Some(b'/') if self.peek_byte(1) == Some(b'/') => self.skip_run(|b| b != b'\n'),
                 Some(b'/') if self.peek_byte(1) == Some(b'*') => {
                     let open = self.here();
                     self.bump();
@@ -269,14 +279,14 @@ impl<'src> Lexer<'src> {
     /// following `->`, so `a->b` lexes as three tokens).
     fn word(&mut self, start: Span) -> Token<'src> {
         let from = self.pos;
-        while let Some(b) = self.peek_byte(0) {
-            if b == b'-' && self.peek_byte(1) == Some(b'>') {
+        loop {
+            self.skip_run(|b| is_word_byte(b) && b != b'-');
+            // A `-` continues the word unless it starts `->`.
+            if self.peek_byte(0) == Some(b'-') && self.peek_byte(1) != Some(b'>') {
+                self.bump();
+            } else {
                 break;
             }
-            if !is_word_byte(b) {
-                break;
-            }
-            self.bump();
         }
         let text = self.src.get(from..self.pos).unwrap_or("");
         Token {
@@ -343,7 +353,8 @@ impl<'src> Lexer<'src> {
                     self.bump();
                     seg = self.pos;
                 }
-                Some(_) => self.bump(),
+                Some(b'\n') => self.bump(),
+                Some(_) => self.skip_run(|b| b != b'"' && b != b'\\' && b != b'\n'),
             }
         }
     }

@@ -10,7 +10,7 @@
 // so boxing every intermediate `Result` would cost more than it saves.
 #![allow(clippy::result_large_err)]
 
-use super::attrs::{self, Attr, Attrs, Key, Scope};
+use super::attrs::{Attr, Attrs, Key, Scope};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph};
 use super::lexer::{LexError, Lexer, Token, TokenKind};
@@ -32,6 +32,10 @@ pub struct Parsed {
 /// Parses a workflow. `Err` holds the first syntax error.
 pub fn parse(src: &str) -> Result<Parsed, Box<Diagnostic>> {
     let mut parser = Parser::new(src).map_err(Box::new)?;
+    // Pre-size for large files (about one node and two edges per 300 bytes
+    // of typical workflow text), so growth does not copy the arrays.
+    let estimate = src.len() / 300;
+    parser.graph.reserve(estimate, estimate * 2);
     parser.file().map_err(Box::new)?;
     parser.graph.finish();
     Ok(Parsed {
@@ -78,7 +82,7 @@ fn is_identifier(word: &str) -> bool {
 /// Attribute keys: identifiers, optionally qualified with dots
 /// (`human.default_choice`, `stack.child_workflow`).
 fn is_key(word: &str) -> bool {
-    !word.ends_with('.') && word.split('.').all(is_identifier)
+    is_identifier(word) || (!word.ends_with('.') && word.split('.').all(is_identifier))
 }
 
 fn keyword(word: &str) -> Option<&'static str> {
@@ -174,7 +178,8 @@ impl<'src> Parser<'src> {
             _ => return Err(self.unexpected("a graph name")),
         };
         let name_tok = self.advance()?;
-        self.graph = Graph::new(name, name_tok.span);
+        self.graph.name = name;
+        self.graph.span = name_tok.span;
         self.expect(&TokenKind::LBrace, "`{` after the graph name")?;
         self.statements()?;
         self.expect(&TokenKind::RBrace, "`}` to close the graph")?;
@@ -329,7 +334,7 @@ impl<'src> Parser<'src> {
     }
 
     /// A node id token: an identifier that is not a keyword.
-    fn node_id(&mut self) -> PResult<(String, Span)> {
+    fn node_id(&mut self) -> PResult<(&'src str, Span)> {
         match &self.tok.kind {
             TokenKind::Word(w) if matches!(keyword(w), Some(k) if k != "strict") => {
                 Err(Diagnostic::error(
@@ -340,7 +345,7 @@ impl<'src> Parser<'src> {
                 .with_hint(format!("rename the node, e.g. `{}_step`", w.to_lowercase())))
             }
             TokenKind::Word(w) if is_identifier(w) => {
-                let id = w.to_string();
+                let id: &'src str = w;
                 let tok = self.advance()?;
                 Ok((id, tok.span))
             }
@@ -385,7 +390,7 @@ impl<'src> Parser<'src> {
         }
         let (id, span) = self.node_id()?;
         match self.tok.kind {
-            TokenKind::Equals => return self.declaration(&id, span),
+            TokenKind::Equals => return self.declaration(id, span),
             TokenKind::Arrow => return self.edges(id, span),
             _ => {}
         }
@@ -394,7 +399,7 @@ impl<'src> Parser<'src> {
         } else {
             Attrs::new()
         };
-        let i = self.touch_node(&id, span);
+        let i = self.touch_node(id, span);
         let node = &mut self.graph.nodes[i];
         if !node.declared {
             node.declared = true;
@@ -427,7 +432,7 @@ impl<'src> Parser<'src> {
     }
 
     /// `a -> b -> c [attrs]`: pairwise edges sharing the attributes.
-    fn edges(&mut self, first: String, first_span: Span) -> PResult<()> {
+    fn edges(&mut self, first: &'src str, first_span: Span) -> PResult<()> {
         let mut ids = vec![(first, first_span)];
         while self.tok.kind == TokenKind::Arrow {
             self.advance()?;
@@ -443,33 +448,26 @@ impl<'src> Parser<'src> {
         }
         let mut attrs = self.frame().edge_defaults.clone();
         attrs.merge_owned(list);
-        // Pairwise edges; the last pair takes the ids and attributes by move
-        // (a plain `a -> b` then allocates nothing more).
-        let mut rest = ids.into_iter().peekable();
-        let Some((mut from, mut from_span)) = rest.next() else {
-            return Ok(());
-        };
-        while let Some((to, to_span)) = rest.next() {
-            let more = rest.peek().is_some();
-            let (edge_to, next_from) = if more {
-                (to.clone(), to)
-            } else {
-                (to, String::new())
+        // Pairwise edges; the last pair takes the attributes by move, so a
+        // plain `a -> b` copies nothing.
+        let last = ids.len().saturating_sub(1);
+        for (k, pair) in ids.windows(2).enumerate() {
+            let [(from, from_span), (to, to_span)] = *pair else {
+                continue;
             };
-            let edge_attrs = if more {
-                attrs.clone()
-            } else {
+            let edge_attrs = if k + 1 == last {
                 std::mem::take(&mut attrs)
+            } else {
+                attrs.clone()
             };
             self.graph.edges.push(Edge {
-                from: std::mem::replace(&mut from, next_from),
-                to: edge_to,
+                from: from.to_string(),
+                to: to.to_string(),
                 span: from_span.to(to_span),
                 from_span,
                 to_span,
                 attrs: edge_attrs,
             });
-            from_span = to_span;
         }
         Ok(())
     }
@@ -477,7 +475,7 @@ impl<'src> Parser<'src> {
     /// One or more `[ ... ]` blocks. Attributes are separated by `,` or `;`;
     /// a missing separator is an error (it usually hides a typo).
     fn attr_list(&mut self, scope: Scope) -> PResult<Attrs> {
-        let mut attrs = Attrs::new();
+        let mut attrs = Attrs::with_capacity(4);
         if self.tok.kind != TokenKind::LBracket {
             return Err(self.unexpected("`[`"));
         }
@@ -545,15 +543,16 @@ impl<'src> Parser<'src> {
                 }
             }
         }
+        // Large workflows hold hundreds of thousands of lists: keep each one
+        // exactly as long as it is.
+        attrs.shrink_to_fit();
         Ok(attrs)
     }
 
     /// Reads the value after `key=`, typing and coercing it.
     fn value_for(&mut self, key: &str, key_span: Span, scope: Scope) -> PResult<Attr> {
-        let (value, value_span) = match &self.tok.kind {
-            TokenKind::Word(w) => (Value::from_word(w), self.tok.span),
-            TokenKind::Str(s) => (Value::Str(s.to_string()), self.tok.span),
-            _ => {
+        if !matches!(self.tok.kind, TokenKind::Word(_) | TokenKind::Str(_)) {
+            {
                 return Err(Diagnostic::error(
                     SYNTAX,
                     format!(
@@ -564,17 +563,24 @@ impl<'src> Parser<'src> {
                 .at(self.tok.span)
                 .with_hint(format!("write `{key}=value` or `{key}=\"text\"`")));
             }
+        }
+        let tok = self.advance()?;
+        let value_span = tok.span;
+        let value = match tok.kind {
+            TokenKind::Str(s) => Value::Str(s.into_owned()),
+            TokenKind::Word(w) => Value::from_word(w),
+            _ => Value::Str(String::new()),
         };
-        self.advance()?;
-        let value = match attrs::declared_type(scope, key) {
+        let key = Key::new(key);
+        let value = match key.declared_type(scope) {
             None => value,
             Some(ty) => match value.coerce(ty) {
                 Ok(v) => v,
-                Err(original) => self.coercion_failed(key, ty, original, value_span),
+                Err(original) => self.coercion_failed(&key, ty, original, value_span),
             },
         };
         Ok(Attr {
-            key: Key::new(key),
+            key,
             value,
             key_span,
             value_span,

@@ -52,7 +52,8 @@ impl TemplateError {
 /// True when `text` contains template syntax and so needs rendering.
 #[must_use]
 pub fn has_template(text: &str) -> bool {
-    text.contains("{{") || text.contains("{%") || text.contains("{#")
+    // One fast scan for `{` settles almost every string.
+    text.contains('{') && (text.contains("{{") || text.contains("{%") || text.contains("{#"))
 }
 
 static USES_INPUTS: LazyLock<Option<Regex>> =

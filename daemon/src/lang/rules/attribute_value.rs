@@ -6,7 +6,7 @@
 use rustc_hash::FxHashSet;
 
 use super::{Cx, closest};
-use crate::lang::attrs::{self, Attrs, Scope};
+use crate::lang::attrs::{Attrs, Scope};
 use crate::lang::diagnostic::Diagnostic;
 
 /// Attributes with a fixed set of values (reference/dot-language.mdx,
@@ -49,7 +49,7 @@ fn problems(attrs: &Attrs, scope: Scope, seen: &mut FxHashSet<u32>) -> Vec<Diagn
     let mut out = Vec::new();
     for attr in attrs.iter() {
         let key = attr.key.as_str();
-        if attrs::declared_type(scope, key).is_none() {
+        if attr.key.declared_type(scope).is_none() {
             continue;
         }
         if let Some((_, allowed)) = ENUMS.iter().find(|(k, _)| *k == key) {

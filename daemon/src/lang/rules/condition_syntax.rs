@@ -1,16 +1,27 @@
 //! `condition_syntax`: every edge `condition` parses. The error points at
 //! the offending character inside the condition string.
 
+use rustc_hash::FxHashMap;
+
 use super::Cx;
+use crate::lang::condition::{self, ConditionError};
 use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    for (e, parsed) in cx.conditions.iter().enumerate() {
-        let Some(Err(err)) = parsed else { continue };
-        let edge = &cx.graph.edges[e];
+    // Workflows repeat the same few conditions on many edges: parse each
+    // distinct text once.
+    let mut parsed: FxHashMap<&str, Option<ConditionError>> = FxHashMap::default();
+    for edge in &cx.graph.edges {
         let Some(attr) = edge.attrs.get("condition") else {
             continue;
         };
+        let Some(text) = attr.value.as_str().filter(|t| !t.trim().is_empty()) else {
+            continue;
+        };
+        let error = parsed
+            .entry(text)
+            .or_insert_with(|| condition::parse(text).err());
+        let Some(err) = error else { continue };
         // The parser saw the trimmed-free original text, so offsets map as is.
         let mut d = Diagnostic::error(
             "condition_syntax",

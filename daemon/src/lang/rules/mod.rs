@@ -4,11 +4,9 @@
 //! Each rule has a stable id (its file name), used in output and by tests.
 //! [`RULES`] lists them in the order they run.
 
-use rustc_hash::FxHashMap;
 use std::path::Path;
 
 use super::attrs::Attr;
-use super::condition::{self, Condition, ConditionError};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph, Node};
 use super::span::Span;
@@ -100,9 +98,6 @@ pub struct Cx<'a> {
     pub outgoing: Vec<Vec<usize>>,
     /// Incoming edge positions per node position.
     pub incoming: Vec<Vec<usize>>,
-    /// Each edge's parsed `condition`, `None` when it has none.
-    pub conditions: Vec<Option<Result<Condition, ConditionError>>>,
-    ids: FxHashMap<&'a str, usize>,
 }
 
 impl<'a> Cx<'a> {
@@ -114,27 +109,16 @@ impl<'a> Cx<'a> {
         base_dir: &'a Path,
         file_refs: &'a [FileRef],
     ) -> Self {
-        let ids: FxHashMap<&str, usize> = graph
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.id.as_str(), i))
-            .collect();
         let mut outgoing = vec![Vec::new(); graph.nodes.len()];
         let mut incoming = vec![Vec::new(); graph.nodes.len()];
         for (e, edge) in graph.edges.iter().enumerate() {
-            if let Some(&i) = ids.get(edge.from.as_str()) {
+            if let Some(i) = graph.node_index(&edge.from) {
                 outgoing[i].push(e);
             }
-            if let Some(&i) = ids.get(edge.to.as_str()) {
+            if let Some(i) = graph.node_index(&edge.to) {
                 incoming[i].push(e);
             }
         }
-        let conditions = graph
-            .edges
-            .iter()
-            .map(|e| e.condition().map(|c| condition::parse(&c)))
-            .collect();
         Cx {
             graph,
             source,
@@ -142,15 +126,13 @@ impl<'a> Cx<'a> {
             file_refs,
             outgoing,
             incoming,
-            conditions,
-            ids,
         }
     }
 
     /// The position of the node with this id.
     #[must_use]
     pub fn index(&self, id: &str) -> Option<usize> {
-        self.ids.get(id).copied()
+        self.graph.node_index(id)
     }
 
     /// The outgoing edges of the node at position `i`.

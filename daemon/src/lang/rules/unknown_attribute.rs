@@ -28,7 +28,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
 fn unknown<'a>(attrs: &'a Attrs, scope: Scope, seen: &mut FxHashSet<u32>) -> Vec<&'a Attr> {
     attrs
         .iter()
-        .filter(|a| !attrs::is_known(scope, &a.key) && seen.insert(a.key_span.start))
+        .filter(|a| !a.key.is_known(scope) && seen.insert(a.key_span.start))
         .collect()
 }
 
