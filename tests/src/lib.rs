@@ -30,6 +30,37 @@ pub fn binary(name: &str) -> PathBuf {
     bin
 }
 
+/// Every file under `dir` (recursively) whose extension is one of
+/// `extensions`, sorted for stable output.
+///
+/// # Panics
+/// When a directory cannot be read.
+#[must_use]
+pub fn files_under(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) {
+        let entries =
+            std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+                .path();
+            if path.is_dir() {
+                walk(&path, extensions, out);
+            } else if path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| extensions.contains(&e))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, extensions, &mut files);
+    files.sort();
+    files
+}
+
 /// A temporary `WEFT_HOME` plus a scratch directory for workflow files.
 /// Everything is removed when it is dropped.
 pub struct Sandbox {

@@ -25,26 +25,7 @@ fn examples_dir() -> PathBuf {
 
 /// Every workflow file under `dir`, recursively, sorted for stable output.
 fn workflow_files(dir: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let entries =
-            std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry
-                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-                .path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("fabro" | "dot")
-            ) {
-                out.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, &mut files);
-    files.sort();
+    let files = weft_tests::files_under(dir, &["fabro", "dot"]);
     assert!(
         files.len() >= MIN_EXAMPLES,
         "expected at least {MIN_EXAMPLES} workflows under {}, found {}: {files:?}",

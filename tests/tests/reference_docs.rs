@@ -174,24 +174,7 @@ fn docs_root() -> PathBuf {
 
 /// Every `.mdx` file under `dir`, recursively, sorted.
 fn mdx_files(dir: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let entries =
-            std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
-        for entry in entries {
-            let path = entry
-                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-                .path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "mdx") {
-                out.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, &mut files);
-    files.sort();
-    files
+    weft_tests::files_under(dir, &["mdx"])
 }
 
 /// The ```dot blocks of one page. Fences may be indented (inside list items
