@@ -21,17 +21,18 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         if matches!(node.handler, Handler::Start | Handler::Exit) || cx.outgoing[i].is_empty() {
             continue;
         }
+        // Cheap test first: almost every node has an unconditional edge.
+        if cx.out_edges(i).any(|(_, edge)| edge.condition().is_none()) {
+            continue;
+        }
         let mut tests = Vec::new();
         let mut all_to_exit = true;
-        for (_, edge) in cx.out_edges(i) {
+        for (e, edge) in cx.out_edges(i) {
             let Some(condition) = edge.condition() else {
                 break;
             };
             tests.push(outcome_test(&condition));
-            all_to_exit &= cx
-                .graph
-                .node(&edge.to)
-                .is_some_and(|n| n.handler == Handler::Exit);
+            all_to_exit &= cx.target(e).is_some_and(|n| n.handler == Handler::Exit);
         }
         if tests.len() < cx.outgoing[i].len() || all_to_exit || exhaustive(&tests) {
             continue;

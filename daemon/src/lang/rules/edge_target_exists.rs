@@ -7,10 +7,14 @@ use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     let ids = || cx.graph.nodes.iter().map(|n| n.id.as_str());
-    for edge in &cx.graph.edges {
-        let missing: Vec<&str> = [edge.from.as_str(), edge.to.as_str()]
+    for (e, edge) in cx.graph.edges.iter().enumerate() {
+        let (from, to) = cx.ends[e];
+        if from.is_some() && to.is_some() {
+            continue;
+        }
+        let missing: Vec<&str> = [(edge.from.as_str(), from), (edge.to.as_str(), to)]
             .into_iter()
-            .filter(|id| cx.index(id).is_none())
+            .filter_map(|(id, at)| at.is_none().then_some(id))
             .collect();
         let Some(&first) = missing.first() else {
             continue;

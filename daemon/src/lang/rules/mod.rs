@@ -98,6 +98,10 @@ pub struct Cx<'a> {
     pub outgoing: Vec<Vec<usize>>,
     /// Incoming edge positions per node position.
     pub incoming: Vec<Vec<usize>>,
+    /// Each edge's endpoints as node positions (`from`, `to`); `None` for an
+    /// id that is not a node. Looked up once here so that rules never hash
+    /// an id again.
+    pub ends: Vec<(Option<usize>, Option<usize>)>,
 }
 
 impl<'a> Cx<'a> {
@@ -111,13 +115,16 @@ impl<'a> Cx<'a> {
     ) -> Self {
         let mut outgoing = vec![Vec::new(); graph.nodes.len()];
         let mut incoming = vec![Vec::new(); graph.nodes.len()];
+        let mut ends = Vec::with_capacity(graph.edges.len());
         for (e, edge) in graph.edges.iter().enumerate() {
-            if let Some(i) = graph.node_index(&edge.from) {
+            let (from, to) = (graph.node_index(&edge.from), graph.node_index(&edge.to));
+            if let Some(i) = from {
                 outgoing[i].push(e);
             }
-            if let Some(i) = graph.node_index(&edge.to) {
+            if let Some(i) = to {
                 incoming[i].push(e);
             }
+            ends.push((from, to));
         }
         Cx {
             graph,
@@ -126,6 +133,7 @@ impl<'a> Cx<'a> {
             file_refs,
             outgoing,
             incoming,
+            ends,
         }
     }
 
@@ -133,6 +141,12 @@ impl<'a> Cx<'a> {
     #[must_use]
     pub fn index(&self, id: &str) -> Option<usize> {
         self.graph.node_index(id)
+    }
+
+    /// The node an edge leads to, when it exists.
+    #[must_use]
+    pub fn target(&self, e: usize) -> Option<&'a Node> {
+        self.ends[e].1.map(|i| &self.graph.nodes[i])
     }
 
     /// The outgoing edges of the node at position `i`.

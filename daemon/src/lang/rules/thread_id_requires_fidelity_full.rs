@@ -60,12 +60,12 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     }
     // Chained edges share one written attribute: report it once.
     let mut seen = FxHashSet::default();
-    for edge in &graph.edges {
+    for (e, edge) in graph.edges.iter().enumerate() {
         let Some(attr) = edge.attrs.get("thread_id") else {
             continue;
         };
         // The thread is the one the target joins; only model nodes have one.
-        let Some(target) = graph.node(&edge.to).filter(|n| n.handler.uses_llm()) else {
+        let Some(target) = cx.target(e).filter(|n| n.handler.uses_llm()) else {
             continue;
         };
         let fidelity = edge
