@@ -79,15 +79,15 @@ impl Diagnostic {
 
     /// Names the node the diagnostic is about.
     #[must_use]
-    pub fn on_node(mut self, id: impl Into<String>) -> Self {
-        self.node_id = Some(id.into());
+    pub fn on_node(mut self, id: &str) -> Self {
+        self.node_id = Some(id.to_string());
         self
     }
 
     /// Names the edge the diagnostic is about.
     #[must_use]
-    pub fn on_edge(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
-        self.edge = Some((from.into(), to.into()));
+    pub fn on_edge(mut self, from: &str, to: &str) -> Self {
+        self.edge = Some((from.to_string(), to.to_string()));
         self
     }
 

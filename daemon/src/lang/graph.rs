@@ -135,10 +135,15 @@ impl Handler {
     ];
 }
 
+/// A node's id: shared, immutable text (`Arc<str>`), cheap to clone.
+pub type NodeId = std::sync::Arc<str>;
+
 /// A step of the workflow as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
-    pub id: String,
+    /// Shared with the edges that name this node, so a large graph holds
+    /// each id once.
+    pub id: NodeId,
     /// Where the node was first mentioned (its declaration, or the edge that
     /// created it).
     pub span: Span,
@@ -155,9 +160,9 @@ pub struct Node {
 impl Node {
     /// A node with no attributes.
     #[must_use]
-    pub fn new(id: impl Into<String>, span: Span) -> Self {
+    pub fn new(id: &str, span: Span) -> Self {
         Node {
-            id: id.into(),
+            id: NodeId::from(id),
             span,
             declared: false,
             attrs: Attrs::new(),
@@ -216,8 +221,8 @@ impl Node {
 /// A directed connection between two nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Edge {
-    pub from: String,
-    pub to: String,
+    pub from: NodeId,
+    pub to: NodeId,
     /// The whole `a -> b` (for chains, the pair's own ids).
     pub span: Span,
     pub from_span: Span,
@@ -303,7 +308,7 @@ impl Graph {
     #[must_use]
     pub fn node_index(&self, id: &str) -> Option<usize> {
         let nodes = &self.nodes;
-        self.index.find(hash(id), |&i| nodes[i].id == id).copied()
+        self.index.find(hash(id), |&i| &*nodes[i].id == id).copied()
     }
 
     /// The node with this id, created (undeclared, at `span`) if missing.

@@ -125,6 +125,22 @@ impl<'src> Lexer<'src> {
         self.column += to_u32(chars);
     }
 
+    /// Moves to the next `"`, `\\` or newline inside a string, using a
+    /// vectorised search: string bodies (scripts, prompts) are most of a
+    /// workflow's bytes.
+    fn skip_string_body(&mut self) {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        let len = memchr::memchr3(b'"', b'\\', b'\n', rest).unwrap_or(rest.len());
+        let run = &rest[..len];
+        let chars = if run.is_ascii() {
+            len
+        } else {
+            run.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+        };
+        self.pos += len;
+        self.column += to_u32(chars);
+    }
+
     fn here(&self) -> Span {
         let at = to_u32(self.pos);
         Span {
@@ -354,7 +370,7 @@ impl<'src> Lexer<'src> {
                     seg = self.pos;
                 }
                 Some(b'\n') => self.bump(),
-                Some(_) => self.skip_run(|b| b != b'"' && b != b'\\' && b != b'\n'),
+                Some(_) => self.skip_string_body(),
             }
         }
     }

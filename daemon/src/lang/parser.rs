@@ -12,7 +12,7 @@
 
 use super::attrs::{Attr, Attrs, Key, Scope};
 use super::diagnostic::Diagnostic;
-use super::graph::{Edge, Graph};
+use super::graph::{Edge, Graph, NodeId};
 use super::lexer::{LexError, Lexer, Token, TokenKind};
 use super::span::Span;
 use super::value::{Duration, Value, ValueType};
@@ -443,16 +443,21 @@ impl<'src> Parser<'src> {
         } else {
             Attrs::new()
         };
-        for (id, span) in &ids {
-            self.touch_node(id, *span);
-        }
+        // Edges share the nodes' id strings rather than copying them.
+        let shared: Vec<NodeId> = ids
+            .iter()
+            .map(|&(id, span)| {
+                let i = self.touch_node(id, span);
+                self.graph.nodes[i].id.clone()
+            })
+            .collect();
         let mut attrs = self.frame().edge_defaults.clone();
         attrs.merge_owned(list);
         // Pairwise edges; the last pair takes the attributes by move, so a
         // plain `a -> b` copies nothing.
         let last = ids.len().saturating_sub(1);
         for (k, pair) in ids.windows(2).enumerate() {
-            let [(from, from_span), (to, to_span)] = *pair else {
+            let [(_, from_span), (_, to_span)] = *pair else {
                 continue;
             };
             let edge_attrs = if k + 1 == last {
@@ -461,8 +466,8 @@ impl<'src> Parser<'src> {
                 attrs.clone()
             };
             self.graph.edges.push(Edge {
-                from: from.to_string(),
-                to: to.to_string(),
+                from: shared[k].clone(),
+                to: shared[k + 1].clone(),
                 span: from_span.to(to_span),
                 from_span,
                 to_span,
@@ -685,7 +690,7 @@ mod tests {
         let pairs: Vec<_> = g
             .edges
             .iter()
-            .map(|e| (e.from.as_str(), e.to.as_str(), e.weight()))
+            .map(|e| (e.from.as_ref(), e.to.as_ref(), e.weight()))
             .collect();
         assert_eq!(pairs, vec![("a", "b", 3), ("b", "c", 3)]);
     }
@@ -942,8 +947,8 @@ mod tests {
     #[test]
     fn start_and_exit_are_found_by_id_without_shapes() {
         let g = ok("digraph G { start -> work -> End }");
-        assert_eq!(g.start().map(|n| n.id.as_str()), Some("start"));
-        assert_eq!(g.exit().map(|n| n.id.as_str()), Some("End"));
+        assert_eq!(g.start().map(|n| n.id.as_ref()), Some("start"));
+        assert_eq!(g.exit().map(|n| n.id.as_ref()), Some("End"));
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub fn to_json(graph: &Graph) -> serde_json::Value {
         .iter()
         .map(|n| {
             serde_json::json!({
-                "id": n.id,
+                "id": &*n.id,
                 "handler": n.handler,
                 "shape": n.shape(),
                 "label": n.label(),
@@ -113,8 +113,8 @@ pub fn to_json(graph: &Graph) -> serde_json::Value {
         .iter()
         .map(|e| {
             serde_json::json!({
-                "from": e.from,
-                "to": e.to,
+                "from": &*e.from,
+                "to": &*e.to,
                 "attrs": e.attrs,
                 "line": e.span.line,
                 "column": e.span.column,
@@ -124,8 +124,8 @@ pub fn to_json(graph: &Graph) -> serde_json::Value {
     serde_json::json!({
         "name": graph.name,
         "attrs": graph.attrs,
-        "start": graph.start().map(|n| n.id.as_str()),
-        "exit": graph.exit().map(|n| n.id.as_str()),
+        "start": graph.start().map(|n| n.id.as_ref()),
+        "exit": graph.exit().map(|n| n.id.as_ref()),
         "nodes": nodes,
         "edges": edges,
     })

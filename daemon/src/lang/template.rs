@@ -63,7 +63,8 @@ static USES_INPUTS: LazyLock<Option<Regex>> =
 /// when pass 1 (structural rendering) runs.
 #[must_use]
 pub fn uses_inputs(source: &str) -> bool {
-    USES_INPUTS.as_ref().is_some_and(|re| re.is_match(source))
+    // A plain substring search rules out nearly every file before the regex.
+    source.contains("inputs") && USES_INPUTS.as_ref().is_some_and(|re| re.is_match(source))
 }
 
 fn environment() -> Environment<'static> {

@@ -6,13 +6,13 @@ use super::{Cx, closest};
 use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    let ids = || cx.graph.nodes.iter().map(|n| n.id.as_str());
+    let ids = || cx.graph.nodes.iter().map(|n| n.id.as_ref());
     for (e, edge) in cx.graph.edges.iter().enumerate() {
         let (from, to) = cx.ends[e];
         if from.is_some() && to.is_some() {
             continue;
         }
-        let missing: Vec<&str> = [(edge.from.as_str(), from), (edge.to.as_str(), to)]
+        let missing: Vec<&str> = [(edge.from.as_ref(), from), (edge.to.as_ref(), to)]
             .into_iter()
             .filter_map(|(id, at)| at.is_none().then_some(id))
             .collect();
@@ -61,7 +61,7 @@ mod tests {
         };
         let mut g = Graph::new("G", line(0));
         for (i, id) in nodes.iter().enumerate() {
-            g.add_node(Node::new(*id, line(i + 1)));
+            g.add_node(Node::new(id, line(i + 1)));
         }
         for (i, (from, to)) in edges.iter().enumerate() {
             let span = line(nodes.len() + i + 1);

@@ -77,7 +77,7 @@ fn problem(cx: &Cx<'_>, node: &Node, attr: &Attr) -> Option<(String, String)> {
     let Some(file_ref) = cx
         .file_refs
         .iter()
-        .find(|r| r.node.as_deref() == Some(node.id.as_str()) && attr.key == r.key.as_str())
+        .find(|r| r.node.as_deref() == Some(node.id.as_ref()) && attr.key == r.key.as_str())
     else {
         return Some((
             "`output_schema` names no file".into(),

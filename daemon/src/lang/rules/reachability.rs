@@ -28,9 +28,9 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         queue.extend(cx.outgoing[i].iter().filter_map(|&e| cx.ends[e].1));
         queue.extend(retry_targets(cx, &graph.nodes[i].attrs));
     }
-    let exit = graph.exit().map(|n| n.id.as_str());
+    let exit = graph.exit().map(|n| n.id.as_ref());
     for (node, _) in graph.nodes.iter().zip(&reached).filter(|(_, r)| !**r) {
-        if Some(node.id.as_str()) == exit {
+        if Some(node.id.as_ref()) == exit {
             out.push(
                 Diagnostic::error(
                     "reachability",

@@ -21,7 +21,7 @@ fn check_attrs(cx: &Cx<'_>, attrs: &Attrs, node: Option<&str>, out: &mut Vec<Dia
         if target.is_empty() || cx.index(target).is_some() {
             continue;
         }
-        let hint = match closest(target, cx.graph.nodes.iter().map(|n| n.id.as_str())) {
+        let hint = match closest(target, cx.graph.nodes.iter().map(|n| n.id.as_ref())) {
             Some(near) => format!("did you mean `{near}`?"),
             None => format!("set `{key}` to the id of a node in this workflow"),
         };

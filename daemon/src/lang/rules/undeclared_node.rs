@@ -22,7 +22,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
                 .nodes
                 .iter()
                 .filter(|n| n.declared)
-                .map(|n| n.id.as_str())
+                .map(|n| n.id.as_ref())
                 .collect()
         });
         let mut d = Diagnostic::error(
