@@ -363,14 +363,7 @@ impl Attrs {
     }
 
     /// Adds every attribute of `other`, later wins.
-    pub fn merge(&mut self, other: &Attrs) {
-        for attr in &other.0 {
-            self.set(attr.clone());
-        }
-    }
-
-    /// Like [`Attrs::merge`], moving the attributes instead of copying them.
-    pub fn merge_owned(&mut self, other: Attrs) {
+    pub fn merge(&mut self, other: Attrs) {
         if self.0.is_empty() {
             *self = other;
             return;
@@ -402,12 +395,6 @@ impl Attrs {
     #[must_use]
     pub fn non_empty(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
         self.text(key).filter(|t| !t.trim().is_empty())
-    }
-
-    /// Removes `key`, returning it.
-    pub fn remove(&mut self, key: &str) -> Option<Attr> {
-        let at = self.0.iter().position(|a| a.key == key)?;
-        Some(self.0.remove(at))
     }
 
     /// True when `key` is set.

@@ -367,18 +367,6 @@ impl Graph {
         }
     }
 
-    /// Outgoing edge positions per node, in node order.
-    #[must_use]
-    pub fn outgoing(&self) -> Vec<Vec<usize>> {
-        let mut out = vec![Vec::new(); self.nodes.len()];
-        for (e, edge) in self.edges.iter().enumerate() {
-            if let Some(i) = self.node_index(&edge.from) {
-                out[i].push(e);
-            }
-        }
-        out
-    }
-
     /// Every node with the start handler (see [`Graph::finish`]).
     #[must_use]
     pub fn start_nodes(&self) -> Vec<&Node> {

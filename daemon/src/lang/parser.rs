@@ -256,13 +256,13 @@ impl<'src> Parser<'src> {
             Some("node") => {
                 self.advance()?;
                 let list = self.attr_list(Scope::Node)?;
-                self.frame().node_defaults.merge_owned(list);
+                self.frame().node_defaults.merge(list);
                 Ok(())
             }
             Some("edge") => {
                 self.advance()?;
                 let list = self.attr_list(Scope::Edge)?;
-                self.frame().edge_defaults.merge_owned(list);
+                self.frame().edge_defaults.merge(list);
                 Ok(())
             }
             Some("subgraph") => {
@@ -299,7 +299,7 @@ impl<'src> Parser<'src> {
                 self.frame().label = Some(label);
             }
         } else {
-            self.graph.attrs.merge_owned(list);
+            self.graph.attrs.merge(list);
         }
     }
 
@@ -405,7 +405,7 @@ impl<'src> Parser<'src> {
             node.declared = true;
             node.span = span;
         }
-        node.attrs.merge_owned(list);
+        node.attrs.merge(list);
         Ok(())
     }
 
@@ -452,7 +452,7 @@ impl<'src> Parser<'src> {
             })
             .collect();
         let mut attrs = self.frame().edge_defaults.clone();
-        attrs.merge_owned(list);
+        attrs.merge(list);
         // Pairwise edges; the last pair takes the attributes by move, so a
         // plain `a -> b` copies nothing.
         let last = ids.len().saturating_sub(1);
