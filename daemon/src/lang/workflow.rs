@@ -155,6 +155,7 @@ impl Workflow {
             });
         }
         render_templates(&mut graph, &wf.source, options, &mut wf.diagnostics);
+        // Templates may have rewritten `shape` or `type`: resolve handlers again.
         graph.finish();
         apply_stylesheet(&mut graph);
         rules::check(
