@@ -109,20 +109,11 @@ impl<'src> Lexer<'src> {
         }
     }
 
-    /// Moves past the run of bytes for which `keep` holds. `keep` must
-    /// reject `\n`, so the run stays on one line and the column can be
-    /// updated once at the end: the hot path for words and string bodies.
+    /// Moves past the run of bytes for which `keep` holds: the hot path
+    /// for words, whitespace and comments.
     fn skip_run(&mut self, keep: impl Fn(u8) -> bool) {
         let rest = self.bytes.get(self.pos..).unwrap_or_default();
-        let len = rest.iter().position(|&b| !keep(b)).unwrap_or(rest.len());
-        let run = &rest[..len];
-        let chars = if run.is_ascii() {
-            len
-        } else {
-            run.iter().filter(|&&b| b & 0xC0 != 0x80).count()
-        };
-        self.pos += len;
-        self.column += to_u32(chars);
+        self.advance_in_line(rest.iter().position(|&b| !keep(b)).unwrap_or(rest.len()));
     }
 
     /// Moves to the next `"`, `\\` or newline inside a string, using a
@@ -130,8 +121,13 @@ impl<'src> Lexer<'src> {
     /// workflow's bytes.
     fn skip_string_body(&mut self) {
         let rest = self.bytes.get(self.pos..).unwrap_or_default();
-        let len = memchr::memchr3(b'"', b'\\', b'\n', rest).unwrap_or(rest.len());
-        let run = &rest[..len];
+        self.advance_in_line(memchr::memchr3(b'"', b'\\', b'\n', rest).unwrap_or(rest.len()));
+    }
+
+    /// Moves `len` bytes forward over text without a newline, so the column
+    /// can be updated once for the whole run.
+    fn advance_in_line(&mut self, len: usize) {
+        let run = self.bytes.get(self.pos..self.pos + len).unwrap_or_default();
         let chars = if run.is_ascii() {
             len
         } else {
