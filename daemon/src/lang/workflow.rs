@@ -378,3 +378,102 @@ fn apply_stylesheet(graph: &mut Graph) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_in(dir: &Path, src: &str, options: &LoadOptions) -> Workflow {
+        let path = dir.join("flow.fabro");
+        std::fs::write(&path, src).expect("write workflow");
+        Workflow::load(&path, options).expect("load")
+    }
+
+    fn node_text(wf: &Workflow, id: &str, key: &str) -> Option<String> {
+        wf.graph
+            .as_ref()?
+            .node(id)?
+            .attrs
+            .text(key)
+            .map(|t| t.into_owned())
+    }
+
+    #[test]
+    fn file_references_are_inlined_relative_to_the_workflow() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("prompts")).expect("mkdir");
+        std::fs::write(dir.path().join("prompts/plan.md"), "Plan for {{ goal }}.\n")
+            .expect("write prompt");
+        let wf = load_in(
+            dir.path(),
+            "digraph F { graph [goal=\"ship\"]; start [shape=Mdiamond]; exit [shape=Msquare]\n plan [prompt=\"@prompts/plan.md\"]\n start -> plan -> exit }",
+            &LoadOptions::default(),
+        );
+        assert!(wf.is_valid(), "{:?}", wf.diagnostics);
+        assert_eq!(
+            node_text(&wf, "plan", "prompt").as_deref(),
+            Some("Plan for ship.\n"),
+            "inlined, then rendered"
+        );
+        assert_eq!(wf.file_refs.len(), 1);
+        assert_eq!(wf.file_refs[0].path, dir.path().join("prompts/plan.md"));
+    }
+
+    #[test]
+    fn inputs_can_shape_the_graph_before_parsing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let src = "digraph F {\n start [shape=Mdiamond]; exit [shape=Msquare]\n{% if inputs.lint == \"yes\" %}\n lint [shape=parallelogram, script=\"true\"]\n start -> lint -> exit\n{% else %}\n start -> exit\n{% endif %}\n}";
+        let with = LoadOptions {
+            inputs: [("lint".to_string(), "yes".to_string())].into(),
+            goal: None,
+        };
+        let without = LoadOptions {
+            inputs: [("lint".to_string(), "no".to_string())].into(),
+            goal: None,
+        };
+        let a = load_in(dir.path(), src, &with);
+        let b = load_in(dir.path(), src, &without);
+        assert!(
+            a.is_valid() && b.is_valid(),
+            "{:?} {:?}",
+            a.diagnostics,
+            b.diagnostics
+        );
+        assert!(a.graph.as_ref().is_some_and(|g| g.node("lint").is_some()));
+        assert!(b.graph.as_ref().is_some_and(|g| g.node("lint").is_none()));
+        let missing = load_in(dir.path(), src, &LoadOptions::default());
+        assert!(
+            missing.diagnostics.iter().any(|d| d.rule == TEMPLATE),
+            "{:?}",
+            missing.diagnostics
+        );
+    }
+
+    #[test]
+    fn the_goal_option_replaces_the_graph_goal_in_templates() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let wf = load_in(
+            dir.path(),
+            "digraph F { graph [goal=\"old\"]; start [shape=Mdiamond]; exit [shape=Msquare]\n plan [prompt=\"do {{ goal }}\"]\n start -> plan -> exit }",
+            &LoadOptions {
+                goal: Some("new".into()),
+                ..LoadOptions::default()
+            },
+        );
+        assert_eq!(node_text(&wf, "plan", "prompt").as_deref(), Some("do new"));
+    }
+
+    #[test]
+    fn raw_blocks_keep_literal_template_syntax() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let wf = load_in(
+            dir.path(),
+            "digraph F { graph [goal=\"g\"]; start [shape=Mdiamond]; exit [shape=Msquare]\n plan [prompt=\"{% raw %}{{ goal }}{% endraw %}\"]\n start -> plan -> exit }",
+            &LoadOptions::default(),
+        );
+        assert_eq!(
+            node_text(&wf, "plan", "prompt").as_deref(),
+            Some("{{ goal }}")
+        );
+    }
+}
