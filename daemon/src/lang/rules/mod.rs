@@ -190,10 +190,13 @@ pub fn check(
 /// to be a plausible typo (at most a third of the word's length, min 1).
 #[must_use]
 pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    let limit = (word.chars().count() / 3).max(1);
+    let len = word.chars().count();
+    let limit = (len / 3).max(1);
     candidates
         .into_iter()
-        .filter(|c| *c != word)
+        // The distance is at least the difference in length: skip the
+        // candidates that cannot be close before computing it.
+        .filter(|c| *c != word && c.chars().count().abs_diff(len) <= limit)
         .map(|c| (edit_distance(word, c), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, c)| (*d, *c))
