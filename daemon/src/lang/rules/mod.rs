@@ -95,9 +95,9 @@ pub struct Cx<'a> {
     pub base_dir: &'a Path,
     pub file_refs: &'a [FileRef],
     /// Outgoing edge positions per node position.
-    pub outgoing: Vec<Vec<usize>>,
+    pub outgoing: Adjacency,
     /// Incoming edge positions per node position.
-    pub incoming: Vec<Vec<usize>>,
+    pub incoming: Adjacency,
     /// Each edge's endpoints as node positions (`from`, `to`); `None` for an
     /// id that is not a node. Looked up once here so that rules never hash
     /// an id again.
@@ -113,19 +113,13 @@ impl<'a> Cx<'a> {
         base_dir: &'a Path,
         file_refs: &'a [FileRef],
     ) -> Self {
-        let mut outgoing = vec![Vec::new(); graph.nodes.len()];
-        let mut incoming = vec![Vec::new(); graph.nodes.len()];
-        let mut ends = Vec::with_capacity(graph.edges.len());
-        for (e, edge) in graph.edges.iter().enumerate() {
-            let (from, to) = (graph.node_index(&edge.from), graph.node_index(&edge.to));
-            if let Some(i) = from {
-                outgoing[i].push(e);
-            }
-            if let Some(i) = to {
-                incoming[i].push(e);
-            }
-            ends.push((from, to));
-        }
+        let ends: Vec<(Option<usize>, Option<usize>)> = graph
+            .edges
+            .iter()
+            .map(|edge| (graph.node_index(&edge.from), graph.node_index(&edge.to)))
+            .collect();
+        let outgoing = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(from, _)| from));
+        let incoming = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(_, to)| to));
         Cx {
             graph,
             source,
@@ -169,6 +163,43 @@ impl<'a> Cx<'a> {
     #[must_use]
     pub fn attr_span(&self, node: &Node, key: &str) -> Span {
         node.attrs.get(key).map_or(node.span, |a| a.value_span)
+    }
+}
+
+/// Edge positions grouped by node, in two flat arrays (compressed rows):
+/// `adj[i]` is the slice of edges at node `i`, in edge order. Two
+/// allocations for the whole graph instead of one per node.
+pub struct Adjacency {
+    starts: Vec<usize>,
+    edges: Vec<usize>,
+}
+
+impl Adjacency {
+    /// Groups edge positions by the node each one names (`None`: no node).
+    fn new(nodes: usize, node_of_edge: impl Iterator<Item = Option<usize>> + Clone) -> Self {
+        let mut starts = vec![0; nodes + 1];
+        for i in node_of_edge.clone().flatten() {
+            starts[i + 1] += 1;
+        }
+        for i in 0..nodes {
+            starts[i + 1] += starts[i];
+        }
+        let mut next = starts.clone();
+        let mut edges = vec![0; starts[nodes]];
+        for (e, i) in node_of_edge.enumerate() {
+            if let Some(i) = i {
+                edges[next[i]] = e;
+                next[i] += 1;
+            }
+        }
+        Adjacency { starts, edges }
+    }
+}
+
+impl std::ops::Index<usize> for Adjacency {
+    type Output = [usize];
+    fn index(&self, i: usize) -> &[usize] {
+        &self.edges[self.starts[i]..self.starts[i + 1]]
     }
 }
 
@@ -263,6 +294,14 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adjacency_groups_edges_by_node_in_edge_order() {
+        let adj = Adjacency::new(3, [Some(2), Some(0), None, Some(2), Some(0)].into_iter());
+        assert_eq!(&adj[0], &[1, 4]);
+        assert!(adj[1].is_empty());
+        assert_eq!(&adj[2], &[0, 3], "an edge naming no node is left out");
+    }
 
     #[test]
     fn edit_distance_counts_edits() {
