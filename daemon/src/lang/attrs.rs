@@ -357,9 +357,10 @@ impl Attrs {
         }
     }
 
-    /// Releases spare capacity.
-    pub fn shrink_to_fit(&mut self) {
-        self.0.shrink_to_fit();
+    /// Moves every attribute into a new list of exactly their number,
+    /// leaving this one empty with its capacity (a reusable buffer).
+    pub fn take_exact(&mut self) -> Attrs {
+        Attrs(self.0.drain(..).collect())
     }
 
     /// Adds every attribute of `other`, later wins.

@@ -61,6 +61,8 @@ struct Parser<'src> {
     graph: Graph,
     frames: Vec<Frame>,
     diagnostics: Vec<Diagnostic>,
+    /// Reused by every attribute list (see `attr_list`).
+    scratch: Attrs,
 }
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -112,6 +114,7 @@ impl<'src> Parser<'src> {
             graph: Graph::default(),
             frames: vec![Frame::default()],
             diagnostics: Vec::new(),
+            scratch: Attrs::new(),
         })
     }
 
@@ -480,7 +483,17 @@ impl<'src> Parser<'src> {
     /// One or more `[ ... ]` blocks. Attributes are separated by `,` or `;`;
     /// a missing separator is an error (it usually hides a typo).
     fn attr_list(&mut self, scope: Scope) -> PResult<Attrs> {
-        let mut attrs = Attrs::with_capacity(4);
+        // Built in a reused buffer, then copied out at its exact size: large
+        // workflows hold hundreds of thousands of lists, and this costs one
+        // allocation each.
+        let mut attrs = std::mem::take(&mut self.scratch);
+        let list = self.attr_list_into(scope, &mut attrs);
+        let exact = attrs.take_exact();
+        self.scratch = attrs;
+        list.map(|()| exact)
+    }
+
+    fn attr_list_into(&mut self, scope: Scope, attrs: &mut Attrs) -> PResult<()> {
         if self.tok.kind != TokenKind::LBracket {
             return Err(self.unexpected("`[`"));
         }
@@ -548,10 +561,7 @@ impl<'src> Parser<'src> {
                 }
             }
         }
-        // Large workflows hold hundreds of thousands of lists: keep each one
-        // exactly as long as it is.
-        attrs.shrink_to_fit();
-        Ok(attrs)
+        Ok(())
     }
 
     /// Reads the value after `key=`, typing and coercing it.
