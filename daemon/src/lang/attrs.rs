@@ -249,6 +249,12 @@ impl Key {
         }
     }
 
+    /// The name as the static table spells it, for known keys.
+    #[must_use]
+    pub fn static_name(&self) -> Option<&'static str> {
+        self.info.map(|info| info.name)
+    }
+
     /// The name.
     #[must_use]
     pub fn as_str(&self) -> &str {

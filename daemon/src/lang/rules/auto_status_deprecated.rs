@@ -13,7 +13,7 @@ const RULE: &str = "auto_status_deprecated";
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
     let mut seen = FxHashSet::default();
-    for node in &cx.graph.nodes {
+    for (_, node) in cx.nodes_with("auto_status") {
         let Some(attr) = node.attrs.get("auto_status") else {
             continue;
         };

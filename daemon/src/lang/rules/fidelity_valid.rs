@@ -25,7 +25,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     if let Some(d) = invalid(&cx.graph.attrs, "default_fidelity", &mut seen) {
         out.push(d);
     }
-    for node in &cx.graph.nodes {
+    for (_, node) in cx.nodes_with("fidelity") {
         if let Some(d) = invalid(&node.attrs, "fidelity", &mut seen) {
             out.push(d.on_node(&node.id));
         }

@@ -10,7 +10,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     if has_retry_target(&cx.graph.attrs) {
         return;
     }
-    for node in &cx.graph.nodes {
+    for (_, node) in cx.nodes_with("goal_gate") {
         let Some(gate) = node.attrs.get("goal_gate") else {
             continue;
         };

@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
+
 use super::attrs::Attr;
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph, Node};
@@ -102,6 +104,11 @@ pub struct Cx<'a> {
     /// id that is not a node. Looked up once here so that rules never hash
     /// an id again.
     pub ends: Vec<(Option<usize>, Option<usize>)>,
+    /// Node positions by the known attribute keys they set, built in one
+    /// walk so that a rule about a rare attribute visits only the nodes that
+    /// have it (a large graph does not fit in the caches, and every full
+    /// walk over it costs).
+    with_key: FxHashMap<&'static str, Vec<usize>>,
 }
 
 impl<'a> Cx<'a> {
@@ -120,7 +127,16 @@ impl<'a> Cx<'a> {
             .collect();
         let outgoing = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(from, _)| from));
         let incoming = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(_, to)| to));
+        let mut with_key: FxHashMap<&'static str, Vec<usize>> = FxHashMap::default();
+        for (i, node) in graph.nodes.iter().enumerate() {
+            for attr in node.attrs.iter() {
+                if let Some(name) = attr.key.static_name() {
+                    with_key.entry(name).or_default().push(i);
+                }
+            }
+        }
         Cx {
+            with_key,
             graph,
             source,
             base_dir,
@@ -135,6 +151,17 @@ impl<'a> Cx<'a> {
     #[must_use]
     pub fn index(&self, id: &str) -> Option<usize> {
         self.graph.node_index(id)
+    }
+
+    /// The nodes that set the known attribute `key`, with their positions,
+    /// in node order.
+    pub fn nodes_with(&self, key: &str) -> impl Iterator<Item = (usize, &'a Node)> + '_ {
+        let graph = self.graph;
+        self.with_key
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(move |&i| (i, &graph.nodes[i]))
     }
 
     /// The node an edge leads to, when it exists.

@@ -17,7 +17,7 @@ const RULE: &str = "output_schema_valid";
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written value on many nodes: check it once.
     let mut seen = FxHashSet::default();
-    for node in &cx.graph.nodes {
+    for (_, node) in cx.nodes_with("output_schema") {
         let Some(attr) = node.attrs.get("output_schema") else {
             continue;
         };

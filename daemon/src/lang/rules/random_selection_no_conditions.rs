@@ -6,7 +6,7 @@ use super::Cx;
 use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    for (i, node) in cx.graph.nodes.iter().enumerate() {
+    for (i, node) in cx.nodes_with("selection") {
         let Some(attr) = node.attrs.get("selection") else {
             continue;
         };

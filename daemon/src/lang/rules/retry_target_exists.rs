@@ -8,7 +8,15 @@ use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     check_attrs(cx, &cx.graph.attrs, None, out);
-    for node in &cx.graph.nodes {
+    let mut nodes: Vec<usize> = cx
+        .nodes_with("retry_target")
+        .chain(cx.nodes_with("fallback_retry_target"))
+        .map(|(i, _)| i)
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    for i in nodes {
+        let node = &cx.graph.nodes[i];
         check_attrs(cx, &node.attrs, Some(&node.id), out);
     }
 }

@@ -11,7 +11,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     if let Some(d) = cx.graph.attrs.get("selection").and_then(diagnose) {
         out.push(d);
     }
-    for node in &cx.graph.nodes {
+    for (_, node) in cx.nodes_with("selection") {
         if let Some(d) = node.attrs.get("selection").and_then(diagnose) {
             out.push(d.on_node(&node.id));
         }
