@@ -271,6 +271,25 @@ fn graph_dot_output_validates_to_the_same_summary() {
 }
 
 #[test]
+fn graph_still_prints_an_invalid_workflow_but_exits_one() {
+    let sb = Sandbox::new();
+    sb.write("typo.fabro", TYPO);
+    let run = sb.run(&["graph", "typo.fabro"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.starts_with("digraph Typo {"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("error[undeclared_node]"),
+        "{}",
+        run.stderr
+    );
+    let unparsable = sb.write("bad.fabro", "digraph Bad { a -- b }");
+    let run = sb.run(&["graph", unparsable.to_str().expect("utf-8 path")]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.is_empty(), "nothing to print: {}", run.stdout);
+    assert!(run.stderr.contains("error[syntax]"), "{}", run.stderr);
+}
+
+#[test]
 fn help_and_version_work() {
     let sb = Sandbox::new();
     let help = sb.run(&["--help"]);

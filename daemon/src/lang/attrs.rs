@@ -349,12 +349,6 @@ impl Attrs {
         Attrs(Vec::new())
     }
 
-    /// An empty list with room for `n` attributes.
-    #[must_use]
-    pub fn with_capacity(n: usize) -> Self {
-        Attrs(Vec::with_capacity(n))
-    }
-
     /// Sets an attribute, replacing an earlier value of the same key.
     pub fn set(&mut self, attr: Attr) {
         match self.0.iter_mut().find(|a| a.key == attr.key) {
