@@ -282,9 +282,11 @@ pub struct Graph {
     /// Nodes in order of first mention.
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
-    /// Node positions, hashed by id. A table of positions rather than a
-    /// map from `String`: the ids live once, in `nodes`.
-    index: HashTable<usize>,
+    /// Node positions, hashed by id. Each entry holds a second handle on
+    /// the node's shared id, so a lookup compares ids without reaching into
+    /// `nodes` (one cache miss fewer per lookup on a large graph), and an
+    /// edge's endpoint, which shares that same id, matches by pointer.
+    index: HashTable<(NodeId, usize)>,
 }
 
 impl Graph {
@@ -307,25 +309,39 @@ impl Graph {
     /// The position of the node with this id in [`Graph::nodes`].
     #[must_use]
     pub fn node_index(&self, id: &str) -> Option<usize> {
-        let nodes = &self.nodes;
-        self.index.find(hash(id), |&i| &*nodes[i].id == id).copied()
+        self.index
+            .find(hash(id), |(known, _)| &**known == id)
+            .map(|&(_, i)| i)
+    }
+
+    /// The position of the node whose id is `id`: like
+    /// [`Graph::node_index`], but an id shared with the node (as an edge's
+    /// endpoints are) matches without comparing text.
+    #[must_use]
+    pub fn node_index_of(&self, id: &NodeId) -> Option<usize> {
+        self.index
+            .find(hash(id), |(known, _)| {
+                std::sync::Arc::ptr_eq(known, id) || **known == **id
+            })
+            .map(|&(_, i)| i)
     }
 
     /// The node with this id, created (undeclared, at `span`) if missing.
-    /// Returns its position and whether it was created.
-    pub fn node_entry(&mut self, id: &str, span: Span) -> (usize, bool) {
-        if let Some(i) = self.node_index(id) {
-            return (i, false);
+    /// Returns its position, its shared id and whether it was created.
+    pub fn node_entry(&mut self, id: &str, span: Span) -> (usize, NodeId, bool) {
+        if let Some((known, i)) = self.index.find(hash(id), |(known, _)| &**known == id) {
+            return (*i, known.clone(), false);
         }
-        (self.add_node(Node::new(id, span)), true)
+        let node = Node::new(id, span);
+        let shared = node.id.clone();
+        (self.add_node(node), shared, true)
     }
 
     /// Adds a node, replacing none: callers check [`Graph::node`] first.
     pub fn add_node(&mut self, node: Node) -> usize {
         let i = self.nodes.len();
-        let nodes = &self.nodes;
         self.index
-            .insert_unique(hash(&node.id), i, |&j| hash(&nodes[j].id));
+            .insert_unique(hash(&node.id), (node.id.clone(), i), |(id, _)| hash(id));
         self.nodes.push(node);
         i
     }
@@ -333,8 +349,7 @@ impl Graph {
     /// Makes room for `nodes` more nodes and `edges` more edges.
     pub fn reserve(&mut self, nodes: usize, edges: usize) {
         self.nodes.reserve(nodes);
-        let existing = &self.nodes;
-        self.index.reserve(nodes, |&j| hash(&existing[j].id));
+        self.index.reserve(nodes, |(id, _)| hash(id));
         self.edges.reserve(edges);
     }
 

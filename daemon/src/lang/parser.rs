@@ -402,7 +402,7 @@ impl<'src> Parser<'src> {
         } else {
             Attrs::new()
         };
-        let i = self.touch_node(id, span);
+        let (i, _) = self.touch_node(id, span);
         let node = &mut self.graph.nodes[i];
         if !node.declared {
             node.declared = true;
@@ -422,8 +422,9 @@ impl<'src> Parser<'src> {
         Ok(())
     }
 
-    fn touch_node(&mut self, id: &str, span: Span) -> usize {
-        let (i, created) = self.graph.node_entry(id, span);
+    /// The node called `id` (created if new), with its shared id.
+    fn touch_node(&mut self, id: &str, span: Span) -> (usize, NodeId) {
+        let (i, shared, created) = self.graph.node_entry(id, span);
         if created {
             let defaults = self.frame().node_defaults.clone();
             self.graph.nodes[i].attrs = defaults;
@@ -431,7 +432,7 @@ impl<'src> Parser<'src> {
         if self.in_subgraph() {
             self.frame().members.push(i);
         }
-        i
+        (i, shared)
     }
 
     /// `a -> b -> c [attrs]`: pairwise edges sharing the attributes.
@@ -449,10 +450,7 @@ impl<'src> Parser<'src> {
         // Edges share the nodes' id strings rather than copying them.
         let shared: Vec<NodeId> = ids
             .iter()
-            .map(|&(id, span)| {
-                let i = self.touch_node(id, span);
-                self.graph.nodes[i].id.clone()
-            })
+            .map(|&(id, span)| self.touch_node(id, span).1)
             .collect();
         let mut attrs = self.frame().edge_defaults.clone();
         attrs.merge(list);

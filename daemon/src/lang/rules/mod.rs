@@ -123,7 +123,12 @@ impl<'a> Cx<'a> {
         let ends: Vec<(Option<usize>, Option<usize>)> = graph
             .edges
             .iter()
-            .map(|edge| (graph.node_index(&edge.from), graph.node_index(&edge.to)))
+            .map(|edge| {
+                (
+                    graph.node_index_of(&edge.from),
+                    graph.node_index_of(&edge.to),
+                )
+            })
             .collect();
         let outgoing = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(from, _)| from));
         let incoming = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(_, to)| to));
