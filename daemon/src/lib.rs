@@ -4,6 +4,10 @@
 //! Layers, each depending only on the ones below it:
 //! - [`lang`]: the workflow language (lexer, parser, graph model, stylesheet,
 //!   conditions, templates, validation rules).
+//! - [`store`]: the durable run store (SQLite, blobs, run directories).
+//! - [`engine`]: executes runs: the run loop, routing, handlers.
 
 pub mod cli;
+pub mod engine;
 pub mod lang;
+pub mod store;

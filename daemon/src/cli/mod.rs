@@ -1,5 +1,5 @@
-//! The `weft` command line: argument parsing and the commands that need no
-//! daemon (`validate`, `graph`). A thin shell over [`crate::lang`].
+//! The `weft` command line: argument parsing and one file per command. A
+//! thin shell over [`crate::lang`], [`crate::engine`] and [`crate::store`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod graph;
+mod progress;
 mod report;
+mod run;
 mod validate;
 
 /// Exit code: everything fine (warnings allowed).
@@ -37,6 +39,17 @@ pub enum Command {
     /// Print a workflow's resolved graph: as normalised DOT, or with
     /// `--json` as nodes (handler, classes, effective attributes) and edges.
     Graph(GraphArgs),
+    /// Run a workflow (or a run configuration `.toml`) with live progress.
+    ///
+    /// Exits 0 when the run succeeds, 1 when it fails, 130 when it is
+    /// cancelled (Ctrl-C; resume it with `weft resume`), 2 when it cannot
+    /// start (invalid workflow, unreadable file).
+    Run(RunArgs),
+    /// Continue an interrupted or cancelled run from its last checkpoint.
+    ///
+    /// Stages whose completion was recorded never run again; the stage that
+    /// was in flight runs again. Exit codes as for `weft run`.
+    Resume(ResumeArgs),
 }
 
 /// Options shared by commands that load a workflow.
@@ -83,6 +96,47 @@ pub struct GraphArgs {
     pub load: LoadArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The workflow file (`.fabro`, `.dot`) or a run configuration (`.toml`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Answer every human gate with its first option (or "yes"/"approve").
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Simulate agent and prompt nodes instead of calling a model; human
+    /// gates take their first option. Commands still run.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seed for `selection="random"` edges and retry jitter, for repeatable runs.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Print the conclusion as JSON on stdout when the run ends.
+    #[arg(long)]
+    pub json: bool,
+    /// Attach a label to the run (repeatable), for filtering later.
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Run commands in this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Answer every human gate with its first option.
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Print the conclusion as JSON on stdout when the run ends.
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn parse_input(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
@@ -103,6 +157,8 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Graph(args) => graph::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Resume(args) => run::resume(&args),
     };
     ExitCode::from(code)
 }

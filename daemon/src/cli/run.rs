@@ -1,0 +1,293 @@
+//! `weft run FILE` and `weft resume RUN`: execute a workflow in this process
+//! with live progress on stderr. (The daemon issue moves execution into
+//! `weftd` behind the same options.)
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+
+use super::progress::Progress;
+use super::report::{self, Style};
+use super::{EXIT_USAGE, ResumeArgs, RunArgs};
+use crate::engine::cancel::{Cancel, CancelReason};
+use crate::engine::clock::Clock;
+use crate::engine::interviewer::{AutoApprove, Console, Interviewer};
+use crate::engine::{Conclusion, EngineError, RunRequest, Services};
+use crate::store::{Home, RunStatus, Store};
+
+/// Exit code: the run failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: the run was cancelled (as a shell reports SIGINT).
+pub const EXIT_CANCELLED: u8 = 130;
+
+/// A run configuration file (execution/run-configuration.mdx): the parts
+/// Weft reads. Other sections are accepted and ignored.
+#[derive(Debug, Default, Deserialize)]
+struct RunConfig {
+    #[serde(rename = "_version", default)]
+    version: Option<i64>,
+    #[serde(default)]
+    workflow: WorkflowSection,
+    #[serde(default)]
+    run: RunSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WorkflowSection {
+    graph: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RunSection {
+    goal: Option<String>,
+    working_dir: Option<String>,
+    #[serde(default)]
+    inputs: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    labels: Vec<String>,
+}
+
+/// `weft run`.
+pub fn run(args: &RunArgs) -> u8 {
+    let request = match request(args) {
+        Ok(r) => r,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let interviewer: Arc<dyn Interviewer> = if args.auto_approve {
+        Arc::new(AutoApprove)
+    } else {
+        Arc::new(Console::stdio())
+    };
+    let shown = (
+        request
+            .workflow_path
+            .as_deref()
+            .map_or_else(String::new, |p| p.display().to_string()),
+        request.source.clone(),
+    );
+    execute(args.json, interviewer, shown, |services| {
+        Box::pin(crate::engine::start(request, services))
+    })
+}
+
+/// `weft resume`.
+pub fn resume(args: &ResumeArgs) -> u8 {
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let record = match Store::open(&home).and_then(|s| s.find_run(&args.run)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let stored_auto = record
+        .options
+        .get("auto_approve")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let interviewer: Arc<dyn Interviewer> = if args.auto_approve || stored_auto {
+        Arc::new(AutoApprove)
+    } else {
+        Arc::new(Console::stdio())
+    };
+    let shown = (
+        record.run_dir.join("graph.fabro").display().to_string(),
+        std::fs::read_to_string(record.run_dir.join("graph.fabro")).unwrap_or_default(),
+    );
+    execute(args.json, interviewer, shown, move |services| {
+        Box::pin(async move { crate::engine::resume(&record, services).await })
+    })
+}
+
+type Launch<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Conclusion, EngineError>> + 'a>>;
+
+/// Sets up the runtime, signals, store and progress display, then runs.
+fn execute(
+    json: bool,
+    interviewer: Arc<dyn Interviewer>,
+    (file, source): (String, String),
+    launch: impl for<'a> FnOnce(&'a Services) -> Launch<'a>,
+) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let store = match Store::open(&home) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot open the run store: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let progress = Progress::stderr();
+    let cancel = Cancel::new();
+    let services = Services {
+        home,
+        store: Arc::new(Mutex::new(store)),
+        interviewer,
+        clock: Clock::System,
+        cancel: cancel.clone(),
+        observer: Some(progress.observer()),
+    };
+    let code = runtime.block_on(async {
+        let signals = tokio::spawn(forward_signals(cancel.clone()));
+        let ticker = progress.spawn_ticker();
+        let result = launch(&services).await;
+        signals.abort();
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        progress.finish();
+        match result {
+            Ok(conclusion) => {
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string(&conclusion).unwrap_or_else(|_| "{}".into())
+                    );
+                }
+                match conclusion.status {
+                    RunStatus::Succeeded => super::EXIT_OK,
+                    RunStatus::Cancelled => EXIT_CANCELLED,
+                    _ => EXIT_FAILED,
+                }
+            }
+            Err(EngineError::InvalidWorkflow(diagnostics)) => {
+                let style = Style::for_stderr();
+                for d in &diagnostics {
+                    eprintln!("{}", report::human(d, &file, &source, style));
+                }
+                eprintln!("error: the workflow is invalid; `weft validate FILE` shows where");
+                EXIT_USAGE
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                EXIT_USAGE
+            }
+        }
+    });
+    // A console question may still be blocked reading stdin; do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    code
+}
+
+/// Ctrl-C and SIGTERM cancel the run; its stage's processes are killed and
+/// the run is recorded as cancelled, resumable.
+async fn forward_signals(cancel: Cancel) {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => cancel.cancel(CancelReason::User("interrupted (Ctrl-C)".into())),
+        () = term => cancel.cancel(CancelReason::User("terminated (SIGTERM)".into())),
+    }
+}
+
+/// The run request from the arguments and, for a `.toml` file, the run
+/// configuration. Flags override the file.
+fn request(args: &RunArgs) -> Result<RunRequest, String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let file = absolute(&cwd, &args.file);
+    let mut goal = None;
+    let mut inputs = BTreeMap::new();
+    let mut labels = Vec::new();
+    let mut work_dir = None;
+    let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
+        let config: RunConfig =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        if let Some(v) = config.version
+            && v != 1
+        {
+            return Err(format!(
+                "{}: _version = {v} is not supported (this Weft reads version 1)",
+                file.display()
+            ));
+        }
+        let dir = file.parent().map_or_else(|| cwd.clone(), Path::to_path_buf);
+        goal = config.run.goal;
+        labels = config.run.labels;
+        work_dir = config
+            .run
+            .working_dir
+            .map(|w| absolute(&dir, Path::new(&w)));
+        for (k, v) in config.run.inputs {
+            let text = match v {
+                toml::Value::String(s) => s,
+                other => serde_json::to_value(&other)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            };
+            inputs.insert(k, text);
+        }
+        absolute(
+            &dir,
+            Path::new(config.workflow.graph.as_deref().unwrap_or("workflow.fabro")),
+        )
+    } else {
+        file
+    };
+    let source = std::fs::read_to_string(&workflow_path)
+        .map_err(|e| format!("cannot read `{}`: {e}", workflow_path.display()))?;
+    for (k, v) in &args.load.inputs {
+        inputs.insert(k.clone(), v.clone());
+    }
+    if args.load.goal.is_some() {
+        goal.clone_from(&args.load.goal);
+    }
+    labels.extend(args.labels.iter().cloned());
+    if let Some(dir) = &args.work_dir {
+        work_dir = Some(absolute(&cwd, dir));
+    }
+    Ok(RunRequest {
+        workflow_path: Some(workflow_path),
+        source,
+        goal,
+        inputs,
+        dry_run: args.dry_run,
+        auto_approve: args.auto_approve,
+        seed: args.seed,
+        work_dir: work_dir.unwrap_or(cwd),
+        labels,
+    })
+}
+
+fn absolute(base: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
+}

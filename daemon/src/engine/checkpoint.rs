@@ -1,0 +1,125 @@
+//! The checkpoint: everything needed to continue a run after its last
+//! committed stage (execution/checkpoints.mdx, "What's in a checkpoint").
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::outcome::Outcome;
+
+/// The checkpoint format this build writes and reads.
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// A run's state after a committed stage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub version: u32,
+    pub timestamp: String,
+    /// The node whose stage was just committed.
+    #[serde(default)]
+    pub current_node: Option<String>,
+    /// Where execution continues; `None` once the run has nowhere to go.
+    #[serde(default)]
+    pub next_node_id: Option<String>,
+    /// Every committed stage's node, in execution order.
+    #[serde(default)]
+    pub completed_nodes: Vec<String>,
+    /// Executions per node so far.
+    #[serde(default)]
+    pub node_visits: BTreeMap<String, u32>,
+    /// Retry attempts used per node.
+    #[serde(default)]
+    pub node_retries: BTreeMap<String, u32>,
+    /// Each node's latest outcome.
+    #[serde(default)]
+    pub node_outcomes: BTreeMap<String, Outcome>,
+    /// The whole run context.
+    #[serde(default)]
+    pub context_values: Map<String, Value>,
+    /// Failure signature counts for the circuit breaker.
+    #[serde(default)]
+    pub loop_failure_signatures: BTreeMap<String, u32>,
+    /// Failure signature counts across `loop_restart` edges.
+    #[serde(default)]
+    pub restart_failure_signatures: BTreeMap<String, u32>,
+}
+
+/// Why a stored checkpoint cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("the checkpoint is empty")]
+    Empty,
+    #[error("the checkpoint is not valid JSON ({0}); it may have been cut short")]
+    Invalid(String),
+    #[error("the checkpoint has version {found}; this build reads version {CHECKPOINT_VERSION}")]
+    UnknownVersion { found: u64 },
+}
+
+impl Checkpoint {
+    /// Reads and checks a stored checkpoint. Never panics on damaged text.
+    pub fn parse(text: &str) -> Result<Checkpoint, CheckpointError> {
+        if text.trim().is_empty() {
+            return Err(CheckpointError::Empty);
+        }
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| CheckpointError::Invalid(e.to_string()))?;
+        Checkpoint::from_value(value)
+    }
+
+    /// Like [`Checkpoint::parse`], from JSON already read.
+    pub fn from_value(value: Value) -> Result<Checkpoint, CheckpointError> {
+        let found = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+        if found != u64::from(CHECKPOINT_VERSION) {
+            return Err(CheckpointError::UnknownVersion { found });
+        }
+        serde_json::from_value(value).map_err(|e| CheckpointError::Invalid(e.to_string()))
+    }
+
+    /// The checkpoint as compact JSON.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Checkpoint {
+        Checkpoint {
+            version: CHECKPOINT_VERSION,
+            timestamp: "2026-12-02T12:00:00.000Z".into(),
+            current_node: Some("plan".into()),
+            next_node_id: Some("build".into()),
+            completed_nodes: vec!["start".into(), "plan".into()],
+            ..Checkpoint::default()
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_reads_back_what_was_written() {
+        let cp = sample();
+        assert_eq!(Checkpoint::parse(&cp.to_json()), Ok(cp));
+    }
+
+    #[test]
+    fn damaged_checkpoints_are_detected_not_panicked_on() {
+        let json = sample().to_json();
+        assert_eq!(Checkpoint::parse(""), Err(CheckpointError::Empty));
+        assert!(matches!(
+            Checkpoint::parse(&json[..json.len() / 2]),
+            Err(CheckpointError::Invalid(_))
+        ));
+        let future = json.replacen("\"version\":1", "\"version\":99", 1);
+        assert_eq!(
+            Checkpoint::parse(&future),
+            Err(CheckpointError::UnknownVersion { found: 99 })
+        );
+        assert!(matches!(
+            Checkpoint::parse("[1,2]"),
+            Err(CheckpointError::UnknownVersion { found: 0 })
+        ));
+    }
+}

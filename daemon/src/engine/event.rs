@@ -1,0 +1,226 @@
+//! Run events: one typed enum, serialised as the envelope of
+//! execution/observability.mdx (`event` name plus `properties`), with a
+//! per-run sequence number. The same events go to the database's `events`
+//! table, to `progress.jsonl` and to live subscribers.
+
+use serde::{Deserialize, Serialize};
+
+use super::outcome::{Outcome, Status};
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// 1-based, gap-free within a run.
+    pub seq: u64,
+    /// UTC, RFC 3339 with milliseconds.
+    pub ts: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    /// The node's visit number (1 for the first execution).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visit: Option<u32>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Why an edge (or a jump without an edge) was chosen
+/// (workflows/transitions.mdx, in selection order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeReason {
+    Jump,
+    Condition,
+    PreferredLabel,
+    SuggestedNext,
+    Unconditional,
+    RetryTarget,
+    /// A goal gate was unsatisfied at the exit; its retry target was taken.
+    GoalGateRetry,
+}
+
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "properties")]
+pub enum EventKind {
+    #[serde(rename = "run.started")]
+    RunStarted {
+        workflow: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal: Option<String>,
+        run_dir: String,
+        /// True when this start continues an earlier run from its checkpoint.
+        #[serde(default)]
+        resumed: bool,
+    },
+    #[serde(rename = "run.completed")]
+    RunCompleted { duration_ms: u64 },
+    #[serde(rename = "run.failed")]
+    RunFailed { reason: String, duration_ms: u64 },
+    #[serde(rename = "run.cancelled")]
+    RunCancelled { reason: String, duration_ms: u64 },
+    /// Something the user should know that does not stop the run.
+    #[serde(rename = "run.notice")]
+    RunNotice { message: String },
+    #[serde(rename = "stage.started")]
+    StageStarted { handler: String, attempt: u32 },
+    /// An attempt failed and another will run after `delay_ms`.
+    #[serde(rename = "stage.retrying")]
+    StageRetrying {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The stage finished with any status but `failed`.
+    #[serde(rename = "stage.completed")]
+    StageCompleted {
+        status: Status,
+        duration_ms: u64,
+        attempts: u32,
+        outcome: Outcome,
+    },
+    /// The stage finished `failed`.
+    #[serde(rename = "stage.failed")]
+    StageFailed {
+        status: Status,
+        duration_ms: u64,
+        attempts: u32,
+        outcome: Outcome,
+    },
+    #[serde(rename = "edge.selected")]
+    EdgeSelected {
+        from_node: String,
+        to_node: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        condition: Option<String>,
+        reason: EdgeReason,
+    },
+    /// The checkpoint naming the next node was committed. It carries the
+    /// whole checkpoint so that a damaged `runs.checkpoint` can be rebuilt
+    /// from the events table.
+    #[serde(rename = "checkpoint.saved")]
+    CheckpointSaved {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_node: Option<String>,
+        completed: u32,
+        checkpoint: serde_json::Value,
+    },
+    #[serde(rename = "command.output")]
+    CommandOutput { stream: Stream, text: String },
+    #[serde(rename = "interview.started")]
+    InterviewStarted {
+        question_id: String,
+        question: String,
+        options: Vec<String>,
+        freeform: bool,
+    },
+    #[serde(rename = "interview.completed")]
+    InterviewCompleted {
+        question_id: String,
+        /// The option label chosen, or `freeform`.
+        selected: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    #[serde(rename = "interview.timeout")]
+    InterviewTimeout {
+        question_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default_choice: Option<String>,
+    },
+    #[serde(rename = "interview.interrupted")]
+    InterviewInterrupted { question_id: String, reason: String },
+    #[serde(rename = "loop.restart")]
+    LoopRestart { from_node: String, to_node: String },
+    #[serde(rename = "watchdog.timeout")]
+    WatchdogTimeout { idle_secs: u64 },
+}
+
+impl EventKind {
+    /// The event's dotted name, as stored in the `event` column.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::RunStarted { .. } => "run.started",
+            EventKind::RunCompleted { .. } => "run.completed",
+            EventKind::RunFailed { .. } => "run.failed",
+            EventKind::RunCancelled { .. } => "run.cancelled",
+            EventKind::RunNotice { .. } => "run.notice",
+            EventKind::StageStarted { .. } => "stage.started",
+            EventKind::StageRetrying { .. } => "stage.retrying",
+            EventKind::StageCompleted { .. } => "stage.completed",
+            EventKind::StageFailed { .. } => "stage.failed",
+            EventKind::EdgeSelected { .. } => "edge.selected",
+            EventKind::CheckpointSaved { .. } => "checkpoint.saved",
+            EventKind::CommandOutput { .. } => "command.output",
+            EventKind::InterviewStarted { .. } => "interview.started",
+            EventKind::InterviewCompleted { .. } => "interview.completed",
+            EventKind::InterviewTimeout { .. } => "interview.timeout",
+            EventKind::InterviewInterrupted { .. } => "interview.interrupted",
+            EventKind::LoopRestart { .. } => "loop.restart",
+            EventKind::WatchdogTimeout { .. } => "watchdog.timeout",
+        }
+    }
+
+    /// The `properties` object alone, as stored in the `properties` column.
+    #[must_use]
+    pub fn properties(&self) -> serde_json::Value {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(mut map)) => {
+                map.remove("properties").unwrap_or(serde_json::Value::Null)
+            }
+            _ => serde_json::Value::Null,
+        }
+    }
+
+    /// Rebuilds a kind from its stored name and properties.
+    pub fn from_parts(name: &str, properties: serde_json::Value) -> serde_json::Result<EventKind> {
+        serde_json::from_value(serde_json::json!({ "event": name, "properties": properties }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_as_envelopes_with_properties() {
+        let event = Event {
+            seq: 3,
+            ts: "2026-12-02T12:00:00.000Z".into(),
+            run_id: "01J".into(),
+            node_id: Some("test".into()),
+            visit: Some(1),
+            kind: EventKind::StageStarted {
+                handler: "command".into(),
+                attempt: 1,
+            },
+        };
+        let json = serde_json::to_value(&event).expect("serialises");
+        assert_eq!(json["event"], "stage.started");
+        assert_eq!(json["properties"]["handler"], "command");
+        assert_eq!(json["node_id"], "test");
+        let back: Event = serde_json::from_value(json).expect("reads back");
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_kind_reads_back_from_its_name_and_properties() {
+        let kind = EventKind::RunFailed {
+            reason: "x".into(),
+            duration_ms: 5,
+        };
+        let back = EventKind::from_parts(kind.name(), kind.properties()).expect("reads back");
+        assert_eq!(back, kind);
+    }
+}

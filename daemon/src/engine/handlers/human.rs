@@ -1,0 +1,291 @@
+//! Human gate (`hexagon`): asks a question whose options are the outgoing
+//! edges' labels, and routes by the answer (workflows/human-in-the-loop.mdx).
+//!
+//! Gates fail closed: an interrupted or skipped question, or a timeout
+//! without `human.default_choice`, fails the stage, and the routing rules
+//! never let a failed gate fall through to an unconditional edge.
+
+use serde_json::json;
+
+use super::StageCx;
+use crate::engine::event::EventKind;
+use crate::engine::interviewer::{self, Answer, AutoApprove, Interviewer, Question};
+use crate::engine::outcome::{FailureClass, Outcome};
+use crate::store::{QuestionRecord, QuestionStatus, RunStatus};
+
+/// How much of the previous stage's output is shown with the question.
+const CONTEXT_CHARS: usize = 2000;
+
+pub async fn run(cx: &StageCx<'_>) -> Outcome {
+    let node = cx.node;
+    let (choices, freeform) = interviewer::choices(cx.graph, &node.id);
+    if choices.is_empty() && !freeform {
+        return Outcome::failed(
+            FailureClass::Deterministic,
+            "human gate has no outgoing edges to choose from",
+        );
+    }
+    let question = Question {
+        id: ulid::Ulid::generate().to_string(),
+        node_id: node.id.to_string(),
+        text: node.label().into_owned(),
+        context: previous_output(cx),
+        choices,
+        freeform,
+    };
+    let at = cx.at();
+    let _ = cx.recorder.emit(
+        EventKind::InterviewStarted {
+            question_id: question.id.clone(),
+            question: question.text.clone(),
+            options: question.choices.iter().map(|c| c.label.clone()).collect(),
+            freeform,
+        },
+        at,
+    );
+    let record = QuestionRecord {
+        id: question.id.clone(),
+        run_id: cx.run.run_id.clone(),
+        node_id: question.node_id.clone(),
+        visit: cx.visit,
+        text: question.text.clone(),
+        options: question.choices.iter().map(|c| c.label.clone()).collect(),
+        freeform,
+        status: QuestionStatus::Pending,
+        answer: None,
+        asked_at: crate::store::timestamp(),
+        answered_at: None,
+    };
+    {
+        let mut store = cx.recorder.store();
+        let _ = store.insert_question(&record);
+        let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
+    }
+
+    cx.recorder.set_waiting_on_human(true);
+    let answer = ask(cx, &question).await;
+    cx.recorder.set_waiting_on_human(false);
+
+    {
+        let mut store = cx.recorder.store();
+        let _ = store.set_status(&cx.run.run_id, RunStatus::Running, None);
+    }
+    let settle = |status: QuestionStatus, answer: serde_json::Value| {
+        let _ = cx
+            .recorder
+            .store()
+            .answer_question(&question.id, status, Some(&answer));
+    };
+
+    match answer {
+        Asked::Answer(Answer::Choice(i)) => match question.choices.get(i) {
+            Some(choice) => {
+                settle(QuestionStatus::Answered, json!({ "choice": choice.label }));
+                let _ = cx.recorder.emit(
+                    EventKind::InterviewCompleted {
+                        question_id: question.id.clone(),
+                        selected: choice.label.clone(),
+                        text: None,
+                    },
+                    at,
+                );
+                chosen(choice, None)
+            }
+            None => Outcome::failed(FailureClass::Deterministic, "the answer named no option"),
+        },
+        Asked::Answer(Answer::Freeform(text)) => {
+            settle(QuestionStatus::Answered, json!({ "text": text }));
+            let _ = cx.recorder.emit(
+                EventKind::InterviewCompleted {
+                    question_id: question.id.clone(),
+                    selected: "freeform".into(),
+                    text: Some(text.clone()),
+                },
+                at,
+            );
+            freeform_outcome(cx, text)
+        }
+        Asked::Answer(Answer::Interrupted(why)) => {
+            settle(QuestionStatus::Interrupted, json!({ "interrupted": why }));
+            let _ = cx.recorder.emit(
+                EventKind::InterviewInterrupted {
+                    question_id: question.id.clone(),
+                    reason: why.clone(),
+                },
+                at,
+            );
+            Outcome::failed(
+                FailureClass::Canceled,
+                format!("human gate not answered: {why}"),
+            )
+        }
+        Asked::Answer(Answer::Skipped) => {
+            settle(QuestionStatus::Interrupted, json!({ "skipped": true }));
+            let _ = cx.recorder.emit(
+                EventKind::InterviewInterrupted {
+                    question_id: question.id.clone(),
+                    reason: "skipped".into(),
+                },
+                at,
+            );
+            Outcome::failed(FailureClass::Canceled, "human gate skipped")
+        }
+        Asked::TimedOut(after) => {
+            let default = node.attrs.non_empty("human.default_choice");
+            let _ = cx.recorder.emit(
+                EventKind::InterviewTimeout {
+                    question_id: question.id.clone(),
+                    default_choice: default.as_ref().map(|d| d.to_string()),
+                },
+                at,
+            );
+            let picked =
+                default
+                    .as_deref()
+                    .and_then(|d| match interviewer::match_answer(&question, d) {
+                        Some(Answer::Choice(i)) => question.choices.get(i),
+                        _ => None,
+                    });
+            match (picked, default) {
+                (Some(choice), Some(d)) => {
+                    settle(QuestionStatus::TimedOut, json!({ "default_choice": d }));
+                    let mut o = chosen(choice, None);
+                    o.notes.push(format!(
+                        "no answer within {after}; took human.default_choice `{d}`"
+                    ));
+                    o
+                }
+                (None, Some(d)) => {
+                    settle(QuestionStatus::TimedOut, json!({ "default_choice": d }));
+                    Outcome::failed(
+                        FailureClass::Deterministic,
+                        format!(
+                            "human gate timed out after {after} and human.default_choice `{d}` \
+                             matches none of its options"
+                        ),
+                    )
+                }
+                (_, None) => {
+                    settle(QuestionStatus::TimedOut, json!(null));
+                    Outcome::failed(
+                        FailureClass::Deterministic,
+                        format!("human gate timed out after {after} with no human.default_choice"),
+                    )
+                }
+            }
+        }
+        Asked::Cancelled(reason) => {
+            settle(QuestionStatus::Interrupted, json!({ "cancelled": reason }));
+            Outcome::failed(FailureClass::Canceled, format!("cancelled: {reason}"))
+        }
+    }
+}
+
+enum Asked {
+    Answer(Answer),
+    TimedOut(String),
+    Cancelled(String),
+}
+
+/// Asks through the run's interviewer (the auto-approver under `--dry-run`),
+/// bounded by the node's `timeout` and the run's cancellation.
+async fn ask(cx: &StageCx<'_>, question: &Question) -> Asked {
+    let auto = AutoApprove;
+    let interviewer: &dyn Interviewer = if cx.run.dry_run {
+        &auto
+    } else {
+        cx.run.interviewer.as_ref()
+    };
+    let timeout = cx
+        .node
+        .attrs
+        .value("timeout")
+        .and_then(crate::lang::value::Value::as_duration);
+    let asking = async {
+        match timeout {
+            Some(t) => match tokio::time::timeout(t.to_std(), interviewer.ask(question)).await {
+                Ok(answer) => Asked::Answer(answer),
+                Err(_) => Asked::TimedOut(t.to_string()),
+            },
+            None => Asked::Answer(interviewer.ask(question).await),
+        }
+    };
+    tokio::select! {
+        asked = asking => asked,
+        reason = cx.run.cancel.cancelled() => Asked::Cancelled(reason.to_string()),
+    }
+}
+
+fn chosen(choice: &interviewer::Choice, text: Option<String>) -> Outcome {
+    let mut o = Outcome::succeeded()
+        .update(
+            "human.gate.selected",
+            choice.key.clone().unwrap_or_else(|| choice.text.clone()),
+        )
+        .update("human.gate.label", choice.label.clone());
+    if let Some(text) = text {
+        o = o.update("human.gate.text", text);
+    }
+    o.preferred_label = Some(choice.label.clone());
+    o.suggested_next_ids = vec![choice.target.clone()];
+    o
+}
+
+fn freeform_outcome(cx: &StageCx<'_>, text: String) -> Outcome {
+    let edge = cx.graph.edges.iter().find(|e| {
+        *e.from == *cx.node.id
+            && e.attrs
+                .value("freeform")
+                .and_then(crate::lang::value::Value::as_bool)
+                == Some(true)
+    });
+    let mut o = Outcome::succeeded()
+        .update("human.gate.selected", "freeform")
+        .update("human.gate.text", text);
+    if let Some(edge) = edge {
+        let label = edge
+            .label()
+            .map_or_else(|| edge.to.to_string(), |l| l.into_owned());
+        o = o.update("human.gate.label", label);
+        o.suggested_next_ids = vec![edge.to.to_string()];
+    }
+    o
+}
+
+/// The previous stage's response or output, shown above the question.
+fn previous_output(cx: &StageCx<'_>) -> Option<String> {
+    let text = match cx.context.get("last_stage").and_then(|v| v.as_str()) {
+        Some(stage) => match cx.context.get(&format!("response.{stage}")) {
+            Some(v) => resolve(cx, v),
+            None => cx
+                .context
+                .get("command.output")
+                .and_then(|v| resolve(cx, v)),
+        },
+        None => None,
+    }?;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let count = text.chars().count();
+    Some(if count > CONTEXT_CHARS {
+        let tail: String = text.chars().skip(count - CONTEXT_CHARS).collect();
+        format!("…{tail}")
+    } else {
+        text.to_string()
+    })
+}
+
+fn resolve(cx: &StageCx<'_>, value: &serde_json::Value) -> Option<String> {
+    let text = value.as_str()?;
+    match crate::store::BlobRef::parse(text) {
+        Some(blob) => cx
+            .run
+            .blobs
+            .get_json(&blob)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string)),
+        None => Some(text.to_string()),
+    }
+}

@@ -1,0 +1,104 @@
+//! Stage handlers, one file per node type. A handler runs one attempt of a
+//! stage and returns its [`Outcome`]; the run loop does retries, routing and
+//! recording around it.
+
+mod command;
+mod conditional;
+mod exit;
+mod human;
+mod llm;
+mod start;
+mod wait;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::cancel::Cancel;
+use super::clock::Clock;
+use super::context::Context;
+use super::interviewer::Interviewer;
+use super::outcome::{FailureClass, Outcome};
+use super::recorder::Recorder;
+use crate::lang::graph::{Graph, Handler, Node};
+use crate::store::Blobs;
+
+/// What stays the same for every stage of a run.
+pub struct RunEnv {
+    pub run_id: String,
+    /// Where commands run.
+    pub work_dir: PathBuf,
+    /// The workflow file's directory: `@file` references resolve against it.
+    pub base_dir: PathBuf,
+    /// Simulate LLM nodes; pick the first option at human gates.
+    pub dry_run: bool,
+    pub interviewer: Arc<dyn Interviewer>,
+    pub clock: Clock,
+    pub cancel: Cancel,
+    pub blobs: Blobs,
+}
+
+impl std::fmt::Debug for RunEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunEnv")
+            .field("run_id", &self.run_id)
+            .field("work_dir", &self.work_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One attempt of one stage.
+pub struct StageCx<'a> {
+    pub graph: &'a Graph,
+    pub node: &'a Node,
+    pub visit: u32,
+    pub attempt: u32,
+    pub context: &'a Context,
+    pub run: &'a RunEnv,
+    /// The stage's directory (`nodes/{id}` or `nodes/{id}-visit_{N}`).
+    pub dir: &'a Path,
+    pub recorder: &'a Recorder,
+}
+
+impl StageCx<'_> {
+    /// The node id and visit, as events carry them.
+    #[must_use]
+    pub fn at(&self) -> Option<(&str, u32)> {
+        Some((&self.node.id, self.visit))
+    }
+
+    /// Writes a file into the stage directory; a failure becomes a notice
+    /// rather than failing the stage (the database has the record).
+    pub fn write_file(&self, name: &str, bytes: &[u8]) {
+        if let Err(e) = crate::store::write_atomic(&self.dir.join(name), bytes) {
+            self.notice(format!("could not write {name}: {e}"));
+        }
+    }
+
+    /// Records a `run.notice` for this stage.
+    pub fn notice(&self, message: String) {
+        let _ = self
+            .recorder
+            .emit(super::event::EventKind::RunNotice { message }, self.at());
+    }
+}
+
+/// Runs one attempt of the stage.
+pub async fn execute(cx: &StageCx<'_>) -> Outcome {
+    match cx.node.handler {
+        Handler::Start => start::run(cx),
+        Handler::Exit => exit::run(cx),
+        Handler::Conditional => conditional::run(cx),
+        Handler::Wait => wait::run(cx).await,
+        Handler::Command => command::run(cx).await,
+        Handler::Human => human::run(cx).await,
+        Handler::Agent | Handler::Prompt => llm::run(cx),
+        other => Outcome::failed(
+            FailureClass::Deterministic,
+            format!(
+                "{} nodes cannot run yet: this version of Weft executes start, exit, \
+                 command, human, wait, conditional, and (with --dry-run) agent and prompt nodes",
+                other.name()
+            ),
+        ),
+    }
+}

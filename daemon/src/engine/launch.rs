@@ -1,0 +1,555 @@
+//! Starting and resuming runs: creating the record and the run directory,
+//! restoring state from a checkpoint, the stall watchdog, and writing the
+//! conclusion.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::cancel::{Cancel, CancelReason};
+use super::checkpoint::Checkpoint;
+use super::clock::Clock;
+use super::context::Context;
+use super::event::EventKind;
+use super::handlers::RunEnv;
+use super::interviewer::Interviewer;
+use super::recorder::{Observer, Recorder};
+use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
+use crate::lang::diagnostic::{Diagnostic, Severity};
+use crate::lang::graph::Graph;
+use crate::lang::workflow::{LoadOptions, Workflow};
+use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, RunStatus, Store, StoreError};
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The workflow file (absolute), when it came from a file.
+    pub workflow_path: Option<PathBuf>,
+    /// The workflow text as written (before templates).
+    pub source: String,
+    pub goal: Option<String>,
+    pub inputs: BTreeMap<String, String>,
+    pub dry_run: bool,
+    pub auto_approve: bool,
+    /// Seeds `selection="random"` and retry jitter; random when `None`.
+    pub seed: Option<u64>,
+    /// Where commands run.
+    pub work_dir: PathBuf,
+    pub labels: Vec<String>,
+}
+
+/// The options stored with a run, so a resume behaves like the start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunOptions {
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub auto_approve: bool,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// What a run uses from its surroundings.
+pub struct Services {
+    pub home: Home,
+    pub store: Arc<Mutex<Store>>,
+    pub interviewer: Arc<dyn Interviewer>,
+    pub clock: Clock,
+    pub cancel: Cancel,
+    pub observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One stage in a conclusion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSummary {
+    pub node_id: String,
+    pub visit: u32,
+    pub outcome: String,
+    pub duration_ms: Option<u64>,
+}
+
+/// How a run ended, as `weft run --json` prints it and conclusion.json holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conclusion {
+    pub run_id: String,
+    pub status: RunStatus,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    pub run_dir: PathBuf,
+    pub stages: Vec<StageSummary>,
+}
+
+/// Why a run could not start or resume.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("the workflow has {} error(s)", .0.iter().filter(|d| d.severity == Severity::Error).count())]
+    InvalidWorkflow(Vec<Diagnostic>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    NotResumable(String),
+    #[error("cannot read the workflow: {0}")]
+    Io(String),
+}
+
+impl EngineError {
+    /// A stable, machine-readable code.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::InvalidWorkflow(_) => "workflow.invalid",
+            EngineError::Store(e) => e.code(),
+            EngineError::NotResumable(_) => "run.not_resumable",
+            EngineError::Io(_) => "workflow.io",
+        }
+    }
+}
+
+fn load(
+    source: &str,
+    path: Option<&Path>,
+    base_dir: &Path,
+    goal: Option<&str>,
+    inputs: &BTreeMap<String, String>,
+) -> Result<(Workflow, Graph), EngineError> {
+    let file = path.map_or_else(|| "<workflow>".to_string(), |p| p.display().to_string());
+    let mut wf = Workflow::from_bytes(
+        &file,
+        source.as_bytes(),
+        base_dir,
+        &LoadOptions {
+            inputs: inputs.clone(),
+            goal: goal.map(str::to_string),
+        },
+    );
+    if !wf.is_valid() {
+        return Err(EngineError::InvalidWorkflow(wf.diagnostics));
+    }
+    match wf.graph.take() {
+        Some(graph) => Ok((wf, graph)),
+        None => Err(EngineError::InvalidWorkflow(wf.diagnostics)),
+    }
+}
+
+/// Starts a new run and drives it to its end.
+pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusion, EngineError> {
+    let base_dir = request
+        .workflow_path
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or_else(|| request.work_dir.clone(), Path::to_path_buf);
+    let (wf, graph) = load(
+        &request.source,
+        request.workflow_path.as_deref(),
+        &base_dir,
+        request.goal.as_deref(),
+        &request.inputs,
+    )?;
+    let run_id = ulid::Ulid::generate().to_string();
+    let seed = request.seed.unwrap_or_else(rand::random);
+    let options = RunOptions {
+        dry_run: request.dry_run,
+        auto_approve: request.auto_approve,
+        seed,
+    };
+    let run_dir = RunDir::create(&services.home.runs_dir(), &run_id)?;
+    let goal = graph.attrs.text("goal").map(|g| g.into_owned());
+    let inputs: Map<String, Value> = request
+        .inputs
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let new = NewRun {
+        id: run_id.clone(),
+        workflow_name: wf.name(),
+        workflow_path: request.workflow_path.clone(),
+        goal: goal.clone(),
+        run_dir: run_dir.path().to_path_buf(),
+        work_dir: request.work_dir.clone(),
+        inputs,
+        options: serde_json::to_value(&options).unwrap_or(Value::Null),
+        labels: request.labels.clone(),
+        node_count: u32::try_from(graph.nodes.len()).unwrap_or(u32::MAX),
+        edge_count: u32::try_from(graph.edges.len()).unwrap_or(u32::MAX),
+        created_at: crate::store::timestamp(),
+    };
+    lock(&services.store).create_run(&new)?;
+    run_dir.write_file("graph.fabro", request.source.as_bytes())?;
+    run_dir.write_json(
+        "manifest.json",
+        &json!({
+            "run_id": run_id,
+            "workflow_name": new.workflow_name,
+            "workflow_path": new.workflow_path,
+            "goal": goal,
+            "start_time": new.created_at,
+            "node_count": new.node_count,
+            "edge_count": new.edge_count,
+            "labels": new.labels,
+            "inputs": new.inputs,
+            "work_dir": new.work_dir,
+            "dry_run": options.dry_run,
+            "seed": seed,
+            "run_branch": Value::Null,
+            "base_sha": Value::Null,
+        }),
+    )?;
+
+    let mut context = Context::new();
+    for attr in graph.attrs.iter() {
+        context.set(
+            format!("graph.{}", attr.key.as_str()),
+            attr.value.as_text().into_owned(),
+        );
+    }
+    context.set("internal.run_id", run_id.clone());
+    context.set(
+        "internal.work_dir",
+        request.work_dir.to_string_lossy().into_owned(),
+    );
+    let state = State {
+        context,
+        ..State::default()
+    };
+    let Some(start) = graph.start().map(|n| n.id.to_string()) else {
+        return Err(EngineError::InvalidWorkflow(wf.diagnostics));
+    };
+    execute(
+        services, &graph, &base_dir, &run_id, run_dir, &options, state, start, false,
+    )
+    .await
+}
+
+/// Continues an interrupted or cancelled run from its last checkpoint.
+pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, EngineError> {
+    match run.status {
+        RunStatus::Succeeded | RunStatus::Failed => {
+            return Err(EngineError::NotResumable(format!(
+                "run {} already {} at {}; only interrupted or cancelled runs can be resumed{}",
+                run.id,
+                run.status.as_str(),
+                run.finished_at.as_deref().unwrap_or("an unknown time"),
+                run.failure_reason
+                    .as_deref()
+                    .map(|r| format!(" (it failed: {r})"))
+                    .unwrap_or_default(),
+            )));
+        }
+        RunStatus::Running | RunStatus::Blocked
+            if run
+                .pid
+                .is_some_and(|pid| pid != std::process::id() && process_alive(pid)) =>
+        {
+            return Err(EngineError::NotResumable(format!(
+                "run {} is still running (pid {})",
+                run.id,
+                run.pid.unwrap_or_default()
+            )));
+        }
+        _ => {}
+    }
+    let options: RunOptions = serde_json::from_value(run.options.clone()).unwrap_or_default();
+    let run_dir = RunDir::open(&run.run_dir);
+    let source = std::fs::read_to_string(run.run_dir.join("graph.fabro")).map_err(|e| {
+        EngineError::Io(format!(
+            "{}: {e}",
+            run.run_dir.join("graph.fabro").display()
+        ))
+    })?;
+    let base_dir = run
+        .workflow_path
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or_else(|| run.work_dir.clone(), Path::to_path_buf);
+    let inputs: BTreeMap<String, String> = run
+        .inputs
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.as_str().map_or_else(|| v.to_string(), str::to_string),
+            )
+        })
+        .collect();
+    let (_, graph) = load(
+        &source,
+        run.workflow_path.as_deref(),
+        &base_dir,
+        run.goal.as_deref(),
+        &inputs,
+    )?;
+
+    let (state, next) = match restore(run, services)? {
+        Some(cp) => {
+            let Some(next) = cp.next_node_id.clone() else {
+                return Err(EngineError::NotResumable(format!(
+                    "run {}'s checkpoint names no next node: the run had already ended",
+                    run.id
+                )));
+            };
+            (State::from_checkpoint(cp), next)
+        }
+        None => {
+            // Nothing was committed: start over from the start node.
+            let mut context = Context::new();
+            for attr in graph.attrs.iter() {
+                context.set(
+                    format!("graph.{}", attr.key.as_str()),
+                    attr.value.as_text().into_owned(),
+                );
+            }
+            context.set("internal.run_id", run.id.clone());
+            context.set(
+                "internal.work_dir",
+                run.work_dir.to_string_lossy().into_owned(),
+            );
+            let Some(start) = graph.start().map(|n| n.id.to_string()) else {
+                return Err(EngineError::NotResumable(
+                    "the workflow has no start node".into(),
+                ));
+            };
+            (
+                State {
+                    context,
+                    ..State::default()
+                },
+                start,
+            )
+        }
+    };
+    lock(&services.store).interrupt_running_stages(&run.id)?;
+    let mut options = options;
+    // Continue the random sequence differently from the first execution,
+    // but deterministically for a given seed and progress.
+    options.seed = options
+        .seed
+        .wrapping_add(u64::try_from(state.completed.len()).unwrap_or(0));
+    execute(
+        services, &graph, &base_dir, &run.id, run_dir, &options, state, next, true,
+    )
+    .await
+}
+
+/// The checkpoint to resume from: the run's, or when that is damaged, the
+/// last good one in the events table. `None` when nothing was committed.
+fn restore(run: &RunRecord, services: &Services) -> Result<Option<Checkpoint>, EngineError> {
+    let stored = run.checkpoint.as_deref().map(Checkpoint::parse);
+    match stored {
+        Some(Ok(cp)) => return Ok(Some(cp)),
+        None => {}
+        Some(Err(_)) => {}
+    }
+    let events = lock(&services.store).events_named(&run.id, "checkpoint.saved");
+    let from_events = events.ok().and_then(|events| {
+        events.into_iter().rev().find_map(|e| match e.kind {
+            EventKind::CheckpointSaved { checkpoint, .. } => {
+                Checkpoint::from_value(checkpoint).ok()
+            }
+            _ => None,
+        })
+    });
+    match (stored, from_events) {
+        (_, Some(cp)) => Ok(Some(cp)),
+        (None, None) => Ok(None),
+        (Some(Err(e)), None) => Err(EngineError::NotResumable(format!(
+            "run {}'s checkpoint is damaged ({e}) and no earlier checkpoint could be rebuilt from its events",
+            run.id
+        ))),
+        (Some(Ok(_)), None) => Ok(None),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    services: &Services,
+    graph: &Graph,
+    base_dir: &Path,
+    run_id: &str,
+    run_dir: RunDir,
+    options: &RunOptions,
+    state: State,
+    next: String,
+    resumed: bool,
+) -> Result<Conclusion, EngineError> {
+    let started = Instant::now();
+    let run_dir_path = run_dir.path().to_path_buf();
+    let work_dir = state
+        .context
+        .get("internal.work_dir")
+        .and_then(Value::as_str)
+        .map_or_else(|| base_dir.to_path_buf(), PathBuf::from);
+    run_dir.write_pid(std::process::id())?;
+    lock(&services.store).mark_running(run_id, std::process::id())?;
+    let recorder = Recorder::new(
+        run_id,
+        services.store.clone(),
+        run_dir,
+        services.observer.clone(),
+    );
+    let env = RunEnv {
+        run_id: run_id.to_string(),
+        work_dir,
+        base_dir: base_dir.to_path_buf(),
+        dry_run: options.dry_run,
+        interviewer: services.interviewer.clone(),
+        clock: services.clock.clone(),
+        cancel: services.cancel.clone(),
+        blobs: Blobs::new(&services.home),
+    };
+    recorder.emit(
+        EventKind::RunStarted {
+            workflow: graph.name.clone(),
+            goal: graph.attrs.text("goal").map(|g| g.into_owned()),
+            run_dir: run_dir_path.to_string_lossy().into_owned(),
+            resumed,
+        },
+        None,
+    )?;
+    let _ = recorder.run_dir().append_log(&format!(
+        "run {run_id} {}",
+        if resumed { "resumed" } else { "started" }
+    ));
+
+    let stall_secs = graph
+        .attrs
+        .value("stall_timeout")
+        .and_then(|v| {
+            v.as_duration()
+                .map(|d| d.to_std().as_secs())
+                .or_else(|| v.as_int().map(|n| u64::try_from(n.max(0)).unwrap_or(0)))
+        })
+        .unwrap_or(DEFAULT_STALL_TIMEOUT_SECS);
+
+    let mut runner = Runner {
+        graph,
+        env: &env,
+        recorder: &recorder,
+        state,
+        rng: SmallRng::seed_from_u64(options.seed),
+    };
+    let driving = runner.drive(next);
+    let finish = if stall_secs == 0 {
+        driving.await?
+    } else {
+        let watchdog = watch(&recorder, &env.cancel, stall_secs);
+        tokio::pin!(driving);
+        tokio::pin!(watchdog);
+        loop {
+            tokio::select! {
+                finish = &mut driving => break finish?,
+                () = &mut watchdog => {}
+            }
+        }
+    };
+
+    let duration_ms = millis(started.elapsed());
+    let (status, reason, kind) = match &finish {
+        Finish::Succeeded => (
+            RunStatus::Succeeded,
+            None,
+            EventKind::RunCompleted { duration_ms },
+        ),
+        Finish::Failed(why) => (
+            RunStatus::Failed,
+            Some(why.clone()),
+            EventKind::RunFailed {
+                reason: why.clone(),
+                duration_ms,
+            },
+        ),
+        Finish::Cancelled(why) => (
+            RunStatus::Cancelled,
+            Some(why.clone()),
+            EventKind::RunCancelled {
+                reason: why.clone(),
+                duration_ms,
+            },
+        ),
+    };
+    recorder.emit(kind, None)?;
+    recorder
+        .store()
+        .set_status(run_id, status, reason.as_deref())?;
+    let stages = recorder
+        .store()
+        .stages(run_id)?
+        .into_iter()
+        .filter(|s| s.status != "interrupted" && s.status != "running")
+        .map(|s| StageSummary {
+            node_id: s.node_id,
+            visit: s.visit,
+            outcome: s.status,
+            duration_ms: s.duration_ms,
+        })
+        .collect();
+    let conclusion = Conclusion {
+        run_id: run_id.to_string(),
+        status,
+        duration_ms,
+        failure_reason: reason,
+        run_dir: run_dir_path,
+        stages,
+    };
+    {
+        let dir = recorder.run_dir();
+        // conclusion.json marks a run that ended; a cancelled run can still
+        // be resumed, so it gets none.
+        if status != RunStatus::Cancelled {
+            dir.write_json(
+                "conclusion.json",
+                &json!({
+                    "status": conclusion.status,
+                    "duration_ms": conclusion.duration_ms,
+                    "failure_reason": conclusion.failure_reason,
+                    "final_git_commit_sha": Value::Null,
+                }),
+            )?;
+        }
+        let _ = dir.append_log(&format!("run {run_id} ended: {}", status.as_str()));
+        let _ = dir.remove_pid();
+    }
+    Ok(conclusion)
+}
+
+/// Cancels the run when no event has been recorded for `secs` seconds
+/// (waiting on a human does not count). Never returns on its own.
+async fn watch(recorder: &Recorder, cancel: &Cancel, secs: u64) {
+    let tick = std::time::Duration::from_millis((secs * 1000 / 4).clamp(50, 1000));
+    loop {
+        tokio::time::sleep(tick).await;
+        let idle = recorder.idle_secs();
+        if idle >= secs && cancel.reason().is_none() {
+            let _ = recorder.emit(EventKind::WatchdogTimeout { idle_secs: idle }, None);
+            cancel.cancel(CancelReason::Stalled(idle));
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether a process with this pid exists (signal 0).
+#[must_use]
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    rustix::process::Pid::from_raw(raw)
+        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
+}

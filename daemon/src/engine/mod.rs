@@ -1,0 +1,27 @@
+//! The execution engine: walks a workflow graph stage by stage, routes
+//! along its edges and records every step durably (see docs/engine.md).
+//!
+//! - [`launch`]: starting and resuming runs (the front door).
+//! - [`run`]: the run loop; [`routing`]: edge selection; [`retry`]: backoff.
+//! - [`handlers`]: one file per node type.
+//! - [`recorder`]: events to the database, the run directory and observers.
+
+pub mod cancel;
+pub mod checkpoint;
+pub mod clock;
+pub mod context;
+pub mod event;
+pub mod handlers;
+pub mod interviewer;
+pub mod launch;
+pub mod outcome;
+pub mod output;
+pub mod process;
+pub mod recorder;
+pub mod retry;
+pub mod routing;
+pub mod run;
+
+pub use launch::{
+    Conclusion, EngineError, RunOptions, RunRequest, Services, StageSummary, resume, start,
+};

@@ -1,0 +1,185 @@
+//! Structured output in a stage's text: routing directives and JSON checked
+//! against a schema (agents/outputs.mdx, "Routing directives" and "Custom
+//! structured outputs").
+
+use serde_json::{Map, Value};
+
+use super::outcome::{FailureClass, Outcome, Status};
+
+/// The fields that make a JSON object a routing directive.
+pub const ROUTING_FIELDS: [&str; 5] = [
+    "outcome",
+    "failure_reason",
+    "preferred_next_label",
+    "suggested_next_ids",
+    "context_updates",
+];
+
+/// Every balanced `{...}` in `text` that parses as a JSON object, in order.
+/// Braces inside JSON strings do not count; nested objects are returned as
+/// part of their outermost object only.
+#[must_use]
+pub fn json_objects(text: &str) -> Vec<Map<String, Value>> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'{' {
+            i += 1;
+            continue;
+        }
+        match balanced_end(bytes, i) {
+            Some(end) => {
+                if let Some(Ok(Value::Object(map))) =
+                    text.get(i..=end).map(serde_json::from_str::<Value>)
+                {
+                    found.push(map);
+                    i = end + 1;
+                    continue;
+                }
+                // Not JSON (prose in braces, say): look inside it instead.
+                i += 1;
+            }
+            None => i += 1,
+        }
+    }
+    found
+}
+
+/// The index of the `}` closing the `{` at `start`, skipping strings.
+fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (offset, &b) in bytes.get(start..)?.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(start + offset);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The last JSON object in `text`.
+#[must_use]
+pub fn last_object(text: &str) -> Option<Map<String, Value>> {
+    json_objects(text).pop()
+}
+
+/// The last JSON object with at least one routing field.
+#[must_use]
+pub fn last_routing_object(text: &str) -> Option<Map<String, Value>> {
+    json_objects(text)
+        .into_iter()
+        .rev()
+        .find(|o| ROUTING_FIELDS.iter().any(|f| o.contains_key(*f)))
+}
+
+/// Applies a routing directive to `outcome`, checking field types.
+/// Fails (with a message naming the field) on a malformed directive.
+pub fn apply_routing(directive: &Map<String, Value>, outcome: &mut Outcome) -> Result<(), String> {
+    if let Some(v) = directive.get("outcome") {
+        let status = v.as_str().and_then(Status::parse).ok_or_else(|| {
+            format!(
+                "`outcome` must be one of succeeded, failed, partially_succeeded, skipped; got {v}"
+            )
+        })?;
+        outcome.status = status;
+    }
+    if let Some(v) = directive.get("failure_reason") {
+        let reason = v
+            .as_str()
+            .ok_or_else(|| format!("`failure_reason` must be a string; got {v}"))?;
+        if outcome.status == Status::Failed {
+            outcome.failure = Some(super::outcome::Failure {
+                class: FailureClass::Deterministic,
+                message: reason.to_string(),
+                retryable: false,
+            });
+        }
+    }
+    if outcome.status == Status::Failed && outcome.failure.is_none() {
+        outcome.failure = Some(super::outcome::Failure {
+            class: FailureClass::Deterministic,
+            message: "the stage reported outcome=failed".into(),
+            retryable: false,
+        });
+    }
+    if let Some(v) = directive.get("preferred_next_label") {
+        let label = v
+            .as_str()
+            .ok_or_else(|| format!("`preferred_next_label` must be a string; got {v}"))?;
+        outcome.preferred_label = Some(label.to_string());
+    }
+    if let Some(v) = directive.get("suggested_next_ids") {
+        let ids = v
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|x| x.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| format!("`suggested_next_ids` must be an array of strings; got {v}"))?;
+        outcome.suggested_next_ids = ids;
+    }
+    if let Some(v) = directive.get("context_updates") {
+        let updates = v
+            .as_object()
+            .ok_or_else(|| format!("`context_updates` must be an object; got {v}"))?;
+        for (k, v) in updates {
+            outcome.context_updates.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_object_with_a_routing_field_wins() {
+        let text = r#"Plan {"a": 1} then {"preferred_next_label": "fix"} and {"note": "x"} done"#;
+        let found = last_routing_object(text).expect("directive");
+        assert_eq!(found["preferred_next_label"], "fix");
+        assert_eq!(
+            last_object(text).map(|o| o["note"].clone()),
+            Some("x".into())
+        );
+    }
+
+    #[test]
+    fn braces_in_strings_and_prose_do_not_confuse_the_scan() {
+        let text = r#"use {braces} freely {"outcome": "failed", "failure_reason": "a } in text"}"#;
+        let found = last_routing_object(text).expect("directive");
+        assert_eq!(found["failure_reason"], "a } in text");
+        let mut outcome = Outcome::succeeded();
+        apply_routing(&found, &mut outcome).expect("valid");
+        assert_eq!(outcome.status, Status::Failed);
+        assert_eq!(outcome.failure_reason(), Some("a } in text"));
+    }
+
+    #[test]
+    fn malformed_directives_name_the_field() {
+        let bad: Map<String, Value> =
+            serde_json::from_str(r#"{"suggested_next_ids": "fix"}"#).expect("json");
+        let err = apply_routing(&bad, &mut Outcome::succeeded()).expect_err("invalid");
+        assert!(err.contains("suggested_next_ids"), "{err}");
+    }
+}

@@ -1,0 +1,159 @@
+//! Where a run's events go: the database (the durable record), the run
+//! directory (`progress.jsonl`, `live.json`) and an optional live observer
+//! (the CLI's progress display, later the daemon's subscribers).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::event::{Event, EventKind};
+use crate::store::{RunDir, StageCommit, Store, StoreError};
+
+/// Receives every event as soon as it is recorded.
+pub type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// Records one run's events. Cheap to share between the run loop and the
+/// stage handlers (`&Recorder`); the store and files sit behind mutexes held
+/// only for one write.
+pub struct Recorder {
+    run_id: String,
+    store: Arc<Mutex<Store>>,
+    run_dir: Mutex<RunDir>,
+    observer: Option<Observer>,
+    /// When the last event was recorded, for the stall watchdog.
+    last_activity: Mutex<Instant>,
+    /// True while a human gate waits: waiting for a person is not a stall.
+    waiting_on_human: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("run_id", &self.run_id)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave a half-written row (SQLite
+    // rolls back) or file (writes are atomic), so the data is still usable.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Recorder {
+    #[must_use]
+    pub fn new(
+        run_id: &str,
+        store: Arc<Mutex<Store>>,
+        run_dir: RunDir,
+        observer: Option<Observer>,
+    ) -> Recorder {
+        Recorder {
+            run_id: run_id.to_string(),
+            store,
+            run_dir: Mutex::new(run_dir),
+            observer,
+            last_activity: Mutex::new(Instant::now()),
+            waiting_on_human: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    #[must_use]
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The store, locked for one operation.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        lock(&self.store)
+    }
+
+    /// The run directory, locked for one operation.
+    pub fn run_dir(&self) -> MutexGuard<'_, RunDir> {
+        lock(&self.run_dir)
+    }
+
+    /// Seconds since the last recorded event; 0 while a human gate waits.
+    #[must_use]
+    pub fn idle_secs(&self) -> u64 {
+        if self
+            .waiting_on_human
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return 0;
+        }
+        lock(&self.last_activity).elapsed().as_secs()
+    }
+
+    /// Marks the start or end of a wait for a human answer.
+    pub fn set_waiting_on_human(&self, waiting: bool) {
+        self.waiting_on_human
+            .store(waiting, std::sync::atomic::Ordering::Relaxed);
+        *lock(&self.last_activity) = Instant::now();
+    }
+
+    /// Records one event.
+    pub fn emit(&self, kind: EventKind, node: Option<(&str, u32)>) -> Result<Event, StoreError> {
+        let event = self.store().append_event(&self.run_id, &kind, node)?;
+        self.publish(std::slice::from_ref(&event))?;
+        Ok(event)
+    }
+
+    /// Commits a stage with its closing events and checkpoint (one
+    /// transaction), then mirrors the events to the run directory.
+    pub fn commit_stage(&self, commit: &StageCommit<'_>) -> Result<Vec<Event>, StoreError> {
+        let events = self.store().commit_stage(commit)?;
+        self.publish(&events)?;
+        Ok(events)
+    }
+
+    /// Commits a checkpoint with events but no stage (a goal-gate jump).
+    pub fn save_checkpoint(
+        &self,
+        checkpoint: &str,
+        events: &[(EventKind, Option<(&str, u32)>)],
+    ) -> Result<Vec<Event>, StoreError> {
+        let events = self
+            .store()
+            .save_checkpoint(&self.run_id, checkpoint, events)?;
+        self.publish(&events)?;
+        Ok(events)
+    }
+
+    /// After the database has the events: progress.jsonl, live.json, the
+    /// observer. Output chunks do not rewrite live.json: a chatty command
+    /// would otherwise rewrite it thousands of times a second.
+    fn publish(&self, events: &[Event]) -> Result<(), StoreError> {
+        *lock(&self.last_activity) = Instant::now();
+        {
+            let mut dir = self.run_dir();
+            for event in events {
+                dir.append_progress(event)?;
+            }
+            if let Some(last) = events
+                .iter()
+                .rev()
+                .find(|e| !matches!(e.kind, EventKind::CommandOutput { .. }))
+            {
+                dir.write_json(
+                    "live.json",
+                    &json!({
+                        "run_id": self.run_id,
+                        "seq": last.seq,
+                        "ts": last.ts,
+                        "event": last.kind.name(),
+                        "node_id": last.node_id,
+                        "visit": last.visit,
+                    }),
+                )?;
+            }
+        }
+        if let Some(observer) = &self.observer {
+            for event in events {
+                observer(event);
+            }
+        }
+        Ok(())
+    }
+}
