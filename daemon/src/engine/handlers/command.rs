@@ -184,7 +184,8 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
 /// Checks the last JSON object of the output against the schema file.
 fn validate_custom(cx: &StageCx<'_>, schema: &str, text: &str) -> Result<Value, String> {
     let written = schema.trim();
-    let path = crate::lang::workflow::resolve_path(&cx.run.base_dir, written);
+    let path =
+        crate::lang::workflow::resolve_path(&cx.run.base_dir, written.trim_start_matches('@'));
     let schema_text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read output schema {}: {e}", path.display()))?;
     let schema_json: Value = serde_json::from_str(&schema_text)

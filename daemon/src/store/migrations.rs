@@ -1,0 +1,139 @@
+//! The database schema, as an append-only list of migrations.
+//!
+//! Migration `i` (0-based in [`MIGRATIONS`]) brings the schema from version
+//! `i` to `i + 1`; the version is kept in `PRAGMA user_version`. A migration
+//! that has shipped is NEVER edited, reordered or removed, because databases
+//! in the field have already applied it: change the schema by appending a new
+//! migration at the end.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{Result, StoreError};
+
+/// Every migration, in order. Append only.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: the initial schema. JSON columns hold compact JSON text. Times are
+    // RFC 3339 UTC with milliseconds, so they sort as text.
+    r"
+    CREATE TABLE runs (
+        id             TEXT PRIMARY KEY NOT NULL,
+        workflow_name  TEXT NOT NULL,
+        workflow_path  TEXT,
+        goal           TEXT,
+        status         TEXT NOT NULL,
+        run_dir        TEXT NOT NULL,
+        work_dir       TEXT NOT NULL,
+        inputs         TEXT NOT NULL DEFAULT '{}',
+        options        TEXT NOT NULL DEFAULT 'null',
+        labels         TEXT NOT NULL DEFAULT '[]',
+        created_at     TEXT NOT NULL,
+        started_at     TEXT,
+        finished_at    TEXT,
+        failure_reason TEXT,
+        pid            INTEGER,
+        last_seq       INTEGER NOT NULL DEFAULT 0,
+        checkpoint     TEXT,
+        node_count     INTEGER NOT NULL DEFAULT 0,
+        edge_count     INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX runs_by_created_at ON runs (created_at);
+
+    CREATE TABLE stages (
+        run_id         TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        node_id        TEXT NOT NULL,
+        visit          INTEGER NOT NULL,
+        rank           INTEGER NOT NULL,
+        handler        TEXT NOT NULL,
+        status         TEXT NOT NULL,
+        attempts       INTEGER NOT NULL DEFAULT 0,
+        started_at     TEXT NOT NULL,
+        finished_at    TEXT,
+        duration_ms    INTEGER,
+        failure_reason TEXT,
+        outcome        TEXT,
+        PRIMARY KEY (run_id, node_id, visit)
+    );
+    CREATE INDEX stages_by_rank ON stages (run_id, rank);
+
+    CREATE TABLE events (
+        run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL,
+        ts         TEXT NOT NULL,
+        event      TEXT NOT NULL,
+        node_id    TEXT,
+        visit      INTEGER,
+        properties TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE questions (
+        id          TEXT PRIMARY KEY NOT NULL,
+        run_id      TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        node_id     TEXT NOT NULL,
+        visit       INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        options     TEXT NOT NULL DEFAULT '[]',
+        freeform    INTEGER NOT NULL DEFAULT 0,
+        status      TEXT NOT NULL,
+        answer      TEXT,
+        asked_at    TEXT NOT NULL,
+        answered_at TEXT
+    );
+    CREATE INDEX questions_by_run_status ON questions (run_id, status);
+
+    CREATE TABLE blobs (
+        hash       TEXT PRIMARY KEY NOT NULL,
+        size       INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    );
+
+    -- Filled by the artifact store; nothing writes it yet.
+    CREATE TABLE artifacts (
+        run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        node_id    TEXT NOT NULL,
+        visit      INTEGER NOT NULL,
+        path       TEXT NOT NULL,
+        blob_hash  TEXT NOT NULL,
+        size       INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, node_id, visit, path)
+    );
+    ",
+];
+
+/// The schema version this build writes: the number of migrations.
+pub(crate) fn known_version() -> i64 {
+    // The list is a compile-time constant of a handful of entries.
+    i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX)
+}
+
+/// The database's schema version (`PRAGMA user_version`).
+pub(crate) fn user_version(conn: &Connection) -> Result<i64> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// Applies the migrations the database has not seen, all in one immediate
+/// transaction (so two processes opening a fresh home cannot both migrate).
+/// Refuses a database written by a newer build ([`StoreError::SchemaTooNew`])
+/// rather than guess at a schema it does not know.
+pub(crate) fn migrate(conn: &mut Connection, path: &std::path::Path) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = user_version(&tx)?;
+    let known = known_version();
+    if found > known {
+        return Err(StoreError::SchemaTooNew {
+            path: path.display().to_string(),
+            found,
+            known,
+        });
+    }
+    for (version, sql) in (1..)
+        .zip(MIGRATIONS.iter())
+        .skip_while(|(v, _)| *v <= found)
+    {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version)?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! The durable run store: SQLite (WAL, one writer) under `$WEFT_HOME`, the
+//! content-addressed blob store and the run directory on disk.
+//!
+//! Invariant: a stage's completion, its events and the checkpoint naming the
+//! next node are committed in one transaction ([`Store::commit_stage`]).
+
+mod blob;
+mod db;
+mod home;
+mod migrations;
+mod run_dir;
+
+pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
+pub use db::{
+    NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunStatus, StageCommit,
+    StageRecord, Store,
+};
+pub use home::Home;
+pub use run_dir::{RunDir, write_atomic};
+
+/// What can go wrong in the store. Each variant has a stable code for
+/// machine-readable errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid JSON in {what}: {source}")]
+    Json {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("no run matches `{0}`")]
+    RunNotFound(String),
+    /// `matches` lists at most 10 of the matching ids, newest first.
+    #[error("`{prefix}` matches more than one run ({}); type more of the run id", .matches.join(", "))]
+    AmbiguousRun {
+        prefix: String,
+        matches: Vec<String>,
+    },
+    /// Names `node@visit in run ID`.
+    #[error("no stage {0} has been started")]
+    StageNotFound(String),
+    #[error("no question `{0}`")]
+    QuestionNotFound(String),
+    #[error("blob {0} is missing from the blob store")]
+    BlobMissing(String),
+    #[error(
+        "the database at {path} was written by a newer Weft (schema version {found}, this build knows {known})"
+    )]
+    SchemaTooNew {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("cannot find a home directory for Weft's data; set WEFT_HOME")]
+    NoHome,
+}
+
+impl StoreError {
+    /// A stable, machine-readable code.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Sqlite(_) => "store.sqlite",
+            StoreError::Io { .. } => "store.io",
+            StoreError::Json { .. } => "store.json",
+            StoreError::RunNotFound(_) => "run.not_found",
+            StoreError::AmbiguousRun { .. } => "run.ambiguous",
+            StoreError::StageNotFound(_) => "stage.not_found",
+            StoreError::QuestionNotFound(_) => "question.not_found",
+            StoreError::BlobMissing(_) => "blob.missing",
+            StoreError::SchemaTooNew { .. } => "store.schema_too_new",
+            StoreError::NoHome => "store.no_home",
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Now, as RFC 3339 UTC with milliseconds (`2026-12-02T12:00:00.123Z`): the
+/// one timestamp format of the database, events and files.
+#[must_use]
+pub fn timestamp() -> String {
+    timestamp_of(std::time::SystemTime::now())
+}
+
+/// `time` as RFC 3339 UTC with milliseconds.
+#[must_use]
+pub fn timestamp_of(time: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}

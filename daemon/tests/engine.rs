@@ -1,0 +1,724 @@
+//! The engine, run in-process on small fixture workflows
+//! (`tests/fixtures/engine/`), each test asserting the exact stage sequence
+//! and final status. Everything is real — SQLite, the run directory, the
+//! blob store, child processes — except the clock, which is fake so that
+//! retry backoff and wait stages do not sleep.
+
+// A test that cannot set itself up should stop there, with the reason.
+#![allow(clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use weft::engine::cancel::Cancel;
+use weft::engine::clock::Clock;
+use weft::engine::event::{Event, EventKind};
+use weft::engine::interviewer::{Interviewer, Scripted};
+use weft::engine::{Conclusion, RunRequest, Services};
+use weft::store::{Home, RunStatus, Store};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/engine")
+        .join(name)
+}
+
+/// One run of a fixture in a fresh WEFT_HOME and working directory.
+struct Run {
+    conclusion: Conclusion,
+    events: Vec<Event>,
+    clock: Clock,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Run {
+    /// `node` or `node@visit`, in execution order.
+    fn sequence(&self) -> Vec<String> {
+        self.conclusion
+            .stages
+            .iter()
+            .map(|s| {
+                if s.visit > 1 {
+                    format!("{}@{}", s.node_id, s.visit)
+                } else {
+                    s.node_id.clone()
+                }
+            })
+            .collect()
+    }
+
+    fn status(&self) -> RunStatus {
+        self.conclusion.status
+    }
+
+    fn reason(&self) -> String {
+        self.conclusion.failure_reason.clone().unwrap_or_default()
+    }
+
+    fn outcome_of(&self, node: &str) -> String {
+        self.conclusion
+            .stages
+            .iter()
+            .rev()
+            .find(|s| s.node_id == node)
+            .map(|s| s.outcome.clone())
+            .unwrap_or_default()
+    }
+
+    fn named(&self, name: &str) -> Vec<&Event> {
+        self.events
+            .iter()
+            .filter(|e| e.kind.name() == name)
+            .collect()
+    }
+
+    /// The last checkpoint's context.
+    fn context(&self) -> serde_json::Map<String, Value> {
+        let store = Store::open(&Home::at(self.home.path())).expect("store");
+        let run = store.find_run(&self.conclusion.run_id).expect("run");
+        let cp: Value = serde_json::from_str(run.checkpoint.as_deref().expect("checkpoint"))
+            .expect("checkpoint json");
+        cp["context_values"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Default)]
+struct Options {
+    answers: Vec<&'static str>,
+    seed: Option<u64>,
+    dry_run: bool,
+    inputs: BTreeMap<String, String>,
+}
+
+async fn run(name: &str, options: Options) -> Run {
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    run_in(name, options, home, work).await
+}
+
+async fn run_in(
+    name: &str,
+    options: Options,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+) -> Run {
+    let path = fixture(name);
+    let source = std::fs::read_to_string(&path).expect("fixture");
+    let weft_home = Home::at(home.path());
+    let store = Store::open(&weft_home).expect("store");
+    let clock = Clock::fake();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let interviewer: Arc<dyn Interviewer> = Arc::new(Scripted::new(options.answers.clone()));
+    let services = Services {
+        home: weft_home,
+        store: Arc::new(Mutex::new(store)),
+        interviewer,
+        clock: clock.clone(),
+        cancel: Cancel::new(),
+        observer: Some(Arc::new(move |e: &Event| {
+            sink.lock().expect("events").push(e.clone());
+        })),
+    };
+    let request = RunRequest {
+        workflow_path: Some(path),
+        source,
+        goal: None,
+        inputs: options.inputs,
+        dry_run: options.dry_run,
+        auto_approve: false,
+        seed: Some(options.seed.unwrap_or(7)),
+        work_dir: work.path().to_path_buf(),
+        labels: Vec::new(),
+    };
+    let conclusion = weft::engine::start(request, &services)
+        .await
+        .expect("the run starts");
+    let events = events.lock().expect("events").clone();
+    Run {
+        conclusion,
+        events,
+        clock,
+        home,
+        work,
+    }
+}
+
+fn seq(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_string()).collect()
+}
+
+#[tokio::test]
+async fn condition_match_beats_weight() {
+    let r = run("condition_beats_weight.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "check", "conditioned", "exit"])
+    );
+    assert_eq!(r.status(), RunStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn weight_wins_then_the_lexically_first_target() {
+    let r = run("weight_then_lexical.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "pick", "bravo", "exit"]));
+}
+
+#[tokio::test]
+async fn random_selection_is_repeatable_for_a_seed_and_follows_the_weights() {
+    let mut a_count = 0;
+    for seed in 0..40 {
+        let first = run(
+            "random_selection.fabro",
+            Options {
+                seed: Some(seed),
+                ..Options::default()
+            },
+        )
+        .await;
+        let again = run(
+            "random_selection.fabro",
+            Options {
+                seed: Some(seed),
+                ..Options::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            first.sequence(),
+            again.sequence(),
+            "seed {seed} must repeat its path"
+        );
+        if first.sequence().contains(&"path_a".to_string()) {
+            a_count += 1;
+        }
+    }
+    // Weights 3:1, so about 30 of 40; a fair coin would give about 20.
+    assert!(
+        (24..=38).contains(&a_count),
+        "path_a taken {a_count} of 40 times"
+    );
+}
+
+#[tokio::test]
+async fn human_gate_answered_by_accelerator_key() {
+    let r = run(
+        "approve_gate.fabro",
+        Options {
+            answers: vec!["a"],
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "plan", "approve", "implement", "exit"])
+    );
+    let ctx = r.context();
+    assert_eq!(ctx["human.gate.selected"], "A");
+    assert_eq!(ctx["human.gate.label"], "[A] Approve");
+}
+
+#[tokio::test]
+async fn human_gate_answered_by_label_without_its_accelerator() {
+    let r = run(
+        "approve_gate.fabro",
+        Options {
+            answers: vec!["Revise"],
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "plan", "approve", "revise", "exit"])
+    );
+}
+
+#[tokio::test]
+async fn human_gate_freeform_answer_routes_to_the_freeform_edge() {
+    let r = run(
+        "approve_gate.fabro",
+        Options {
+            answers: vec!["ship it but add docs"],
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "plan", "approve", "custom", "exit"])
+    );
+    let ctx = r.context();
+    assert_eq!(ctx["human.gate.selected"], "freeform");
+    assert_eq!(ctx["human.gate.text"], "ship it but add docs");
+}
+
+#[tokio::test]
+async fn interrupted_gate_fails_and_takes_only_the_explicit_failure_route() {
+    let r = run(
+        "approve_gate.fabro",
+        Options {
+            answers: vec!["!interrupt"],
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "plan", "approve", "unanswered", "exit"])
+    );
+    assert_eq!(r.outcome_of("approve"), "failed");
+}
+
+#[tokio::test]
+async fn failed_gate_does_not_fall_through_to_an_unconditional_edge() {
+    let r = run("gate_fails_closed.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "approve"]));
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(r.reason().contains("approve"), "{}", r.reason());
+}
+
+#[tokio::test]
+async fn gate_timeout_takes_the_default_choice() {
+    let r = run(
+        "gate_timeout.fabro",
+        Options {
+            answers: vec!["!wait"],
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "approve", "skip_deploy", "exit"])
+    );
+    assert_eq!(r.named("interview.timeout").len(), 1);
+}
+
+#[tokio::test]
+async fn diamond_conditions_read_the_previous_stages_outcome() {
+    let r = run("diamond_reads_previous_outcome.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "test", "gate", "fix", "test@2", "gate@2", "exit"])
+    );
+    // The diamond itself always succeeds.
+    assert_eq!(r.outcome_of("gate"), "succeeded");
+}
+
+#[tokio::test]
+async fn retries_wait_longer_each_time_on_the_fake_clock() {
+    let r = run("retries_back_off.fabro", Options::default()).await;
+    let attempts = std::fs::read_to_string(r.work.path().join("attempts.log")).expect("log");
+    assert_eq!(
+        attempts.lines().count(),
+        4,
+        "one attempt plus max_retries=3"
+    );
+    let slept = r.clock.slept();
+    assert_eq!(slept.len(), 3);
+    for (i, (delay, base)) in slept.iter().zip([5.0, 10.0, 20.0]).enumerate() {
+        let secs = delay.as_secs_f64();
+        assert!(
+            (base * 0.5..=base * 1.5).contains(&secs),
+            "retry {} waited {secs}s, outside the jitter band of {base}s",
+            i + 1
+        );
+    }
+    assert_eq!(r.named("stage.retrying").len(), 3);
+    assert_eq!(r.outcome_of("flaky"), "failed");
+}
+
+#[tokio::test]
+async fn allow_partial_turns_exhausted_retries_into_partial_success() {
+    let r = run("allow_partial.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "build", "partial", "exit"]));
+    assert_eq!(r.outcome_of("build"), "partially_succeeded");
+    assert_eq!(r.clock.slept().len(), 2, "linear: three attempts");
+}
+
+#[tokio::test]
+async fn unsatisfied_goal_gate_jumps_to_its_retry_target() {
+    let r = run("goal_gate_retry.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&[
+            "start",
+            "implement",
+            "verify",
+            "implement@2",
+            "verify@2",
+            "exit"
+        ])
+    );
+    assert_eq!(r.status(), RunStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn unsatisfied_goal_gate_without_retry_target_fails_the_run() {
+    let r = run("goal_gate_no_target.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "verify"]));
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(
+        r.reason().contains("goal gate unsatisfied for node verify"),
+        "{}",
+        r.reason()
+    );
+}
+
+#[tokio::test]
+async fn goal_gate_that_never_ran_is_unsatisfied() {
+    let r = run("goal_gate_never_ran.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "decide"]));
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(
+        r.reason().contains("audit") && r.reason().contains("never ran"),
+        "{}",
+        r.reason()
+    );
+}
+
+#[tokio::test]
+async fn max_visits_allows_exactly_that_many_executions() {
+    let r = run("max_visits.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "again", "again@2", "again@3"]));
+    let log = std::fs::read_to_string(r.work.path().join("again.log")).expect("log");
+    assert_eq!(log.lines().count(), 3);
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert_eq!(
+        r.reason(),
+        "node \"again\" visited 3 times (node limit 3); run is stuck in a cycle"
+    );
+}
+
+#[tokio::test]
+async fn repeated_deterministic_failure_trips_the_circuit_breaker() {
+    let r = run("circuit_breaker.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "verify", "fix", "verify@2", "fix@2", "verify@3"])
+    );
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(
+        r.reason()
+            .starts_with("deterministic failure cycle detected")
+            && r.reason().contains("repeated 3 times (limit 3)"),
+        "{}",
+        r.reason()
+    );
+}
+
+#[tokio::test]
+async fn loop_restart_starts_the_context_afresh() {
+    let r = run("loop_restart.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "work", "check", "work@2", "check@2", "exit"])
+    );
+    assert_eq!(r.named("loop.restart").len(), 1);
+    let ctx = r.context();
+    assert_eq!(ctx["round"], 2);
+    assert!(
+        !ctx.contains_key("scratch"),
+        "keys from before the restart are gone"
+    );
+    assert_eq!(ctx["graph.goal"], "restart once", "graph keys survive");
+}
+
+#[tokio::test]
+async fn loop_restart_is_blocked_for_a_deterministic_failure() {
+    let r = run("loop_restart_blocked.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "work"]));
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert_eq!(
+        r.reason(),
+        "loop_restart blocked: failure_class=deterministic (requires transient_infra)"
+    );
+}
+
+#[tokio::test]
+async fn stall_watchdog_stops_a_silent_run_and_kills_its_command() {
+    let r = run("stall_watchdog.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(r.reason().starts_with("stalled"), "{}", r.reason());
+    assert_eq!(r.named("watchdog.timeout").len(), 1);
+    let pid: i32 = std::fs::read_to_string(r.work.path().join("hang.pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("number");
+    let alive = rustix::process::Pid::from_raw(pid)
+        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    assert!(!alive, "the hung command's process was killed");
+}
+
+#[tokio::test]
+async fn command_routing_output_steers_the_run() {
+    let r = run("command_routing_schema.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "review", "fix", "exit"]));
+    assert_eq!(r.context()["issues"], 2);
+}
+
+#[tokio::test]
+async fn command_output_matching_a_custom_schema_lands_in_context() {
+    let r = run("command_custom_schema.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded);
+    assert_eq!(r.context()["output.audit"]["score"], 91);
+}
+
+#[tokio::test]
+async fn command_output_breaking_its_schema_fails_once_without_retries() {
+    let r = run("command_custom_schema_invalid.fabro", Options::default()).await;
+    assert_eq!(r.outcome_of("audit"), "failed");
+    assert!(
+        r.clock.slept().is_empty(),
+        "schema failures are not retried"
+    );
+    let failed = r.named("stage.failed");
+    let reason = match &failed[0].kind {
+        EventKind::StageFailed { outcome, .. } => {
+            outcome.failure_reason().unwrap_or("").to_string()
+        }
+        _ => String::new(),
+    };
+    assert!(
+        reason.contains("output schema validation failed"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn large_context_values_move_to_the_blob_store() {
+    let r = run("context_offload.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded);
+    let ctx = r.context();
+    let report = ctx["report"].as_str().expect("a ref");
+    assert!(report.starts_with("blob://sha256/"), "{report}");
+    let hex = &report["blob://sha256/".len()..];
+    let blob = r.home.path().join("blobs").join(&hex[..2]).join(&hex[2..]);
+    let stored: Value = serde_json::from_slice(&std::fs::read(blob).expect("blob")).expect("json");
+    assert_eq!(stored.as_str().map(str::len), Some(150_000));
+    // Command output always goes to the blob store.
+    assert!(
+        ctx["command.output"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("blob://sha256/"))
+    );
+}
+
+#[tokio::test]
+async fn on_failure_exit_stops_at_the_first_failed_node() {
+    let r = run("stop_on_failure.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "plan", "implement"]));
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(
+        r.named("edge.selected")
+            .iter()
+            .all(|e| e.node_id.as_deref() != Some("implement"))
+    );
+}
+
+#[tokio::test]
+async fn node_on_failure_route_overrides_a_graph_exit_policy() {
+    let r = run("mixed_policies.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "implement", "lint", "verify", "exit"])
+    );
+    assert_eq!(r.outcome_of("lint"), "failed");
+}
+
+#[tokio::test]
+async fn on_failure_succeed_promotes_the_outcome() {
+    let r = run("best_effort_node.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "required_check", "optional_scan", "exit"])
+    );
+    assert_eq!(r.outcome_of("optional_scan"), "succeeded");
+    assert_eq!(r.status(), RunStatus::Succeeded);
+    let completed = r.named("stage.completed");
+    let scan = completed
+        .iter()
+        .find(|e| e.node_id.as_deref() == Some("optional_scan"))
+        .expect("scan completed");
+    let EventKind::StageCompleted { outcome, .. } = &scan.kind else {
+        panic!("stage.completed");
+    };
+    assert!(
+        outcome
+            .failure_reason()
+            .is_some_and(|r| r.contains("status 3")),
+        "original failure kept"
+    );
+    assert!(
+        outcome
+            .notes
+            .iter()
+            .any(|n| n.contains("on_failure=succeed"))
+    );
+}
+
+#[tokio::test]
+async fn on_failure_succeed_still_prefers_an_explicit_failure_route() {
+    let r = run("succeed_prefers_explicit_route.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "scan", "recover", "exit"]));
+    assert_eq!(r.outcome_of("scan"), "failed");
+}
+
+#[tokio::test]
+async fn failed_node_without_route_goes_to_the_retry_target() {
+    let r = run("retry_target_chain.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "prepare", "work", "prepare@2", "work@2", "exit"])
+    );
+    assert_eq!(r.status(), RunStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn wait_stages_sleep_on_the_run_clock() {
+    let r = run("wait_stage.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "cooldown", "exit"]));
+    assert_eq!(r.clock.slept(), vec![Duration::from_secs(30)]);
+}
+
+#[tokio::test]
+async fn events_are_gap_free_and_mirrored_to_progress_jsonl() {
+    let r = run("condition_beats_weight.fabro", Options::default()).await;
+    let seqs: Vec<u64> = r.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let progress =
+        std::fs::read_to_string(r.conclusion.run_dir.join("progress.jsonl")).expect("progress");
+    assert_eq!(progress.lines().count(), r.events.len());
+    for name in [
+        "manifest.json",
+        "graph.fabro",
+        "checkpoint.json",
+        "conclusion.json",
+        "live.json",
+    ] {
+        assert!(r.conclusion.run_dir.join(name).is_file(), "{name} exists");
+    }
+    assert!(
+        !r.conclusion.run_dir.join("run.pid").exists(),
+        "run.pid removed at the end"
+    );
+    let check = r.conclusion.run_dir.join("nodes/check");
+    for name in [
+        "status.json",
+        "stdout.log",
+        "stderr.log",
+        "script_invocation.json",
+        "script_timing.json",
+    ] {
+        assert!(check.join(name).is_file(), "nodes/check/{name} exists");
+    }
+}
+
+#[tokio::test]
+async fn dry_run_simulates_llm_nodes_and_approves_gates() {
+    let r = run_source_dry(
+        r#"digraph D {
+            start [shape=Mdiamond]; exit [shape=Msquare]
+            plan [prompt="Plan it"]
+            ask [shape=hexagon, label="OK?"]
+            start -> plan -> ask
+            ask -> exit [label="[Y] Yes"]
+            ask -> plan [label="[N] No"]
+        }"#,
+    )
+    .await;
+    assert_eq!(r.sequence(), seq(&["start", "plan", "ask", "exit"]));
+    let ctx = r.context();
+    assert!(
+        ctx["response.plan"]
+            .as_str()
+            .is_some_and(|s| s.contains("dry run"))
+    );
+}
+
+#[tokio::test]
+async fn llm_nodes_fail_clearly_without_a_provider() {
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    std::fs::write(
+        work.path().join("w.fabro"),
+        "digraph D { start [shape=Mdiamond]; exit [shape=Msquare]; plan [prompt=\"x\"]; start -> plan -> exit }",
+    )
+    .expect("write");
+    let r = run_path(work.path().join("w.fabro"), false, home, work).await;
+    assert_eq!(
+        r.status(),
+        RunStatus::Succeeded,
+        "route policy reaches the exit"
+    );
+    let failed = r.named("stage.failed");
+    let EventKind::StageFailed { outcome, .. } = &failed[0].kind else {
+        panic!("stage.failed");
+    };
+    assert!(
+        outcome
+            .failure_reason()
+            .is_some_and(|r| r.starts_with("no LLM provider configured"))
+    );
+}
+
+async fn run_source_dry(source: &str) -> Run {
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    let path = work.path().join("w.fabro");
+    std::fs::write(&path, source).expect("write");
+    run_path(path, true, home, work).await
+}
+
+async fn run_path(
+    path: PathBuf,
+    dry_run: bool,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+) -> Run {
+    let source = std::fs::read_to_string(&path).expect("source");
+    let weft_home = Home::at(home.path());
+    let store = Store::open(&weft_home).expect("store");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let clock = Clock::fake();
+    let services = Services {
+        home: weft_home,
+        store: Arc::new(Mutex::new(store)),
+        interviewer: Arc::new(Scripted::new(Vec::<String>::new())),
+        clock: clock.clone(),
+        cancel: Cancel::new(),
+        observer: Some(Arc::new(move |e: &Event| {
+            sink.lock().expect("events").push(e.clone())
+        })),
+    };
+    let request = RunRequest {
+        workflow_path: Some(path),
+        source,
+        dry_run,
+        seed: Some(1),
+        work_dir: work.path().to_path_buf(),
+        ..RunRequest::default()
+    };
+    let conclusion = weft::engine::start(request, &services)
+        .await
+        .expect("starts");
+    let events = events.lock().expect("events").clone();
+    Run {
+        conclusion,
+        events,
+        clock,
+        home,
+        work,
+    }
+}

@@ -1,0 +1,464 @@
+//! `weft run` and `weft resume` over the real binary: exit codes, the JSON
+//! conclusion, run configuration files, cancellation with SIGTERM, damaged
+//! checkpoints, and a crash test that SIGKILLs runs at random moments.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use weft::store::{Home, RunRecord, RunStatus, Store};
+use weft_tests::Sandbox;
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn home(sandbox: &Sandbox) -> Home {
+    Home::at(sandbox.path().join("home"))
+}
+
+/// The only run recorded in the sandbox, if any.
+fn only_run(sandbox: &Sandbox) -> Option<RunRecord> {
+    let store = Store::open_read_only(&home(sandbox)).ok()?;
+    let runs = store.list_runs(&Default::default()).unwrap_or_default();
+    assert!(runs.len() <= 1, "one run per sandbox");
+    runs.into_iter().next()
+}
+
+fn kill(child: &mut Child, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(status.success());
+}
+
+const LINEAR: &str = r#"digraph Linear {
+  start [shape=Mdiamond]
+  exit  [shape=Msquare]
+  build [shape=parallelogram, script="echo built"]
+  test  [shape=parallelogram, script="echo tested"]
+  start -> build -> test -> exit
+}"#;
+
+#[test]
+fn a_successful_run_exits_0_and_prints_its_conclusion() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", LINEAR);
+    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let c = json(&run.stdout);
+    assert_eq!(c["status"], "succeeded");
+    let stages: Vec<String> = c["stages"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s["node_id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(stages, ["start", "build", "test", "exit"]);
+    assert!(
+        c["run_dir"]
+            .as_str()
+            .is_some_and(|d| Path::new(d).join("conclusion.json").is_file())
+    );
+    assert!(
+        run.stderr.contains("✓ build"),
+        "progress on stderr: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_failed_run_exits_1_with_its_reason() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        r#"digraph F { graph [on_failure="exit"]; start [shape=Mdiamond]; exit [shape=Msquare]
+           broken [shape=parallelogram, script="echo nope >&2; exit 4"]
+           start -> broken -> exit }"#,
+    );
+    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let c = json(&run.stdout);
+    assert_eq!(c["status"], "failed");
+    assert!(
+        c["failure_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("status 4: nope")),
+        "{c}"
+    );
+}
+
+#[test]
+fn an_invalid_workflow_does_not_start_and_exits_2() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", "digraph X { start [shape=Mdiamond]; a -> b }");
+    let run = sb.run(&["run", "wf.fabro"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("error["), "{}", run.stderr);
+    assert!(only_run(&sb).is_none(), "no run was recorded");
+}
+
+#[test]
+fn a_run_configuration_file_supplies_graph_goal_and_inputs() {
+    let sb = Sandbox::new();
+    sb.write(
+        "flows/wf.fabro",
+        r#"digraph Cfg { graph [goal="default goal"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           say [shape=parallelogram, script="echo {{ inputs.word }} > said.txt"]
+           start -> say -> exit }"#,
+    );
+    sb.write(
+        "run.toml",
+        "_version = 1\n[workflow]\ngraph = \"flows/wf.fabro\"\n[run]\ngoal = \"from the file\"\n[run.inputs]\nword = \"toml\"\n",
+    );
+    let run = sb.run(&["run", "run.toml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("said.txt"))
+            .unwrap_or_default()
+            .trim(),
+        "toml"
+    );
+    let record = only_run(&sb).unwrap_or_else(|| panic!("a run"));
+    assert_eq!(record.goal.as_deref(), Some("from the file"));
+
+    // Flags override the file.
+    let sb2 = Sandbox::new();
+    sb2.write(
+        "flows/wf.fabro",
+        std::fs::read_to_string(sb.path().join("flows/wf.fabro")).unwrap_or_default(),
+    );
+    sb2.write(
+        "run.toml",
+        std::fs::read_to_string(sb.path().join("run.toml")).unwrap_or_default(),
+    );
+    let run = sb2.run(&[
+        "run",
+        "run.toml",
+        "--input",
+        "word=flag",
+        "--goal",
+        "from the flag",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb2.path().join("said.txt"))
+            .unwrap_or_default()
+            .trim(),
+        "flag"
+    );
+    assert_eq!(
+        only_run(&sb2).and_then(|r| r.goal).as_deref(),
+        Some("from the flag")
+    );
+}
+
+#[test]
+fn sigterm_cancels_the_run_kills_its_command_and_resume_finishes_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        r#"digraph Slow { start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=parallelogram, script="echo first >> side.log"]
+           slow [shape=parallelogram, script="echo $$ > slow.pid; if [ -f resumed ]; then echo slow >> side.log; else sleep 30; fi"]
+           start -> first -> slow -> exit }"#,
+    );
+    let mut child = sb
+        .weft()
+        .args(["run", "wf.fabro", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let pid_file = sb.path().join("slow.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.is_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&mut child, "-TERM");
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(c["status"], "cancelled");
+
+    let slow_pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(
+        !Path::new(&format!("/proc/{slow_pid}/cmdline")).exists()
+            || std::fs::read_to_string(format!("/proc/{slow_pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z ")),
+        "the cancelled stage's process is gone"
+    );
+
+    let record = only_run(&sb).unwrap_or_else(|| panic!("a run"));
+    assert_eq!(record.status, RunStatus::Cancelled);
+    sb.write("resumed", "");
+    let prefix = record.id[..8].to_lowercase();
+    let resumed = sb.run(&["resume", &prefix, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let c = json(&resumed.stdout);
+    assert_eq!(c["status"], "succeeded");
+    let side = std::fs::read_to_string(sb.path().join("side.log")).unwrap_or_default();
+    assert_eq!(
+        side, "first\nslow\n",
+        "first ran once, slow ran to completion once"
+    );
+
+    let again = sb.run(&["resume", &record.id]);
+    assert_eq!(again.code, 2);
+    assert!(
+        again.stderr.contains("already succeeded"),
+        "{}",
+        again.stderr
+    );
+}
+
+/// Starts `weft run` on a workflow whose `two` stage records its pid and
+/// blocks until a `go` file exists, then SIGKILLs weft once `two` runs:
+/// `one` is committed, `two` was in flight.
+fn killed_during_two(sb: &Sandbox) -> RunRecord {
+    sb.write(
+        "wf.fabro",
+        r#"digraph D { start [shape=Mdiamond]; exit [shape=Msquare]
+           one [shape=parallelogram, script="echo one >> side.log"]
+           two [shape=parallelogram, script="if [ -f go ]; then echo two >> side.log; else echo $$ > two.pid; sleep 30; fi"]
+           start -> one -> two -> exit }"#,
+    );
+    let mut child = sb
+        .weft()
+        .args(["run", "wf.fabro"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let pid_file = sb.path().join("two.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.is_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    kill(&mut child, "-KILL");
+    let _ = child.wait();
+    // weft died without cleaning up; its command's process group lives on.
+    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
+        .status();
+    only_run(sb).unwrap_or_else(|| panic!("a run was recorded"))
+}
+
+fn sql(sb: &Sandbox, statement: &str) {
+    let conn = rusqlite::Connection::open(sb.path().join("home/weft.db"))
+        .unwrap_or_else(|e| panic!("open: {e}"));
+    conn.execute(statement, [])
+        .unwrap_or_else(|e| panic!("{statement}: {e}"));
+}
+
+#[test]
+fn a_killed_run_resumes_without_rerunning_committed_stages() {
+    let sb = Sandbox::new();
+    let record = killed_during_two(&sb);
+    assert_eq!(
+        record.status,
+        RunStatus::Running,
+        "nobody recorded the crash"
+    );
+    sb.write("go", "");
+    let resumed = sb.run(&["resume", &record.id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(lines(&sb.path().join("side.log")), ["one", "two"]);
+}
+
+#[test]
+fn a_torn_checkpoint_is_rebuilt_from_the_events() {
+    for damage in [
+        "substr(checkpoint, 1, 40)",                              // truncated
+        "'not json at all'",                                      // invalid JSON
+        "replace(checkpoint, '\"version\":1', '\"version\":99')", // unknown version
+    ] {
+        let sb = Sandbox::new();
+        let record = killed_during_two(&sb);
+        sql(&sb, &format!("UPDATE runs SET checkpoint = {damage}"));
+        sb.write("go", "");
+        let resumed = sb.run(&["resume", &record.id, "--json"]);
+        assert_eq!(resumed.code, 0, "{damage}: {}", resumed.stderr);
+        assert_eq!(
+            lines(&sb.path().join("side.log")),
+            ["one", "two"],
+            "{damage}"
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_rebuilt_is_refused_clearly() {
+    let sb = Sandbox::new();
+    let record = killed_during_two(&sb);
+    sql(
+        &sb,
+        "UPDATE runs SET checkpoint = '{\"version\": 1, \"next_node'",
+    );
+    sql(&sb, "DELETE FROM events WHERE event = 'checkpoint.saved'");
+    let resumed = sb.run(&["resume", &record.id]);
+    assert_eq!(resumed.code, 2);
+    assert!(
+        resumed.stderr.contains("checkpoint is damaged"),
+        "{}",
+        resumed.stderr
+    );
+}
+
+/// The 50-node workflow of the crash test: each command appends its name to
+/// a side-effect file.
+fn chain(nodes: usize) -> String {
+    let mut dot =
+        String::from("digraph Chain {\n  start [shape=Mdiamond]\n  exit [shape=Msquare]\n");
+    for i in 0..nodes {
+        dot.push_str(&format!(
+            "  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"
+        ));
+    }
+    dot.push_str("  start -> n0\n");
+    for i in 1..nodes {
+        dot.push_str(&format!("  n{} -> n{i}\n", i - 1));
+    }
+    dot.push_str(&format!("  n{} -> exit\n}}\n", nodes - 1));
+    dot
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A tiny deterministic generator, so each seed kills at the same moment.
+fn lcg(seed: u64) -> u64 {
+    seed.wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407)
+        >> 33
+}
+
+#[test]
+fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_committed_work() {
+    const NODES: usize = 50;
+    let reference = Sandbox::new();
+    reference.write("wf.fabro", chain(NODES));
+    let started = Instant::now();
+    let full = reference.run(&["run", "wf.fabro", "--json"]);
+    let full_time = started.elapsed();
+    assert_eq!(full.code, 0, "{}", full.stderr);
+    let expected_stages: Vec<Value> = json(&full.stdout)["stages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s["node_id"].clone())
+        .collect();
+    let expected_side = lines(&reference.path().join("side.log"));
+    assert_eq!(expected_side.len(), NODES);
+
+    let mut interrupted = 0;
+    for seed in 0..20u64 {
+        let sb = Sandbox::new();
+        sb.write("wf.fabro", chain(NODES));
+        let kill_after = Duration::from_millis(
+            20 + lcg(seed) % u64::try_from(full_time.as_millis()).unwrap_or(1).max(1),
+        );
+        let mut child = sb
+            .weft()
+            .args(["run", "wf.fabro"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        std::thread::sleep(kill_after);
+        kill(&mut child, "-KILL");
+        let _ = child.wait();
+
+        let Some(record) = only_run(&sb) else {
+            // Killed before the run was recorded: nothing ran.
+            assert!(lines(&sb.path().join("side.log")).is_empty(), "seed {seed}");
+            continue;
+        };
+        let store = Store::open_read_only(&home(&sb)).unwrap_or_else(|e| panic!("{e}"));
+        let before: BTreeMap<String, String> = store
+            .stages(&record.id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| (s.node_id, s.status))
+            .collect();
+        drop(store);
+        let in_flight: Vec<&String> = before
+            .iter()
+            .filter(|(_, status)| status.as_str() == "running")
+            .map(|(node, _)| node)
+            .collect();
+        assert!(in_flight.len() <= 1, "seed {seed}: one stage at a time");
+
+        if record.status == RunStatus::Succeeded {
+            // The kill came after the end.
+            assert_eq!(lines(&sb.path().join("side.log")), expected_side);
+            continue;
+        }
+        interrupted += 1;
+        let resumed = sb.run(&["resume", &record.id, "--json"]);
+        assert_eq!(resumed.code, 0, "seed {seed}: {}", resumed.stderr);
+        let c = json(&resumed.stdout);
+        assert_eq!(c["status"], "succeeded", "seed {seed}");
+        let stages: Vec<Value> = c["stages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s["node_id"].clone())
+            .collect();
+        assert_eq!(
+            stages, expected_stages,
+            "seed {seed}: the same stages as an uninterrupted run"
+        );
+
+        // Every node's side effect happened; a stage committed before the
+        // kill never ran again. Only the stage in flight at the kill may
+        // have run twice (at-least-once for work that was not committed).
+        let side = lines(&sb.path().join("side.log"));
+        for line in &expected_side {
+            let count = side.iter().filter(|l| *l == line).count();
+            let committed_before = before.get(line).is_some_and(|s| s == "succeeded");
+            let was_in_flight = in_flight.iter().any(|n| *n == line);
+            match (committed_before, was_in_flight) {
+                (true, _) => {
+                    assert_eq!(count, 1, "seed {seed}: {line} was committed and ran again")
+                }
+                (false, true) => assert!(
+                    (1..=2).contains(&count),
+                    "seed {seed}: {line} ran {count} times"
+                ),
+                (false, false) => assert_eq!(count, 1, "seed {seed}: {line} ran {count} times"),
+            }
+        }
+    }
+    assert!(
+        interrupted >= 10,
+        "only {interrupted} of 20 kills landed mid-run"
+    );
+}
