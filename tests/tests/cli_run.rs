@@ -444,7 +444,7 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
         for line in &expected_side {
             let count = side.iter().filter(|l| *l == line).count();
             let committed_before = before.get(line).is_some_and(|s| s == "succeeded");
-            let was_in_flight = in_flight.iter().any(|n| *n == line);
+            let was_in_flight = in_flight.contains(&line);
             match (committed_before, was_in_flight) {
                 (true, _) => {
                     assert_eq!(count, 1, "seed {seed}: {line} was committed and ran again")

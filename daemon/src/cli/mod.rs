@@ -12,6 +12,11 @@ mod progress;
 mod report;
 mod run;
 mod validate;
+// Run inspection commands (read-only over the run store).
+mod dump;
+mod events;
+mod logs;
+mod ps;
 
 /// Exit code: everything fine (warnings allowed).
 pub const EXIT_OK: u8 = 0;
@@ -50,6 +55,33 @@ pub enum Command {
     /// Stages whose completion was recorded never run again; the stage that
     /// was in flight runs again. Exit codes as for `weft run`.
     Resume(ResumeArgs),
+    // ----- run inspection (ps, events, logs, dump): read-only -----
+    /// List runs, newest first.
+    ///
+    /// Shows queued, running and blocked runs plus the 20 most recent
+    /// (`--all` for every run). Reads the run store read-only; exits 0 (also
+    /// when there are no runs yet), 2 on usage errors.
+    Ps(PsArgs),
+    /// Print a run's events in order, one per line.
+    ///
+    /// Each line is `#seq  HH:MM:SS.mmm (UTC)  event  node@visit  summary`;
+    /// `--json` prints each event's envelope instead. RUN is a run id or any
+    /// unique prefix of one. Exits 2 when RUN matches no run or several.
+    Events(EventsArgs),
+    /// Print what a run's stages wrote.
+    ///
+    /// Shows stdout and stderr of commands and the response of agent and
+    /// prompt nodes. Stages are shown in execution order under `== node@visit (status,
+    /// duration) ==`. Exits 2 when RUN is unknown or ambiguous, or NODE never
+    /// ran.
+    Logs(LogsArgs),
+    /// Export a run to a directory, laid out as `fabro dump` does.
+    ///
+    /// Writes `stages/{rank:03}-{node}@{visit}/` with each stage's files,
+    /// plus `events.jsonl`, `checkpoint.json`, `manifest.json`,
+    /// `graph.fabro` and `conclusion.json`. Refuses a non-empty DIR unless `--force`. Exits 2 when RUN is unknown
+    /// or ambiguous or DIR cannot be written.
+    Dump(DumpArgs),
 }
 
 /// Options shared by commands that load a workflow.
@@ -137,6 +169,122 @@ pub struct ResumeArgs {
     pub json: bool,
 }
 
+// ----- run inspection (ps, events, logs, dump) ------------------------------
+
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// Print a JSON array of runs instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Every run, not only the active ones and the 20 most recent.
+    #[arg(long)]
+    pub all: bool,
+    /// Only runs with this status (queued, running, blocked, succeeded,
+    /// failed, cancelled, interrupted).
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Option<crate::store::RunStatus>,
+    /// Only runs of the workflow with exactly this name.
+    #[arg(long, value_name = "NAME")]
+    pub workflow: Option<String>,
+    /// Show at most N runs.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Print one event envelope (JSON) per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep printing new events until the run has ended (succeeded, failed
+    /// or cancelled).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Only events after this sequence number.
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    pub after: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Only this node's stages.
+    #[arg(value_name = "NODE")]
+    pub node: Option<String>,
+    /// Only this visit of NODE (1 is the first).
+    #[arg(long, value_name = "N", requires = "node")]
+    pub visit: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The directory to write; created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Write into DIR even if it is not empty (same-named files are replaced).
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn parse_status(s: &str) -> Result<crate::store::RunStatus, String> {
+    crate::store::RunStatus::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = crate::store::RunStatus::ALL
+            .iter()
+            .map(|status| status.as_str())
+            .collect();
+        format!("unknown status `{s}`; expected one of {}", names.join(", "))
+    })
+}
+
+/// Opens the run store read-only and finds `run` (an id or a unique prefix,
+/// any case). On failure the reason is printed on stderr and the error is
+/// the exit code, [`EXIT_USAGE`].
+fn open_run(run: &str) -> Result<(crate::store::Store, crate::store::RunRecord), u8> {
+    use crate::store::{Home, Store, StoreError};
+    let fail = |message: String| {
+        eprintln!("error: {message}");
+        EXIT_USAGE
+    };
+    let home = Home::from_env().map_err(|e| fail(e.to_string()))?;
+    if !home.db_path().is_file() {
+        return Err(fail(format!(
+            "no run matches `{run}`: no runs have been recorded yet under {}",
+            home.root().display()
+        )));
+    }
+    let store = Store::open_read_only(&home)
+        .map_err(|e| fail(format!("cannot open the run store: {e}")))?;
+    match store.find_run(run) {
+        Ok(record) => Ok((store, record)),
+        Err(StoreError::RunNotFound(_)) => Err(fail(format!(
+            "no run matches `{}`; `weft ps --all` lists the runs",
+            run.trim()
+        ))),
+        Err(e) => Err(fail(e.to_string())),
+    }
+}
+
+/// The exit code after writing a command's output: a closed pipe (`| head`)
+/// is not an error; any other write failure is reported.
+fn output_done(written: std::io::Result<()>) -> u8 {
+    match written {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: cannot write the output: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
 fn parse_input(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
@@ -159,6 +307,10 @@ pub fn main() -> ExitCode {
         Command::Graph(args) => graph::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => run::resume(&args),
+        Command::Ps(args) => ps::run(&args),
+        Command::Events(args) => events::run(&args),
+        Command::Logs(args) => logs::run(&args),
+        Command::Dump(args) => dump::run(&args),
     };
     ExitCode::from(code)
 }

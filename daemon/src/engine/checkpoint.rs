@@ -6,12 +6,16 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::outcome::Outcome;
-
 /// The checkpoint format this build writes and reads.
 pub const CHECKPOINT_VERSION: u32 = 1;
 
 /// A run's state after a committed stage.
+///
+/// Per-node history (visits, retries, latest outcomes, the order of
+/// completed stages) is not repeated here: it lives in the stages table,
+/// committed in the same transaction as the checkpoint, and resume rebuilds
+/// it from there. That keeps a checkpoint's size independent of how many
+/// stages ran, so saving one costs the same at stage 10 and at stage 10,000.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
     pub version: u32,
@@ -22,18 +26,9 @@ pub struct Checkpoint {
     /// Where execution continues; `None` once the run has nowhere to go.
     #[serde(default)]
     pub next_node_id: Option<String>,
-    /// Every committed stage's node, in execution order.
+    /// How many stages have been committed.
     #[serde(default)]
-    pub completed_nodes: Vec<String>,
-    /// Executions per node so far.
-    #[serde(default)]
-    pub node_visits: BTreeMap<String, u32>,
-    /// Retry attempts used per node.
-    #[serde(default)]
-    pub node_retries: BTreeMap<String, u32>,
-    /// Each node's latest outcome.
-    #[serde(default)]
-    pub node_outcomes: BTreeMap<String, Outcome>,
+    pub completed: u32,
     /// The whole run context.
     #[serde(default)]
     pub context_values: Map<String, Value>,
@@ -93,7 +88,7 @@ mod tests {
             timestamp: "2026-12-02T12:00:00.000Z".into(),
             current_node: Some("plan".into()),
             next_node_id: Some("build".into()),
-            completed_nodes: vec!["start".into(), "plan".into()],
+            completed: 2,
             ..Checkpoint::default()
         }
     }

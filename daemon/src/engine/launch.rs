@@ -302,7 +302,8 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
                     run.id
                 )));
             };
-            (State::from_checkpoint(cp), next)
+            let stages = lock(&services.store).stages(&run.id)?;
+            (State::restore(cp, &stages), next)
         }
         None => {
             // Nothing was committed: start over from the start node.
@@ -336,9 +337,7 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
     let mut options = options;
     // Continue the random sequence differently from the first execution,
     // but deterministically for a given seed and progress.
-    options.seed = options
-        .seed
-        .wrapping_add(u64::try_from(state.completed.len()).unwrap_or(0));
+    options.seed = options.seed.wrapping_add(u64::from(state.completed));
     execute(
         services, &graph, &base_dir, &run.id, run_dir, &options, state, next, true,
     )
@@ -441,6 +440,8 @@ async fn execute(
         recorder: &recorder,
         state,
         rng: SmallRng::seed_from_u64(options.seed),
+        checkpoint_written: None,
+        pending_checkpoint: None,
     };
     let driving = runner.drive(next);
     let finish = if stall_secs == 0 {
@@ -457,6 +458,7 @@ async fn execute(
         }
     };
 
+    runner.flush_checkpoint_file();
     let duration_ms = millis(started.elapsed());
     let (status, reason, kind) = match &finish {
         Finish::Succeeded => (

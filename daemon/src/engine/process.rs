@@ -538,8 +538,37 @@ impl Utf8Decoder {
     }
 }
 
+/// The interpreter's absolute path, looked up in the child's `PATH`: the
+/// script's own `PATH` when it sets one, else this process's (looked up
+/// once). Naming the program by path matters for speed: the child's
+/// environment is set explicitly, and when it sets `PATH` and the program is
+/// a bare name, std cannot use `posix_spawn` and falls back to `fork`, which
+/// copies this process's page tables for every command. When the
+/// interpreter is not found, the bare name is used and spawning fails with a
+/// message naming it.
+fn interpreter(script: &Script) -> std::ffi::OsString {
+    static SHELL: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    static PYTHON: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    let name = script.language.program();
+    let find = |path: &std::ffi::OsStr| {
+        std::env::split_paths(path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+            .map_or_else(|| name.into(), std::path::PathBuf::into_os_string)
+    };
+    if let Some((_, path)) = script.env.iter().rev().find(|(k, _)| k == "PATH") {
+        return find(std::ffi::OsStr::new(path));
+    }
+    let slot = match script.language {
+        Language::Shell => &SHELL,
+        Language::Python => &PYTHON,
+    };
+    slot.get_or_init(|| find(&std::env::var_os("PATH").unwrap_or_default()))
+        .clone()
+}
+
 fn command(script: &Script) -> Command {
-    let mut command = Command::new(script.language.program());
+    let mut command = Command::new(interpreter(script));
     command
         .arg("-c")
         .arg(&script.source)

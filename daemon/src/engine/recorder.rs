@@ -25,7 +25,15 @@ pub struct Recorder {
     last_activity: Mutex<Instant>,
     /// True while a human gate waits: waiting for a person is not a stall.
     waiting_on_human: std::sync::atomic::AtomicBool,
+    /// When live.json was last written.
+    live_written: Mutex<Option<Instant>>,
 }
+
+/// live.json is rewritten at most this often (and always for the events
+/// that change what a monitor shows most: a gate opening, the run ending).
+/// Rewriting it for every event made file churn the largest cost of a
+/// short stage.
+const LIVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -56,6 +64,7 @@ impl Recorder {
             observer,
             last_activity: Mutex::new(Instant::now()),
             waiting_on_human: std::sync::atomic::AtomicBool::new(false),
+            live_written: Mutex::new(None),
         }
     }
 
@@ -121,9 +130,8 @@ impl Recorder {
         Ok(events)
     }
 
-    /// After the database has the events: progress.jsonl, live.json, the
-    /// observer. Output chunks do not rewrite live.json: a chatty command
-    /// would otherwise rewrite it thousands of times a second.
+    /// After the database has the events: progress.jsonl, live.json (at most
+    /// every [`LIVE_INTERVAL`]), the observer.
     fn publish(&self, events: &[Event]) -> Result<(), StoreError> {
         *lock(&self.last_activity) = Instant::now();
         {
@@ -131,11 +139,19 @@ impl Recorder {
             for event in events {
                 dir.append_progress(event)?;
             }
-            if let Some(last) = events
-                .iter()
-                .rev()
-                .find(|e| !matches!(e.kind, EventKind::CommandOutput { .. }))
-            {
+            let urgent = events.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::InterviewStarted { .. }
+                        | EventKind::RunCompleted { .. }
+                        | EventKind::RunFailed { .. }
+                        | EventKind::RunCancelled { .. }
+                )
+            });
+            let mut written = lock(&self.live_written);
+            let due = written.is_none_or(|at| at.elapsed() >= LIVE_INTERVAL);
+            if let (Some(last), true) = (events.last(), urgent || due) {
+                *written = Some(Instant::now());
                 dir.write_json(
                     "live.json",
                     &json!({

@@ -19,7 +19,7 @@ use super::recorder::Recorder;
 use super::retry::RetryPolicy;
 use super::routing::{self, Route, Selection, Subject};
 use crate::lang::graph::{Graph, Handler, Node};
-use crate::store::{BlobRef, StageCommit, StoreError};
+use crate::store::{BlobRef, StageCommit, StageRecord, StoreError};
 
 /// The circuit breaker's default limit (execution/failures.mdx).
 pub const DEFAULT_SIGNATURE_LIMIT: u32 = 3;
@@ -38,31 +38,48 @@ pub enum Finish {
     Cancelled(String),
 }
 
-/// A run's mutable state: what the checkpoint saves.
+/// A run's mutable state: the checkpoint plus the per-node history that
+/// the stages table holds.
 #[derive(Debug, Default)]
 pub struct State {
     pub context: Context,
     pub visits: BTreeMap<String, u32>,
     pub retries: BTreeMap<String, u32>,
+    /// Each node's latest outcome (goal gates read it).
     pub outcomes: BTreeMap<String, Outcome>,
-    pub completed: Vec<String>,
+    /// Stages committed so far.
+    pub completed: u32,
     pub loop_signatures: BTreeMap<String, u32>,
     pub restart_signatures: BTreeMap<String, u32>,
 }
 
 impl State {
-    /// The state a checkpoint describes.
+    /// The state a checkpoint and the run's committed stages describe.
     #[must_use]
-    pub fn from_checkpoint(cp: Checkpoint) -> State {
-        State {
+    pub fn restore(cp: Checkpoint, stages: &[StageRecord]) -> State {
+        let mut state = State {
             context: Context::from_map(cp.context_values),
-            visits: cp.node_visits,
-            retries: cp.node_retries,
-            outcomes: cp.node_outcomes,
-            completed: cp.completed_nodes,
+            completed: cp.completed,
             loop_signatures: cp.loop_failure_signatures,
             restart_signatures: cp.restart_failure_signatures,
+            ..State::default()
+        };
+        // Stages come in rank order, so later visits overwrite earlier ones.
+        for stage in stages {
+            let Some(outcome) = stage
+                .outcome
+                .clone()
+                .and_then(|o| serde_json::from_value::<Outcome>(o).ok())
+            else {
+                continue; // running or interrupted: not committed
+            };
+            let visits = state.visits.entry(stage.node_id.clone()).or_insert(0);
+            *visits = (*visits).max(stage.visit);
+            *state.retries.entry(stage.node_id.clone()).or_insert(0) +=
+                stage.attempts.saturating_sub(1);
+            state.outcomes.insert(stage.node_id.clone(), outcome);
         }
+        state
     }
 
     fn checkpoint(&self, current: Option<&str>, next: Option<&str>) -> Checkpoint {
@@ -71,10 +88,7 @@ impl State {
             timestamp: crate::store::timestamp(),
             current_node: current.map(str::to_string),
             next_node_id: next.map(str::to_string),
-            completed_nodes: self.completed.clone(),
-            node_visits: self.visits.clone(),
-            node_retries: self.retries.clone(),
-            node_outcomes: self.outcomes.clone(),
+            completed: self.completed,
             context_values: self.context.values().clone(),
             loop_failure_signatures: self.loop_signatures.clone(),
             restart_failure_signatures: self.restart_signatures.clone(),
@@ -89,6 +103,10 @@ pub struct Runner<'a> {
     pub recorder: &'a Recorder,
     pub state: State,
     pub rng: SmallRng,
+    /// When checkpoint.json was last written, and a newer checkpoint not
+    /// yet written to it.
+    pub checkpoint_written: Option<Instant>,
+    pub pending_checkpoint: Option<Checkpoint>,
 }
 
 impl Runner<'_> {
@@ -205,7 +223,7 @@ impl Runner<'_> {
                 },
                 None,
             ),
-            checkpoint_event(&checkpoint, self.state.completed.len()),
+            checkpoint_event(&checkpoint),
         ];
         self.recorder
             .save_checkpoint(&checkpoint.to_json(), &events)?;
@@ -294,7 +312,7 @@ impl Runner<'_> {
             }
         }
         *self.state.visits.entry(id.to_string()).or_insert(0) = visit;
-        self.state.completed.push(id.to_string());
+        self.state.completed += 1;
         self.state.outcomes.insert(id.to_string(), outcome.clone());
 
         // Where next.
@@ -371,7 +389,7 @@ impl Runner<'_> {
         };
         closing.insert(0, (stage_event, at));
         let checkpoint = self.state.checkpoint(Some(id), next.as_deref());
-        closing.push(checkpoint_event(&checkpoint, self.state.completed.len()));
+        closing.push(checkpoint_event(&checkpoint));
         let outcome_json = serde_json::to_value(&outcome).unwrap_or(Value::Null);
         self.recorder.commit_stage(&StageCommit {
             run_id: self.recorder.run_id(),
@@ -660,7 +678,34 @@ impl Runner<'_> {
         Some(resolved)
     }
 
-    fn write_checkpoint_file(&self, checkpoint: &Checkpoint) {
+    /// Mirrors the checkpoint to checkpoint.json for people and tools. The
+    /// database holds the authoritative copy (resume reads it), so the file
+    /// is refreshed at most every [`CHECKPOINT_FILE_INTERVAL`] and always
+    /// when the run stops ([`Runner::flush_checkpoint_file`]): replacing a
+    /// file allocates an inode and frees one, and on file systems without a
+    /// journal the allocator then scans past every recently freed inode, so
+    /// a rename per stage made long runs slower with every stage.
+    fn write_checkpoint_file(&mut self, checkpoint: &Checkpoint) {
+        let due = self
+            .checkpoint_written
+            .is_none_or(|at| at.elapsed() >= CHECKPOINT_FILE_INTERVAL);
+        if due {
+            self.checkpoint_written = Some(Instant::now());
+            self.pending_checkpoint = None;
+            self.write_checkpoint_now(checkpoint);
+        } else {
+            self.pending_checkpoint = Some(checkpoint.clone());
+        }
+    }
+
+    /// Writes a checkpoint that [`Runner::write_checkpoint_file`] deferred.
+    pub fn flush_checkpoint_file(&mut self) {
+        if let Some(checkpoint) = self.pending_checkpoint.take() {
+            self.write_checkpoint_now(&checkpoint);
+        }
+    }
+
+    fn write_checkpoint_now(&self, checkpoint: &Checkpoint) {
         let dir = self.recorder.run_dir();
         if let Err(e) = dir.write_json("checkpoint.json", checkpoint) {
             drop(dir);
@@ -674,6 +719,10 @@ impl Runner<'_> {
     }
 }
 
+/// How often checkpoint.json is refreshed at most (see
+/// [`Runner::write_checkpoint_file`]).
+pub const CHECKPOINT_FILE_INTERVAL: Duration = Duration::from_millis(100);
+
 enum Step {
     Next(String),
     Finish(Finish),
@@ -686,14 +735,11 @@ fn cancelled(reason: CancelReason) -> Finish {
     }
 }
 
-fn checkpoint_event<'a>(
-    checkpoint: &Checkpoint,
-    completed: usize,
-) -> (EventKind, Option<(&'a str, u32)>) {
+fn checkpoint_event<'a>(checkpoint: &Checkpoint) -> (EventKind, Option<(&'a str, u32)>) {
     (
         EventKind::CheckpointSaved {
             next_node: checkpoint.next_node_id.clone(),
-            completed: u32::try_from(completed).unwrap_or(u32::MAX),
+            completed: checkpoint.completed,
             checkpoint: serde_json::to_value(checkpoint).unwrap_or(Value::Null),
         },
         None,

@@ -1,0 +1,202 @@
+//! `weft dump RUN --out DIR`: exports a run in the layout of Fabro's
+//! `fabro dump` (agents/outputs.mdx): `stages/{rank:03}-{node_id}@{visit}/`
+//! with each stage's files, plus `events.jsonl`, `checkpoint.json`,
+//! `manifest.json`, `graph.fabro` and `conclusion.json` at the top.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{DumpArgs, EXIT_USAGE};
+use crate::store::{RunDir, RunRecord, StageRecord, Store};
+
+/// The stage files that are copied when the stage wrote them
+/// (reference/run-directory.mdx).
+const STAGE_FILES: [&str; 7] = [
+    "prompt.md",
+    "response.md",
+    "status.json",
+    "stdout.log",
+    "stderr.log",
+    "script_invocation.json",
+    "script_timing.json",
+];
+
+/// The run-directory files copied to the top of the dump.
+/// `conclusion.json` exists only for runs that ended.
+const RUN_FILES: [&str; 3] = ["manifest.json", "graph.fabro", "conclusion.json"];
+
+/// Events are read and written this many at a time.
+const PAGE: u32 = 1000;
+
+/// `weft dump`.
+pub fn run(args: &DumpArgs) -> u8 {
+    let (store, record) = match super::open_run(&args.run) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    if let Err(message) = prepare(&args.out, args.force) {
+        eprintln!("error: {message}");
+        return EXIT_USAGE;
+    }
+    match dump(&store, &record, &args.out) {
+        Ok((stages, events)) => {
+            let mut out = std::io::stdout().lock();
+            super::output_done(writeln!(
+                out,
+                "dumped {stages} stages and {events} events to {}",
+                args.out.display()
+            ))
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// Makes sure `out` is a directory that may be written: created if
+/// missing; an existing one must be empty unless `force`, so a dump never
+/// mixes with unrelated files by accident.
+fn prepare(out: &Path, force: bool) -> Result<(), String> {
+    if out.exists() {
+        if !out.is_dir() {
+            return Err(format!("{} exists and is not a directory", out.display()));
+        }
+        let mut entries =
+            std::fs::read_dir(out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+        if !force && entries.next().is_some() {
+            return Err(format!(
+                "{} is not empty; choose another directory or pass --force to write into it",
+                out.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))
+}
+
+/// Writes the dump and returns how many stages and events it holds.
+fn dump(store: &Store, record: &RunRecord, out: &Path) -> Result<(usize, u64), String> {
+    let run_dir = RunDir::open(&record.run_dir);
+    let stages = store
+        .stages(&record.id)
+        .map_err(|e| format!("cannot read the stages of run {}: {e}", record.id))?;
+    for stage in &stages {
+        let target = out.join("stages").join(stage_folder(stage));
+        create_dir(&target)?;
+        let source = run_dir.node_dir(&stage.node_id, stage.visit);
+        for name in STAGE_FILES {
+            copy_if_present(&source.join(name), &target.join(name))?;
+        }
+    }
+
+    let events = write_events(store, &record.id, &out.join("events.jsonl"))?;
+
+    if let Some(checkpoint) = &record.checkpoint {
+        // Pretty for reading; a checkpoint that does not parse is written
+        // as stored, since the dump is what one reaches for when debugging.
+        let text = serde_json::from_str::<serde_json::Value>(checkpoint)
+            .ok()
+            .and_then(|value| serde_json::to_string_pretty(&value).ok())
+            .unwrap_or_else(|| checkpoint.clone());
+        write(&out.join("checkpoint.json"), format!("{text}\n").as_bytes())?;
+    }
+
+    for name in RUN_FILES {
+        let source = record.run_dir.join(name);
+        if !copy_if_present(&source, &out.join(name))? && name != "conclusion.json" {
+            eprintln!(
+                "warning: {} is missing; the dump has no {name}",
+                source.display()
+            );
+        }
+    }
+    Ok((stages.len(), events))
+}
+
+/// `{rank:03}-{node_id}@{visit}`, with the node id made path-safe exactly
+/// as in the run directory's `nodes/` folder.
+fn stage_folder(stage: &StageRecord) -> String {
+    // `node_dir` of visit 1 ends in the path-safe node id; reusing it keeps
+    // one mapping from node ids to folder names.
+    let safe = RunDir::open(PathBuf::new())
+        .node_dir(&stage.node_id, 1)
+        .file_name()
+        .map_or_else(|| "_".to_string(), |n| n.to_string_lossy().into_owned());
+    format!("{:03}-{safe}@{}", stage.rank, stage.visit)
+}
+
+/// Writes every event of the run to `path`, one envelope per line, paging
+/// through the database so a long run is never held in memory whole.
+fn write_events(store: &Store, run_id: &str, path: &Path) -> Result<u64, String> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let mut writer = std::io::BufWriter::new(file);
+    let mut after = 0;
+    let mut count = 0;
+    loop {
+        let page = store
+            .events(run_id, after, Some(PAGE))
+            .map_err(|e| format!("cannot read the events of run {run_id}: {e}"))?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in &page {
+            let line = serde_json::to_string(event)
+                .map_err(|e| format!("cannot encode event {}: {e}", event.seq))?;
+            writeln!(writer, "{line}")
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            count += 1;
+        }
+    }
+    writer
+        .flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(count)
+}
+
+fn create_dir(path: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Copies `from` to `to` and says whether there was anything to copy.
+fn copy_if_present(from: &Path, to: &Path) -> Result<bool, String> {
+    match std::fs::copy(from, to) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!(
+            "cannot copy {} to {}: {e}",
+            from.display(),
+            to.display()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_folders_carry_rank_safe_id_and_visit() {
+        let stage = |node: &str, visit: u32, rank: u32| StageRecord {
+            run_id: "R".into(),
+            node_id: node.into(),
+            visit,
+            rank,
+            handler: "command".into(),
+            status: "succeeded".into(),
+            attempts: 1,
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            finished_at: None,
+            duration_ms: None,
+            failure_reason: None,
+            outcome: None,
+        };
+        assert_eq!(stage_folder(&stage("start", 1, 1)), "001-start@1");
+        assert_eq!(stage_folder(&stage("test", 2, 12)), "012-test@2");
+        assert_eq!(stage_folder(&stage("a/b", 1, 3)), "003-a_b@1");
+        assert_eq!(stage_folder(&stage("..", 1, 4)), "004-__@1");
+    }
+}

@@ -1,0 +1,323 @@
+//! `weft events RUN`: a run's events in sequence order, as one readable line
+//! each or as JSON envelopes, optionally following a live run.
+
+use std::io::Write;
+use std::time::Duration;
+
+use super::progress::seconds;
+use super::{EXIT_USAGE, EventsArgs};
+use crate::engine::event::{Event, EventKind};
+
+/// How often `--follow` looks for new events. Each look is one indexed
+/// query on a read-only connection, cheap enough to do five times a second.
+const POLL: Duration = Duration::from_millis(200);
+
+/// At most this many events are held in memory at a time.
+const PAGE: u32 = 1000;
+
+/// How many characters of command output a line shows.
+const OUTPUT_WIDTH: usize = 100;
+
+/// `weft events`.
+pub fn run(args: &EventsArgs) -> u8 {
+    let (store, record) = match super::open_run(&args.run) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let mut out = std::io::stdout().lock();
+    let mut after = args.after;
+    loop {
+        // Status before events: the engine records the run's last event
+        // before marking it ended, so once an ended status has been read the
+        // events query that follows sees every event there will be.
+        let ended = if args.follow {
+            match store.run(&record.id) {
+                Ok(Some(run)) => run.status.is_terminal(),
+                Ok(None) => true,
+                Err(e) => {
+                    eprintln!("error: cannot read run {}: {e}", record.id);
+                    return EXIT_USAGE;
+                }
+            }
+        } else {
+            true
+        };
+        let mut printed = false;
+        loop {
+            let page = match store.events(&record.id, after, Some(PAGE)) {
+                Ok(page) => page,
+                Err(e) => {
+                    eprintln!("error: cannot read the events of run {}: {e}", record.id);
+                    return EXIT_USAGE;
+                }
+            };
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            printed = true;
+            let written = page
+                .iter()
+                .try_for_each(|event| write_event(&mut out, event, args.json))
+                .and_then(|()| out.flush());
+            if written.is_err() {
+                return super::output_done(written);
+            }
+        }
+        if ended && !printed {
+            return super::EXIT_OK;
+        }
+        if !args.follow {
+            return super::EXIT_OK;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn write_event(out: &mut impl Write, event: &Event, json: bool) -> std::io::Result<()> {
+    if json {
+        let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+        writeln!(out, "{line}")
+    } else {
+        writeln!(out, "{}", human(event))
+    }
+}
+
+/// `#seq  HH:MM:SS.mmm  event  node@visit  summary`, with the time of day
+/// in UTC as recorded.
+fn human(event: &Event) -> String {
+    let time = event.ts.get(11..23).unwrap_or(&event.ts);
+    let stage = match (&event.node_id, event.visit) {
+        (Some(node), Some(visit)) => format!("{node}@{visit}"),
+        (Some(node), None) => node.clone(),
+        (None, _) => String::new(),
+    };
+    let line = format!(
+        "#{:<4}  {time}  {:<16}  {stage:<16}  {}",
+        event.seq,
+        event.kind.name(),
+        summary(&event.kind)
+    );
+    line.trim_end().to_string()
+}
+
+/// A short description of what the event says.
+fn summary(kind: &EventKind) -> String {
+    let secs = |ms: &u64| seconds(Duration::from_millis(*ms));
+    match kind {
+        EventKind::RunStarted {
+            workflow,
+            goal,
+            resumed,
+            ..
+        } => {
+            let mut text = format!("workflow {workflow}");
+            if *resumed {
+                text.push_str(", resumed");
+            }
+            if let Some(goal) = goal {
+                text.push_str(&format!(": {}", one_line(goal, OUTPUT_WIDTH)));
+            }
+            text
+        }
+        EventKind::RunCompleted { duration_ms } => format!("succeeded in {}", secs(duration_ms)),
+        EventKind::RunFailed {
+            reason,
+            duration_ms,
+        } => format!("failed after {}: {reason}", secs(duration_ms)),
+        EventKind::RunCancelled {
+            reason,
+            duration_ms,
+        } => format!("cancelled after {}: {reason}", secs(duration_ms)),
+        EventKind::RunNotice { message } => message.clone(),
+        EventKind::StageStarted { handler, attempt } => {
+            if *attempt > 1 {
+                format!("{handler}, attempt {attempt}")
+            } else {
+                handler.clone()
+            }
+        }
+        EventKind::StageRetrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => format!(
+            "attempt {attempt} failed ({reason}); retrying in {}",
+            secs(delay_ms)
+        ),
+        EventKind::StageCompleted {
+            status,
+            duration_ms,
+            attempts,
+            outcome,
+        }
+        | EventKind::StageFailed {
+            status,
+            duration_ms,
+            attempts,
+            outcome,
+        } => {
+            let mut text = format!("{status} in {}", secs(duration_ms));
+            if *attempts > 1 {
+                text.push_str(&format!(" after {attempts} attempts"));
+            }
+            if let Some(reason) = outcome.failure_reason() {
+                text.push_str(&format!(": {reason}"));
+            }
+            text
+        }
+        EventKind::EdgeSelected {
+            from_node,
+            to_node,
+            label,
+            condition,
+            reason,
+        } => {
+            // The serde name (`preferred_label`, ...) is the documented one.
+            let reason = serde_json::to_value(reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let mut text = format!("{from_node} → {to_node} ({reason}");
+            if let Some(label) = label {
+                text.push_str(&format!(", label \"{label}\""));
+            }
+            if let Some(condition) = condition {
+                text.push_str(&format!(", condition \"{condition}\""));
+            }
+            text.push(')');
+            text
+        }
+        EventKind::CheckpointSaved {
+            next_node,
+            completed,
+            ..
+        } => match next_node {
+            Some(next) => format!("next {next} ({completed} completed)"),
+            None => format!("no next node ({completed} completed)"),
+        },
+        EventKind::CommandOutput { stream, text } => {
+            let name = match stream {
+                crate::engine::event::Stream::Stdout => "stdout",
+                crate::engine::event::Stream::Stderr => "stderr",
+            };
+            let first = text
+                .lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .unwrap_or("");
+            format!("{name}: {}", one_line(first, OUTPUT_WIDTH))
+        }
+        EventKind::InterviewStarted {
+            question_id,
+            question,
+            options,
+            ..
+        } => {
+            let mut text = format!("{question_id}: {}", one_line(question, OUTPUT_WIDTH));
+            if !options.is_empty() {
+                text.push_str(&format!(" [{}]", options.join(" | ")));
+            }
+            text
+        }
+        EventKind::InterviewCompleted {
+            question_id,
+            selected,
+            text,
+        } => match text {
+            Some(answer) => format!(
+                "{question_id}: {selected}: {}",
+                one_line(answer, OUTPUT_WIDTH)
+            ),
+            None => format!("{question_id}: {selected}"),
+        },
+        EventKind::InterviewTimeout {
+            question_id,
+            default_choice,
+        } => match default_choice {
+            Some(choice) => format!("{question_id}: no answer in time; default {choice}"),
+            None => format!("{question_id}: no answer in time"),
+        },
+        EventKind::InterviewInterrupted {
+            question_id,
+            reason,
+        } => format!("{question_id}: {reason}"),
+        EventKind::LoopRestart { from_node, to_node } => {
+            format!("{from_node} → {to_node} with a fresh context")
+        }
+        EventKind::WatchdogTimeout { idle_secs } => format!("no activity for {idle_secs}s"),
+    }
+}
+
+/// `text` on one line, cut to `width` characters with `…`.
+fn one_line(text: &str, width: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= width {
+        flat
+    } else {
+        let mut cut: String = flat.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::event::EdgeReason;
+
+    fn event(seq: u64, node: Option<(&str, u32)>, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts: "2026-12-02T12:34:56.789Z".into(),
+            run_id: "R".into(),
+            node_id: node.map(|(n, _)| n.to_string()),
+            visit: node.map(|(_, v)| v),
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_line_shows_seq_time_name_stage_and_summary() {
+        let line = human(&event(
+            7,
+            Some(("test", 2)),
+            EventKind::EdgeSelected {
+                from_node: "test".into(),
+                to_node: "exit".into(),
+                label: None,
+                condition: Some("outcome=succeeded".into()),
+                reason: EdgeReason::Condition,
+            },
+        ));
+        assert_eq!(
+            line,
+            "#7     12:34:56.789  edge.selected     test@2            \
+             test → exit (condition, condition \"outcome=succeeded\")"
+        );
+    }
+
+    #[test]
+    fn command_output_shows_its_first_non_empty_line() {
+        let line = human(&event(
+            3,
+            Some(("build", 1)),
+            EventKind::CommandOutput {
+                stream: crate::engine::event::Stream::Stderr,
+                text: "\n   warning: x  \nmore\n".into(),
+            },
+        ));
+        assert!(line.ends_with("stderr: warning: x"), "{line}");
+    }
+
+    #[test]
+    fn run_level_events_leave_the_stage_blank() {
+        let line = human(&event(
+            1,
+            None,
+            EventKind::RunCompleted { duration_ms: 1500 },
+        ));
+        assert_eq!(
+            line,
+            "#1     12:34:56.789  run.completed                       succeeded in 1.5s"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! `weft ps`: a table (or JSON array) of recorded runs, newest first.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::progress::seconds;
+use super::{EXIT_USAGE, PsArgs};
+use crate::store::{Home, RunFilter, RunRecord, RunStatus, Store};
+
+/// Without `--all`, how many of the most recent runs are listed besides the
+/// active ones.
+const RECENT: u32 = 20;
+
+/// How many characters of a goal the table shows.
+const GOAL_WIDTH: usize = 48;
+
+/// A run as `weft ps --json` prints it.
+#[derive(Debug, Serialize)]
+struct RunSummary<'a> {
+    id: &'a str,
+    status: RunStatus,
+    workflow_name: &'a str,
+    goal: Option<&'a str>,
+    created_at: &'a str,
+    started_at: Option<&'a str>,
+    finished_at: Option<&'a str>,
+    /// `finished_at - started_at`; null until the run has finished.
+    duration_ms: Option<u64>,
+    failure_reason: Option<&'a str>,
+    run_dir: String,
+    labels: &'a [String],
+}
+
+impl<'a> RunSummary<'a> {
+    fn of(run: &'a RunRecord) -> RunSummary<'a> {
+        RunSummary {
+            id: &run.id,
+            status: run.status,
+            workflow_name: &run.workflow_name,
+            goal: run.goal.as_deref(),
+            created_at: &run.created_at,
+            started_at: run.started_at.as_deref(),
+            finished_at: run.finished_at.as_deref(),
+            duration_ms: duration(run).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            failure_reason: run.failure_reason.as_deref(),
+            run_dir: run.run_dir.display().to_string(),
+            labels: &run.labels,
+        }
+    }
+}
+
+/// `weft ps`.
+pub fn run(args: &PsArgs) -> u8 {
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    // No database means nothing has run yet: an empty list, not an error.
+    let runs = if home.db_path().is_file() {
+        match Store::open_read_only(&home).and_then(|store| select(&store, args)) {
+            Ok(runs) => runs,
+            Err(e) => {
+                eprintln!("error: cannot read the run store: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        let summaries: Vec<RunSummary<'_>> = runs.iter().map(RunSummary::of).collect();
+        serde_json::to_string_pretty(&summaries)
+            .map_err(std::io::Error::other)
+            .and_then(|text| writeln!(out, "{text}"))
+    } else if runs.is_empty() {
+        let filtered = args.status.is_some() || args.workflow.is_some();
+        writeln!(
+            out,
+            "{}",
+            if filtered {
+                "no runs match"
+            } else {
+                "no runs yet"
+            }
+        )
+    } else {
+        write_table(&mut out, &runs, SystemTime::now())
+    };
+    super::output_done(written)
+}
+
+/// The runs to list, newest first: with `--all` every run matching the
+/// filters; otherwise the active ones (queued, running, blocked) plus the
+/// [`RECENT`] most recent, so a long-running run never scrolls out of view.
+fn select(store: &Store, args: &PsArgs) -> crate::store::Result<Vec<RunRecord>> {
+    let filter = |status: Option<RunStatus>, limit: Option<u32>| RunFilter {
+        status,
+        workflow: args.workflow.clone(),
+        limit,
+        ..RunFilter::default()
+    };
+    let mut runs = if args.all {
+        store.list_runs(&filter(args.status, None))?
+    } else {
+        let mut runs = store.list_runs(&filter(args.status, Some(RECENT)))?;
+        for active in [RunStatus::Queued, RunStatus::Running, RunStatus::Blocked] {
+            if args.status.is_some_and(|wanted| wanted != active) {
+                continue;
+            }
+            for run in store.list_runs(&filter(Some(active), None))? {
+                if !runs.iter().any(|seen| seen.id == run.id) {
+                    runs.push(run);
+                }
+            }
+        }
+        // The same order as the store's: created_at, then id, descending.
+        runs.sort_by(|a, b| {
+            (b.created_at.as_str(), b.id.as_str()).cmp(&(a.created_at.as_str(), a.id.as_str()))
+        });
+        runs
+    };
+    if let Some(limit) = args.limit {
+        runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    Ok(runs)
+}
+
+/// The table: one header line, one line per run, columns padded to fit.
+fn write_table(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> std::io::Result<()> {
+    let header = ["ID", "STATUS", "WORKFLOW", "STARTED", "DURATION", "GOAL"];
+    let rows: Vec<[String; 6]> = runs
+        .iter()
+        .map(|run| {
+            let since = run.started_at.as_deref().unwrap_or(&run.created_at);
+            [
+                run.id.clone(),
+                run.status.to_string(),
+                run.workflow_name.clone(),
+                parse_time(since).map_or_else(|| "-".to_string(), |t| ago(now, t)),
+                match duration(run) {
+                    Some(d) => seconds(d),
+                    None if matches!(run.status, RunStatus::Running | RunStatus::Blocked) => {
+                        "running".to_string()
+                    }
+                    None => "-".to_string(),
+                },
+                run.goal.as_deref().map(truncate).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 6]| -> String {
+        let mut text = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            text.push_str(cell);
+            let pad = width.saturating_sub(cell.chars().count());
+            text.extend(std::iter::repeat_n(' ', pad));
+        }
+        text.trim_end().to_string()
+    };
+    writeln!(out, "{}", line(header))?;
+    for row in &rows {
+        writeln!(out, "{}", line(row.each_ref().map(String::as_str)))?;
+    }
+    Ok(())
+}
+
+/// How long the run took, once it has both started and finished.
+fn duration(run: &RunRecord) -> Option<Duration> {
+    let started = parse_time(run.started_at.as_deref()?)?;
+    let finished = parse_time(run.finished_at.as_deref()?)?;
+    Some(finished.duration_since(started).unwrap_or_default())
+}
+
+fn parse_time(text: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(text).ok()
+}
+
+/// `just now`, `42s ago`, `3m ago`, `5h ago`, `2d ago`. A time in the
+/// future (clock skew between processes) reads as `just now`.
+fn ago(now: SystemTime, then: SystemTime) -> String {
+    let secs = now.duration_since(then).unwrap_or_default().as_secs();
+    match secs {
+        0..5 => "just now".to_string(),
+        5..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// The goal on one line, cut to [`GOAL_WIDTH`] characters with `…`.
+fn truncate(goal: &str) -> String {
+    let flat = goal.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= GOAL_WIDTH {
+        flat
+    } else {
+        let mut cut: String = flat.chars().take(GOAL_WIDTH - 1).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_in_the_largest_whole_unit() {
+        let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let at = |secs: u64| ago(then + Duration::from_secs(secs), then);
+        assert_eq!(at(0), "just now");
+        assert_eq!(at(42), "42s ago");
+        assert_eq!(at(185), "3m ago");
+        assert_eq!(at(5 * 3600 + 10), "5h ago");
+        assert_eq!(at(3 * 86_400), "3d ago");
+        assert_eq!(
+            ago(then, then + Duration::from_secs(30)),
+            "just now",
+            "a start in the future is clock skew, not negative time"
+        );
+    }
+
+    #[test]
+    fn long_goals_are_cut_to_one_line() {
+        assert_eq!(truncate("fix\nthe   bug"), "fix the bug");
+        let long = "x".repeat(100);
+        let cut = truncate(&long);
+        assert_eq!(cut.chars().count(), GOAL_WIDTH);
+        assert!(cut.ends_with('…'));
+    }
+}
