@@ -14,6 +14,8 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 WEFT := $(CARGO_TARGET_DIR)/debug/weft
 APP := $(CARGO_TARGET_DIR)/debug/weft-desktop
+# Where `make demo`'s workflow runs its commands.
+DEMO_DIR := $(CARGO_TARGET_DIR)/demo
 
 # Tauri's build dependencies (see ../shared/design/PLATFORM.md), the tools the
 # end-to-end tests drive (Xvfb, WebKitWebDriver, a session bus, a notification
@@ -78,12 +80,20 @@ demo: deps build
 	@echo "==> validating the example workflows"
 	$(WEFT) validate examples/*.fabro examples/*/*.fabro
 	@echo
-	@echo "==> the resolved graph of examples/ci-pipeline.fabro (weft graph)"
-	$(WEFT) graph examples/ci-pipeline.fabro
-	@echo
-	@echo "Running workflows arrives with the engine; for now see:"
-	@echo "  $(WEFT) validate --json examples/*.fabro   # machine-readable diagnostics"
-	@echo "  $(WEFT) graph --json examples/parallel-review.fabro"
+	@echo "==> running examples/release-gate.fabro (commands and one human gate; no LLM)"
+	@echo "    its commands write into $(DEMO_DIR); without a terminal the gate is auto-approved"
+	@mkdir -p $(DEMO_DIR)
+	@cd $(DEMO_DIR) && approve=$$([ -t 0 ] || echo --auto-approve) && \
+	  $(WEFT) run $(CURDIR)/examples/release-gate.fabro $$approve --json > conclusion.json
+	@run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/conclusion.json); \
+	  dir=$$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/conclusion.json); \
+	  echo; \
+	  echo "Run $$run is recorded. Look at it with:"; \
+	  echo "  $(WEFT) ps                      # every run"; \
+	  echo "  $(WEFT) events $$run   # what happened, step by step"; \
+	  echo "  $(WEFT) logs $$run     # each stage's output"; \
+	  echo "  $(WEFT) dump $$run --out /tmp/weft-dump"; \
+	  echo "  ls $$dir"
 	@if [ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
 	  $(MAKE) --no-print-directory build-app; \
 	  echo "==> opening the Weft app"; \
@@ -121,6 +131,7 @@ fuzz-build:
 
 bench:
 	$(CARGO) bench -p weft --bench parse
+	$(CARGO) bench -p weft --bench engine
 
 clean:
 	$(CARGO) clean

@@ -35,19 +35,28 @@ fn chain(n: usize) -> String {
 /// The home is returned, not deleted: deleting thousands of files right
 /// before the next run would slow its file creation (see
 /// docs/performance.md) and measure the cleanup instead of the engine.
-fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::TempDir)> {
+fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::TempDir, f64)> {
     let dir = tempfile::tempdir_in(base)?;
     let path = dir.path().join("bench.fabro");
     std::fs::write(&path, chain(n))?;
     let home = Home::at(dir.path().join("home"));
     let store = Store::open(&home)?;
+    // When each stage started, to compare the run's first and last stages.
+    let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let sink = starts.clone();
     let services = Services {
         home,
         store: Arc::new(Mutex::new(store)),
         interviewer: Arc::new(AutoApprove),
         clock: Clock::System,
         cancel: Cancel::new(),
-        observer: None,
+        observer: Some(Arc::new(move |e: &weft::engine::event::Event| {
+            if e.kind.name() == "stage.started"
+                && let Ok(mut starts) = sink.lock()
+            {
+                starts.push(Instant::now());
+            }
+        })),
     };
     let request = RunRequest {
         source: std::fs::read_to_string(&path)?,
@@ -66,7 +75,26 @@ fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::Temp
         conclusion.status == RunStatus::Succeeded && conclusion.stages.len() == n + 2,
         "the bench run did not succeed: {conclusion:?}"
     );
-    Ok((elapsed, dir))
+    let starts = starts.lock().map(|s| s.clone()).unwrap_or_default();
+    Ok((elapsed, dir, late_over_early(&starts)))
+}
+
+/// The mean time per stage over the last tenth of the run divided by that
+/// over the first tenth: 1.0 when a stage costs the same late in a run as
+/// early, whatever else the machine is doing between runs.
+fn late_over_early(starts: &[Instant]) -> f64 {
+    let tenth = starts.len() / 10;
+    if tenth < 2 {
+        return 1.0;
+    }
+    let span = |s: &[Instant]| {
+        s.last()
+            .zip(s.first())
+            .map_or(0.0, |(b, a)| b.duration_since(*a).as_secs_f64() / (s.len() - 1) as f64)
+    };
+    let early = span(&starts[..tenth]);
+    let late = span(&starts[starts.len() - tenth..]);
+    if early > 0.0 { late / early } else { 1.0 }
 }
 
 /// N plain spawns of `bash -c true`, output captured as the engine does.
@@ -117,7 +145,7 @@ fn main() -> anyhow::Result<()> {
     if args.first().map(String::as_str) == Some("--rss") {
         let n: usize = args.get(1).map_or(Ok(1000), |s| s.parse())?;
         let before = peak_rss_kb();
-        engine_run(n, &std::env::temp_dir())?;
+        let _ = engine_run(n, &std::env::temp_dir())?;
         println!("{}", peak_rss_kb().saturating_sub(before));
         return Ok(());
     }
@@ -148,18 +176,22 @@ fn main() -> anyhow::Result<()> {
             let _ = spawn_loop(20)?;
             let mut engine = Vec::new();
             let mut spawns = Vec::new();
+            let mut drift = Vec::new();
             for _ in 0..runs {
                 // Alternate so that a burst of load hits both alike.
-                let (time, home) = engine_run(n, base)?;
+                let (time, home, ratio) = engine_run(n, base)?;
                 engine.push(time);
+                drift.push(ratio);
                 homes.push(home);
                 spawns.push(spawn_loop(n)?);
             }
             let (e, s) = (median(engine), median(spawns));
             let overhead = e.saturating_sub(s).as_secs_f64() * 1000.0 / n as f64;
             let rss = rss_of_run(n)?;
+            drift.sort_by(f64::total_cmp);
+            let drift = drift[drift.len() / 2];
             println!(
-                "| {n} | {place} | {:.0} ms | {:.0} ms | {overhead:.3} ms | {:.1} MB |",
+                "| {n} | {place} | {:.0} ms | {:.0} ms | {overhead:.3} ms | {drift:.2}× | {:.1} MB |",
                 e.as_secs_f64() * 1000.0,
                 s.as_secs_f64() * 1000.0,
                 rss as f64 / 1024.0

@@ -337,8 +337,20 @@ impl Console {
                     }
                     continue;
                 }
-                Ok(Some((_, line))) => line,
-                Ok(None) => return Answer::Interrupted("stdin closed".to_string()),
+                Ok(Some((_, line))) => {
+                    if !self.tty {
+                        // A piped answer is not echoed by a terminal; echo
+                        // it so the transcript reads as question, answer.
+                        let _ = self.write(&format!("{}\n", line.trim_end()));
+                    }
+                    line
+                }
+                Ok(None) => {
+                    if !self.tty {
+                        let _ = self.write("\n");
+                    }
+                    return Answer::Interrupted("stdin closed".to_string());
+                }
                 Err(e) => return Answer::Interrupted(format!("could not read the answer: {e}")),
             };
             if let Some(answer) = match_answer(question, &line) {
@@ -864,7 +876,8 @@ mod tests {
         assert_eq!(console.ask(&q).await, Answer::Choice(2));
         assert_eq!(
             screen.text(),
-            "Approve Plan\n  1) [A] Approve\n  2) [R] Revise\n  3) [S] Skip\n  4) exit\nAnswer (number, key or label): "
+            "Approve Plan\n  1) [A] Approve\n  2) [R] Revise\n  3) [S] Skip\n  4) exit\nAnswer (number, key or label): 3\n",
+            "a piped answer is echoed after the prompt"
         );
     }
 
@@ -917,7 +930,7 @@ mod tests {
         assert!(
             screen
                 .text()
-                .ends_with("Answer (number, key, label or free text): ")
+                .ends_with("Answer (number, key, label or free text): do it differently\n")
         );
     }
 
