@@ -164,9 +164,9 @@ fn main() -> anyhow::Result<()> {
         places.push(("tmpfs", PathBuf::from("/dev/shm")));
     }
     println!(
-        "| N | WEFT_HOME on | engine run | spawn loop | overhead per stage | engine peak RSS growth |"
+        "| N | WEFT_HOME on | engine run | spawn loop | overhead per stage | last/first tenth per stage | engine peak RSS growth |"
     );
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
     let mut per_stage = Vec::new();
     let mut totals = Vec::new();
     let mut homes = Vec::new();
