@@ -88,9 +88,9 @@ fn late_over_early(starts: &[Instant]) -> f64 {
         return 1.0;
     }
     let span = |s: &[Instant]| {
-        s.last()
-            .zip(s.first())
-            .map_or(0.0, |(b, a)| b.duration_since(*a).as_secs_f64() / (s.len() - 1) as f64)
+        s.last().zip(s.first()).map_or(0.0, |(b, a)| {
+            b.duration_since(*a).as_secs_f64() / (s.len() - 1) as f64
+        })
     };
     let early = span(&starts[..tenth]);
     let late = span(&starts[starts.len() - tenth..]);

@@ -347,12 +347,11 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
 /// The checkpoint to resume from: the run's, or when that is damaged, the
 /// last good one in the events table. `None` when nothing was committed.
 fn restore(run: &RunRecord, services: &Services) -> Result<Option<Checkpoint>, EngineError> {
-    let stored = run.checkpoint.as_deref().map(Checkpoint::parse);
-    match stored {
+    let damage = match run.checkpoint.as_deref().map(Checkpoint::parse) {
         Some(Ok(cp)) => return Ok(Some(cp)),
-        None => {}
-        Some(Err(_)) => {}
-    }
+        Some(Err(e)) => Some(e),
+        None => None,
+    };
     let events = lock(&services.store).events_named(&run.id, "checkpoint.saved");
     let from_events = events.ok().and_then(|events| {
         events.into_iter().rev().find_map(|e| match e.kind {
@@ -362,14 +361,13 @@ fn restore(run: &RunRecord, services: &Services) -> Result<Option<Checkpoint>, E
             _ => None,
         })
     });
-    match (stored, from_events) {
-        (_, Some(cp)) => Ok(Some(cp)),
+    match (from_events, damage) {
+        (Some(cp), _) => Ok(Some(cp)),
         (None, None) => Ok(None),
-        (Some(Err(e)), None) => Err(EngineError::NotResumable(format!(
+        (None, Some(e)) => Err(EngineError::NotResumable(format!(
             "run {}'s checkpoint is damaged ({e}) and no earlier checkpoint could be rebuilt from its events",
             run.id
         ))),
-        (Some(Ok(_)), None) => Ok(None),
     }
 }
 

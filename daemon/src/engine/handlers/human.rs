@@ -89,7 +89,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                     },
                     at,
                 );
-                chosen(choice, None)
+                chosen(choice)
             }
             None => Outcome::failed(FailureClass::Deterministic, "the answer named no option"),
         },
@@ -149,7 +149,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             match (picked, default) {
                 (Some(choice), Some(d)) => {
                     settle(QuestionStatus::TimedOut, json!({ "default_choice": d }));
-                    let mut o = chosen(choice, None);
+                    let mut o = chosen(choice);
                     o.notes.push(format!(
                         "no answer within {after}; took human.default_choice `{d}`"
                     ));
@@ -216,16 +216,15 @@ async fn ask(cx: &StageCx<'_>, question: &Question) -> Asked {
     }
 }
 
-fn chosen(choice: &interviewer::Choice, text: Option<String>) -> Outcome {
+/// The outcome of picking `choice`: its label is preferred and its target
+/// suggested, so routing finds the edge either way.
+fn chosen(choice: &interviewer::Choice) -> Outcome {
     let mut o = Outcome::succeeded()
         .update(
             "human.gate.selected",
             choice.key.clone().unwrap_or_else(|| choice.text.clone()),
         )
         .update("human.gate.label", choice.label.clone());
-    if let Some(text) = text {
-        o = o.update("human.gate.text", text);
-    }
     o.preferred_label = Some(choice.label.clone());
     o.suggested_next_ids = vec![choice.target.clone()];
     o
