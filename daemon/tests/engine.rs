@@ -136,7 +136,7 @@ async fn run_in(
         auto_approve: false,
         seed: Some(options.seed.unwrap_or(7)),
         work_dir: work.path().to_path_buf(),
-        labels: Vec::new(),
+        ..RunRequest::default()
     };
     let conclusion = weft::engine::start(request, &services)
         .await
@@ -721,4 +721,217 @@ async fn run_path(
         home,
         work,
     }
+}
+
+fn read_time(dir: &Path, name: &str) -> f64 {
+    std::fs::read_to_string(dir.join(name))
+        .expect("timestamp file")
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
+#[tokio::test]
+async fn parallel_branches_really_overlap() {
+    let r = run("parallel_overlap.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    let w = r.work.path();
+    let (a0, a1, b0, b1) = (
+        read_time(w, "a.start"),
+        read_time(w, "a.end"),
+        read_time(w, "b.start"),
+        read_time(w, "b.end"),
+    );
+    assert!(
+        a0 < b1 && b0 < a1,
+        "the branches ran at the same time: a {a0}..{a1}, b {b0}..{b1}"
+    );
+    let ctx = r.context();
+    assert_eq!(ctx["parallel.branch_count"], 2);
+    assert_eq!(ctx["parallel.fan_in.best_id"], "a");
+    assert_eq!(ctx["parallel.fan_in.best_outcome"], "succeeded");
+    let results = ctx["parallel.results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ids: Vec<&str> = results.iter().filter_map(|b| b["id"].as_str()).collect();
+    assert_eq!(ids, ["a", "b"], "results in branch order");
+    assert_eq!(results[0]["output"], "from-a\n");
+    assert!(
+        r.conclusion
+            .run_dir
+            .join("nodes/fork/parallel_results.json")
+            .is_file()
+    );
+}
+
+#[tokio::test]
+async fn max_parallel_one_runs_branches_one_after_the_other() {
+    let r = run("parallel_serial.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    let w = r.work.path();
+    let (a0, a1, b0, b1) = (
+        read_time(w, "a.start"),
+        read_time(w, "a.end"),
+        read_time(w, "b.start"),
+        read_time(w, "b.end"),
+    );
+    assert!(
+        a1 <= b0 || b1 <= a0,
+        "no overlap: a {a0}..{a1}, b {b0}..{b1}"
+    );
+}
+
+#[tokio::test]
+async fn a_branch_follows_its_own_edges_and_the_join_reads_every_result() {
+    let r = run("parallel_branch_routing.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    let mut seq = r.sequence();
+    // Branches interleave; compare the set between fork and report.
+    let fork = seq.iter().position(|s| s == "fork").expect("fork ran");
+    let report = seq.iter().position(|s| s == "report").expect("report ran");
+    let mut middle: Vec<String> = seq.drain(fork + 1..report).collect();
+    middle.sort();
+    assert_eq!(middle, ["check", "lint", "repair"]);
+    let out = std::fs::read_to_string(r.conclusion.run_dir.join("nodes/report/stdout.log"))
+        .expect("report output");
+    assert_eq!(
+        out, "check succeeded check/repair repaired\nlint succeeded lint linted\n",
+        "the join's command read both branches' results"
+    );
+    let started = r.named("stage.started");
+    let branch_of = |node: &str| {
+        started
+            .iter()
+            .find(|e| e.node_id.as_deref() == Some(node))
+            .and_then(|e| match &e.kind {
+                EventKind::StageStarted { branch, .. } => branch.clone(),
+                _ => None,
+            })
+    };
+    assert_eq!(
+        branch_of("repair").as_deref(),
+        Some("check"),
+        "stages carry their branch id"
+    );
+    assert_eq!(branch_of("report"), None, "the join runs in the main line");
+}
+
+#[tokio::test]
+async fn wait_all_with_a_failed_branch_partially_succeeds() {
+    let r = run("parallel_partial.fabro", Options::default()).await;
+    assert_eq!(r.outcome_of("fork"), "partially_succeeded");
+    assert_eq!(r.outcome_of("merge"), "succeeded");
+    assert_eq!(r.context()["parallel.fan_in.best_id"], "good");
+    assert_eq!(r.status(), RunStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn first_success_cancels_the_slow_branch_and_kills_its_process() {
+    let r = run("parallel_first_success.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    assert_eq!(r.outcome_of("fork"), "succeeded");
+    let results = r.context()["parallel.results"].clone();
+    assert_eq!(results[0]["status"], "succeeded");
+    assert_eq!(results[1]["status"], "skipped", "{results}");
+    if let Ok(pid) = std::fs::read_to_string(r.work.path().join("slow.pid")) {
+        let pid: i32 = pid.trim().parse().expect("pid");
+        let alive = rustix::process::Pid::from_raw(pid)
+            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+        assert!(!alive, "the losing branch's process was killed");
+    }
+}
+
+fn child_runs(r: &Run) -> Vec<weft::store::RunRecord> {
+    let store = Store::open(&Home::at(r.home.path())).expect("store");
+    store
+        .list_runs(&Default::default())
+        .expect("runs")
+        .into_iter()
+        .filter(|run| run.id != r.conclusion.run_id)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sub_workflow_starts_from_the_parent_context_and_merges_its_changes_back() {
+    let r = run("subworkflow_context.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "prepare", "child", "after", "exit"])
+    );
+    let ctx = r.context();
+    assert_eq!(
+        ctx["child_count"], 3,
+        "the child's context change reached the parent"
+    );
+    assert_eq!(ctx["parent_key"], "kept");
+    let children = child_runs(&r);
+    assert_eq!(children.len(), 1, "one child run");
+    let child = &children[0];
+    assert_eq!(child.status, RunStatus::Succeeded);
+    assert_eq!(ctx["stack.child.run_id"], child.id.as_str());
+    assert_eq!(child.options["parent"]["node_id"], "child");
+    assert_eq!(
+        child.run_dir,
+        r.conclusion.run_dir.join("nodes/child/child")
+    );
+    assert!(
+        child.run_dir.join("checkpoint.json").is_file(),
+        "the child has its own run directory"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.work.path().join("child.txt")).expect("child output"),
+        "child sees from-parent\n"
+    );
+}
+
+#[tokio::test]
+async fn a_parallel_section_runs_inside_a_sub_workflow() {
+    let r = run("subworkflow_parallel.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    let mut branches: Vec<String> = std::fs::read_to_string(r.work.path().join("branches.log"))
+        .expect("log")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    branches.sort();
+    assert_eq!(branches, ["left", "right"]);
+    let child = &child_runs(&r)[0];
+    let store = Store::open(&Home::at(r.home.path())).expect("store");
+    let stages: Vec<String> = store
+        .stages(&child.id)
+        .expect("stages")
+        .into_iter()
+        .map(|s| s.node_id)
+        .collect();
+    assert!(stages.contains(&"merge".to_string()), "{stages:?}");
+}
+
+#[tokio::test]
+async fn the_stop_condition_cancels_the_child_and_the_stage_succeeds() {
+    let r = run("subworkflow_stop.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    assert_eq!(r.outcome_of("child"), "succeeded");
+    let child = &child_runs(&r)[0];
+    assert_eq!(child.status, RunStatus::Cancelled);
+    let pid: i32 = std::fs::read_to_string(r.work.path().join("forever.pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("number");
+    let alive = rustix::process::Pid::from_raw(pid)
+        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    assert!(!alive, "the child's command was killed");
+}
+
+#[tokio::test]
+async fn max_cycles_cancels_an_inline_child_and_fails_the_stage() {
+    let r = run("subworkflow_inline.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "child", "failed_child", "exit"])
+    );
+    assert_eq!(r.outcome_of("child"), "failed");
+    assert_eq!(child_runs(&r)[0].status, RunStatus::Cancelled);
 }

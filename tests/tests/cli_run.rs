@@ -462,3 +462,243 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
         "only {interrupted} of 20 kills landed mid-run"
     );
 }
+
+#[test]
+fn a_run_killed_during_a_parallel_stage_resumes_only_the_unfinished_branch() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           fork [shape=component]
+           quick [shape=parallelogram, script="echo quick >> side.log; echo quick-out"]
+           slow [shape=parallelogram, script="if [ -f go ]; then echo slow >> side.log; echo slow-out; else echo $$ > slow.pid; sleep 30; fi"]
+           merge [shape=tripleoctagon]
+           report [shape=parallelogram, language="python",
+                   script="import json, os\nfor r in json.load(open(os.environ['WEFT_CONTEXT']))['parallel.results']:\n    print(r['id'], r['status'], (r.get('output') or '').strip())"]
+           start -> fork
+           fork -> quick
+           fork -> slow
+           quick -> merge
+           slow -> merge
+           merge -> report -> exit }"#,
+    );
+    let mut child = sb
+        .weft()
+        .args(["run", "wf.fabro"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let pid_file = sb.path().join("slow.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Wait until the slow branch runs and the quick one has been recorded.
+    let quick_committed = || {
+        Store::open_read_only(&home(&sb))
+            .ok()
+            .and_then(|s| {
+                let run = s.list_runs(&Default::default()).ok()?.into_iter().next()?;
+                let stages = s.stages(&run.id).ok()?;
+                Some(
+                    stages
+                        .iter()
+                        .any(|st| st.node_id == "quick" && st.status == "succeeded"),
+                )
+            })
+            .unwrap_or(false)
+    };
+    while !(pid_file.is_file() && quick_committed()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(&mut child, "-KILL");
+    let _ = child.wait();
+    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
+        .status();
+
+    let record = only_run(&sb).unwrap_or_else(|| panic!("a run"));
+    sb.write("go", "");
+    let resumed = sb.run(&["resume", &record.id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(
+        lines(&sb.path().join("side.log")),
+        ["quick", "slow"],
+        "the finished branch did not run again; the unfinished one did"
+    );
+    let c = json(&resumed.stdout);
+    let report = c["run_dir"]
+        .as_str()
+        .map(|d| Path::new(d).join("nodes/report/stdout.log"))
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    assert_eq!(
+        report, "quick succeeded quick-out\nslow succeeded slow-out\n",
+        "the join saw both branches' results"
+    );
+}
+
+#[test]
+fn resuming_a_parent_resumes_its_unfinished_child_run() {
+    let sb = Sandbox::new();
+    sb.write(
+        "child.fabro",
+        r#"digraph Child { start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=parallelogram, script="echo child-first >> side.log"]
+           slow [shape=parallelogram, script="if [ -f go ]; then echo child-slow >> side.log; else echo $$ > slow.pid; sleep 30; fi"]
+           start -> first -> slow -> exit }"#,
+    );
+    sb.write(
+        "parent.fabro",
+        r#"digraph Parent { start [shape=Mdiamond]; exit [shape=Msquare]
+           before [shape=parallelogram, script="echo parent-before >> side.log"]
+           sub [shape=house, stack.child_workflow="child.fabro"]
+           after [shape=parallelogram, script="echo parent-after >> side.log"]
+           start -> before -> sub -> after -> exit }"#,
+    );
+    let mut child = sb
+        .weft()
+        .args(["run", "parent.fabro"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let pid_file = sb.path().join("slow.pid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.is_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    kill(&mut child, "-KILL");
+    let _ = child.wait();
+    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
+        .status();
+
+    let store = Store::open_read_only(&home(&sb)).unwrap_or_else(|e| panic!("{e}"));
+    let runs = store.list_runs(&Default::default()).unwrap_or_default();
+    drop(store);
+    assert_eq!(runs.len(), 2, "a parent and its child");
+    let parent = runs
+        .iter()
+        .find(|r| r.options.get("parent").is_none())
+        .unwrap_or_else(|| panic!("the parent run"));
+    sb.write("go", "");
+    let resumed = sb.run(&["resume", &parent.id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(
+        lines(&sb.path().join("side.log")),
+        ["parent-before", "child-first", "child-slow", "parent-after"],
+        "neither the parent's nor the child's finished stages ran again"
+    );
+    let store = Store::open_read_only(&home(&sb)).unwrap_or_else(|e| panic!("{e}"));
+    let runs = store.list_runs(&Default::default()).unwrap_or_default();
+    assert_eq!(runs.len(), 2, "the child was resumed, not started again");
+    assert!(runs.iter().all(|r| r.status == RunStatus::Succeeded));
+}
+
+#[test]
+fn files_named_by_run_artifacts_are_captured_after_each_stage() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        r#"digraph A { start [shape=Mdiamond]; exit [shape=Msquare]
+           write [shape=parallelogram, script="mkdir -p reports && echo one > reports/summary.txt && echo skip > notes.md"]
+           same [shape=parallelogram, script="true"]
+           change [shape=parallelogram, script="echo two > reports/summary.txt"]
+           start -> write -> same -> change -> exit }"#,
+    );
+    sb.write(
+        "run.toml",
+        "[workflow]\ngraph = \"wf.fabro\"\n[run.artifacts]\ninclude = [\"reports/*.txt\"]\n",
+    );
+    let run = sb.run(&["run", "run.toml", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = json(&run.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let listed = sb.run(&["artifacts", &id, "--json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let records = json(&listed.stdout);
+    let captured: Vec<(String, String)> = records
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap_or_default().to_string(),
+                a["node_id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        captured,
+        [
+            ("reports/summary.txt".to_string(), "write".to_string()),
+            ("reports/summary.txt".to_string(), "change".to_string())
+        ],
+        "captured when written and when changed, not again when unchanged; notes.md never"
+    );
+    let out = sb.path().join("latest.txt");
+    let copied = sb.run(&[
+        "artifacts",
+        &id,
+        "--cp",
+        "reports/summary.txt",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(copied.code, 0, "{}", copied.stderr);
+    assert_eq!(std::fs::read_to_string(out).unwrap_or_default(), "two\n");
+
+    let bad = Sandbox::new();
+    bad.write("wf.fabro", LINEAR);
+    bad.write(
+        "run.toml",
+        "[workflow]\ngraph = \"wf.fabro\"\n[run.artifacts]\ninclude = [\"../outside/*\"]\n",
+    );
+    let refused = bad.run(&["run", "run.toml"]);
+    assert_eq!(
+        refused.code, 2,
+        "a pattern leaving the working directory is refused"
+    );
+    assert!(
+        refused.stderr.contains("../outside/*"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn dump_writes_a_parallel_stages_results() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           fork [shape=component]
+           a [shape=parallelogram, script="echo a"]
+           b [shape=parallelogram, script="echo b"]
+           merge [shape=tripleoctagon]
+           start -> fork
+           fork -> a
+           fork -> b
+           a -> merge
+           b -> merge
+           merge -> exit }"#,
+    );
+    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = json(&run.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let out = sb.path().join("dump");
+    let dumped = sb.run(&["dump", &id, "--out", out.to_str().unwrap_or_default()]);
+    assert_eq!(dumped.code, 0, "{}", dumped.stderr);
+    let results = std::fs::read_to_string(out.join("stages/002-fork@1/parallel_results.json"))
+        .unwrap_or_else(|e| panic!("parallel_results.json: {e}"));
+    let results = json(&results);
+    assert_eq!(results[0]["id"], "a");
+    assert_eq!(results[1]["output"], "b\n");
+}

@@ -10,8 +10,9 @@ use super::{DumpArgs, EXIT_USAGE};
 use crate::store::{RunDir, RunRecord, StageRecord, Store};
 
 /// The stage files that are copied when the stage wrote them
-/// (reference/run-directory.mdx).
-const STAGE_FILES: [&str; 7] = [
+/// (reference/run-directory.mdx), plus a parallel stage's branch results and
+/// the context file a command asked for.
+const STAGE_FILES: [&str; 9] = [
     "prompt.md",
     "response.md",
     "status.json",
@@ -19,6 +20,8 @@ const STAGE_FILES: [&str; 7] = [
     "stderr.log",
     "script_invocation.json",
     "script_timing.json",
+    "parallel_results.json",
+    "context.json",
 ];
 
 /// The run-directory files copied to the top of the dump.

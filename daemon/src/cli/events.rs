@@ -128,7 +128,9 @@ fn summary(kind: &EventKind) -> String {
             duration_ms,
         } => format!("cancelled after {}: {reason}", secs(duration_ms)),
         EventKind::RunNotice { message } => message.clone(),
-        EventKind::StageStarted { handler, attempt } => {
+        EventKind::StageStarted {
+            handler, attempt, ..
+        } => {
             if *attempt > 1 {
                 format!("{handler}, attempt {attempt}")
             } else {
@@ -244,6 +246,37 @@ fn summary(kind: &EventKind) -> String {
             format!("{from_node} → {to_node} with a fresh context")
         }
         EventKind::WatchdogTimeout { idle_secs } => format!("no activity for {idle_secs}s"),
+        EventKind::ArtifactCaptured { paths, skipped } => {
+            if *skipped > 0 {
+                format!("{} ({skipped} skipped)", paths.join(", "))
+            } else {
+                paths.join(", ")
+            }
+        }
+        EventKind::ParallelStarted {
+            branches,
+            join,
+            join_policy,
+            max_parallel,
+        } => format!(
+            "{} branches ({}), join at {}, {join_policy}, at most {max_parallel} at once",
+            branches.len(),
+            branches.join(", "),
+            join.as_deref().unwrap_or("none")
+        ),
+        EventKind::ParallelBranchCompleted {
+            branch,
+            status,
+            failure_reason,
+        } => match failure_reason {
+            Some(reason) => format!("branch {branch} {status}: {reason}"),
+            None => format!("branch {branch} {status}"),
+        },
+        EventKind::ParallelCompleted {
+            status,
+            succeeded,
+            failed,
+        } => format!("{status} ({succeeded} succeeded, {failed} failed)"),
     }
 }
 

@@ -13,6 +13,7 @@ mod report;
 mod run;
 mod validate;
 // Run inspection commands (read-only over the run store).
+mod artifacts;
 mod dump;
 mod events;
 mod logs;
@@ -82,6 +83,14 @@ pub enum Command {
     /// `graph.fabro` and `conclusion.json`. Refuses a non-empty DIR unless `--force`. Exits 2 when RUN is unknown
     /// or ambiguous or DIR cannot be written.
     Dump(DumpArgs),
+    /// List the files a run captured from its working directory.
+    ///
+    /// Files matching `[run.artifacts] include` are captured after each
+    /// stage. Shows path, stage (`node@visit`), size, short hash and time;
+    /// `--json` prints an array. `--cp PATH DEST` copies the latest version
+    /// of PATH to DEST (a file, or an existing directory to copy into).
+    /// Exits 2 when RUN is unknown or ambiguous, or the run has no PATH.
+    Artifacts(ArtifactsArgs),
 }
 
 /// Options shared by commands that load a workflow.
@@ -234,6 +243,20 @@ pub struct DumpArgs {
     pub force: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct ArtifactsArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Print a JSON array of artifacts instead of a table.
+    #[arg(long, conflicts_with = "cp")]
+    pub json: bool,
+    /// Copy the latest captured version of PATH to DEST (a file path, or an
+    /// existing directory to copy into under PATH's file name).
+    #[arg(long, num_args = 2, value_names = ["PATH", "DEST"])]
+    pub cp: Option<Vec<String>>,
+}
+
 fn parse_status(s: &str) -> Result<crate::store::RunStatus, String> {
     crate::store::RunStatus::parse(s).ok_or_else(|| {
         let names: Vec<&str> = crate::store::RunStatus::ALL
@@ -311,6 +334,7 @@ pub fn main() -> ExitCode {
         Command::Events(args) => events::run(&args),
         Command::Logs(args) => logs::run(&args),
         Command::Dump(args) => dump::run(&args),
+        Command::Artifacts(args) => artifacts::run(&args),
     };
     ExitCode::from(code)
 }

@@ -47,6 +47,8 @@ struct RunSection {
     inputs: BTreeMap<String, toml::Value>,
     #[serde(default)]
     labels: Vec<String>,
+    #[serde(default)]
+    artifacts: crate::engine::artifacts::ArtifactsConfig,
 }
 
 /// `weft run`.
@@ -223,6 +225,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut inputs = BTreeMap::new();
     let mut labels = Vec::new();
     let mut work_dir = None;
+    let mut artifacts = Vec::new();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = std::fs::read_to_string(&file)
             .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
@@ -239,6 +242,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         let dir = file.parent().map_or_else(|| cwd.clone(), Path::to_path_buf);
         goal = config.run.goal;
         labels = config.run.labels;
+        artifacts = config.run.artifacts.include;
         work_dir = config
             .run
             .working_dir
@@ -281,6 +285,8 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         seed: args.seed,
         work_dir: work_dir.unwrap_or(cwd),
         labels,
+        artifacts,
+        ..RunRequest::default()
     })
 }
 

@@ -22,10 +22,13 @@ impl std::fmt::Display for CancelReason {
     }
 }
 
-/// A cancellation handle: cheap to clone; the first reason given wins.
+/// A cancellation handle: cheap to clone; the first reason given wins. A
+/// [`Cancel::child`] is cancelled with its parent, or on its own (a parallel
+/// branch that lost a `first_success` race).
 #[derive(Debug, Clone)]
 pub struct Cancel {
     tx: Arc<watch::Sender<Option<CancelReason>>>,
+    parent: Option<Box<Cancel>>,
 }
 
 impl Default for Cancel {
@@ -38,7 +41,19 @@ impl Cancel {
     #[must_use]
     pub fn new() -> Cancel {
         let (tx, _) = watch::channel(None);
-        Cancel { tx: Arc::new(tx) }
+        Cancel {
+            tx: Arc::new(tx),
+            parent: None,
+        }
+    }
+
+    /// A handle cancelled when this one is, and cancellable alone.
+    #[must_use]
+    pub fn child(&self) -> Cancel {
+        Cancel {
+            parent: Some(Box::new(self.clone())),
+            ..Cancel::new()
+        }
     }
 
     /// Requests cancellation; later requests keep the first reason.
@@ -53,14 +68,30 @@ impl Cancel {
         });
     }
 
-    /// The reason, once cancelled.
+    /// The reason, once cancelled (its own, else its parent's).
     #[must_use]
     pub fn reason(&self) -> Option<CancelReason> {
-        self.tx.borrow().clone()
+        self.tx
+            .borrow()
+            .clone()
+            .or_else(|| self.parent.as_ref().and_then(|p| p.reason()))
     }
 
-    /// Waits until cancelled and returns the reason.
+    /// Waits until cancelled (itself or through its parent) and returns the reason.
     pub async fn cancelled(&self) -> CancelReason {
+        match &self.parent {
+            None => self.own().await,
+            Some(parent) => {
+                let parent = Box::pin(parent.cancelled());
+                tokio::select! {
+                    reason = self.own() => reason,
+                    reason = parent => reason,
+                }
+            }
+        }
+    }
+
+    async fn own(&self) -> CancelReason {
         let mut rx = self.tx.subscribe();
         loop {
             if let Some(reason) = rx.borrow_and_update().clone() {
@@ -77,6 +108,21 @@ impl Cancel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_child_is_cancelled_with_its_parent_but_not_the_other_way() {
+        let parent = Cancel::new();
+        let child = parent.child();
+        child.cancel(CancelReason::User("lost the race".into()));
+        assert_eq!(parent.reason(), None);
+        let other = parent.child();
+        parent.cancel(CancelReason::User("ctrl-c".into()));
+        assert_eq!(other.cancelled().await, CancelReason::User("ctrl-c".into()));
+        assert_eq!(
+            child.reason(),
+            Some(CancelReason::User("lost the race".into()))
+        );
+    }
 
     #[tokio::test]
     async fn the_first_reason_wins_and_waiters_wake() {

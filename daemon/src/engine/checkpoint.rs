@@ -38,6 +38,55 @@ pub struct Checkpoint {
     /// Failure signature counts across `loop_restart` edges.
     #[serde(default)]
     pub restart_failure_signatures: BTreeMap<String, u32>,
+    /// While a parallel stage runs: each branch's progress, so a resume
+    /// continues the branches instead of starting them over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelProgress>,
+}
+
+/// The branches of the parallel stage in flight.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParallelProgress {
+    /// The parallel (fan-out) node and its visit.
+    pub node: String,
+    pub visit: u32,
+    pub branches: Vec<BranchProgress>,
+}
+
+/// One branch's progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BranchProgress {
+    /// The branch id: the node its edge from the fan-out leads to.
+    pub id: String,
+    /// Where the branch continues; `None` once it has finished.
+    #[serde(default)]
+    pub next: Option<String>,
+    /// The branch's own copy of the context.
+    #[serde(default)]
+    pub context: Map<String, Value>,
+    /// The nodes it has run, in order.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// Its result, once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<BranchResult>,
+}
+
+/// What a finished branch hands to the join (one entry of `parallel.results`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BranchResult {
+    pub id: String,
+    pub status: super::outcome::Status,
+    /// The nodes the branch ran, in order.
+    pub nodes: Vec<String>,
+    /// The keys the branch changed in its copy of the context.
+    pub context_updates: Map<String, Value>,
+    /// The last response or command output of the branch (text, or a blob
+    /// ref when large).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
 }
 
 /// Why a stored checkpoint cannot be used.

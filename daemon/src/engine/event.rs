@@ -71,7 +71,13 @@ pub enum EventKind {
     #[serde(rename = "run.notice")]
     RunNotice { message: String },
     #[serde(rename = "stage.started")]
-    StageStarted { handler: String, attempt: u32 },
+    StageStarted {
+        handler: String,
+        attempt: u32,
+        /// The parallel branch the stage runs in, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branch: Option<String>,
+    },
     /// An attempt failed and another will run after `delay_ms`.
     #[serde(rename = "stage.retrying")]
     StageRetrying {
@@ -142,6 +148,34 @@ pub enum EventKind {
     InterviewInterrupted { question_id: String, reason: String },
     #[serde(rename = "loop.restart")]
     LoopRestart { from_node: String, to_node: String },
+    /// Files matching `[run.artifacts] include` were captured after a stage.
+    #[serde(rename = "artifact.captured")]
+    ArtifactCaptured {
+        paths: Vec<String>,
+        #[serde(default)]
+        skipped: u32,
+    },
+    #[serde(rename = "parallel.started")]
+    ParallelStarted {
+        branches: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        join: Option<String>,
+        join_policy: String,
+        max_parallel: u32,
+    },
+    #[serde(rename = "parallel.branch.completed")]
+    ParallelBranchCompleted {
+        branch: String,
+        status: Status,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_reason: Option<String>,
+    },
+    #[serde(rename = "parallel.completed")]
+    ParallelCompleted {
+        status: Status,
+        succeeded: u32,
+        failed: u32,
+    },
     #[serde(rename = "watchdog.timeout")]
     WatchdogTimeout { idle_secs: u64 },
 }
@@ -168,6 +202,10 @@ impl EventKind {
             EventKind::InterviewTimeout { .. } => "interview.timeout",
             EventKind::InterviewInterrupted { .. } => "interview.interrupted",
             EventKind::LoopRestart { .. } => "loop.restart",
+            EventKind::ArtifactCaptured { .. } => "artifact.captured",
+            EventKind::ParallelStarted { .. } => "parallel.started",
+            EventKind::ParallelBranchCompleted { .. } => "parallel.branch.completed",
+            EventKind::ParallelCompleted { .. } => "parallel.completed",
             EventKind::WatchdogTimeout { .. } => "watchdog.timeout",
         }
     }
@@ -204,6 +242,7 @@ mod tests {
             kind: EventKind::StageStarted {
                 handler: "command".into(),
                 attempt: 1,
+                branch: None,
             },
         };
         let json = serde_json::to_value(&event).expect("serialises");

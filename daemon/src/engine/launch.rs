@@ -42,6 +42,25 @@ pub struct RunRequest {
     /// Where commands run.
     pub work_dir: PathBuf,
     pub labels: Vec<String>,
+    /// For a child run: the parent stage it runs under.
+    pub parent: Option<ParentLink>,
+    /// For a child run: where its run directory goes (`nodes/{id}/child`
+    /// under the parent's), instead of `runs/YYYYMMDD-{id}`.
+    pub run_dir: Option<PathBuf>,
+    /// For a child run: the context it starts from (a copy of the parent's).
+    pub context: Option<Map<String, Value>>,
+    /// For inline workflow text: where its `@file` references resolve.
+    pub base_dir: Option<PathBuf>,
+    /// `[run.artifacts] include`: files to capture after each stage.
+    pub artifacts: Vec<String>,
+}
+
+/// The parent stage of a child run (a sub-workflow node's stage).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    pub run_id: String,
+    pub node_id: String,
+    pub visit: u32,
 }
 
 /// The options stored with a run, so a resume behaves like the start.
@@ -53,6 +72,12 @@ pub struct RunOptions {
     pub auto_approve: bool,
     #[serde(default)]
     pub seed: u64,
+    /// Set for child runs of a sub-workflow stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// Artifact globs (`[run.artifacts] include`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
 }
 
 /// What a run uses from its surroundings.
@@ -105,6 +130,8 @@ pub enum EngineError {
     NotResumable(String),
     #[error("cannot read the workflow: {0}")]
     Io(String),
+    #[error("{0}")]
+    Config(String),
 }
 
 impl EngineError {
@@ -116,6 +143,7 @@ impl EngineError {
             EngineError::Store(e) => e.code(),
             EngineError::NotResumable(_) => "run.not_resumable",
             EngineError::Io(_) => "workflow.io",
+            EngineError::Config(_) => "run.config",
         }
     }
 }
@@ -148,11 +176,13 @@ fn load(
 
 /// Starts a new run and drives it to its end.
 pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusion, EngineError> {
-    let base_dir = request
-        .workflow_path
-        .as_deref()
-        .and_then(Path::parent)
-        .map_or_else(|| request.work_dir.clone(), Path::to_path_buf);
+    let base_dir = request.base_dir.clone().unwrap_or_else(|| {
+        request
+            .workflow_path
+            .as_deref()
+            .and_then(Path::parent)
+            .map_or_else(|| request.work_dir.clone(), Path::to_path_buf)
+    });
     let (wf, graph) = load(
         &request.source,
         request.workflow_path.as_deref(),
@@ -160,14 +190,26 @@ pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusio
         request.goal.as_deref(),
         &request.inputs,
     )?;
+    // A bad artifact pattern is refused before anything is recorded.
+    super::artifacts::ArtifactRules::new(&request.artifacts)
+        .map_err(|e| EngineError::Config(e.to_string()))?;
     let run_id = ulid::Ulid::generate().to_string();
     let seed = request.seed.unwrap_or_else(rand::random);
     let options = RunOptions {
         dry_run: request.dry_run,
         auto_approve: request.auto_approve,
         seed,
+        parent: request.parent.clone(),
+        artifacts: request.artifacts.clone(),
     };
-    let run_dir = RunDir::create(&services.home.runs_dir(), &run_id)?;
+    let run_dir = match &request.run_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir.join("nodes"))
+                .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
+            RunDir::open(dir)
+        }
+        None => RunDir::create(&services.home.runs_dir(), &run_id)?,
+    };
     let goal = graph.attrs.text("goal").map(|g| g.into_owned());
     let inputs: Map<String, Value> = request
         .inputs
@@ -210,7 +252,7 @@ pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusio
         }),
     )?;
 
-    let mut context = Context::new();
+    let mut context = Context::from_map(request.context.clone().unwrap_or_default());
     for attr in graph.attrs.iter() {
         context.set(
             format!("graph.{}", attr.key.as_str()),
@@ -230,7 +272,15 @@ pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusio
         return Err(EngineError::InvalidWorkflow(wf.diagnostics));
     };
     execute(
-        services, &graph, &base_dir, &run_id, run_dir, &options, state, start, false,
+        services,
+        &graph,
+        &base_dir,
+        &run_id,
+        run_dir,
+        &options,
+        (state, None),
+        start,
+        false,
     )
     .await
 }
@@ -294,7 +344,7 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
         &inputs,
     )?;
 
-    let (state, next) = match restore(run, services)? {
+    let (state, next, resume_parallel) = match restore(run, services)? {
         Some(cp) => {
             let Some(next) = cp.next_node_id.clone() else {
                 return Err(EngineError::NotResumable(format!(
@@ -303,7 +353,8 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
                 )));
             };
             let stages = lock(&services.store).stages(&run.id)?;
-            (State::restore(cp, &stages), next)
+            let parallel = cp.parallel.clone();
+            (State::restore(cp, &stages), next, parallel)
         }
         None => {
             // Nothing was committed: start over from the start node.
@@ -330,6 +381,7 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
                     ..State::default()
                 },
                 start,
+                None,
             )
         }
     };
@@ -339,7 +391,15 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
     // but deterministically for a given seed and progress.
     options.seed = options.seed.wrapping_add(u64::from(state.completed));
     execute(
-        services, &graph, &base_dir, &run.id, run_dir, &options, state, next, true,
+        services,
+        &graph,
+        &base_dir,
+        &run.id,
+        run_dir,
+        &options,
+        (state, resume_parallel),
+        next,
+        true,
     )
     .await
 }
@@ -379,7 +439,7 @@ async fn execute(
     run_id: &str,
     run_dir: RunDir,
     options: &RunOptions,
-    state: State,
+    (state, resume_parallel): (State, Option<super::checkpoint::ParallelProgress>),
     next: String,
     resumed: bool,
 ) -> Result<Conclusion, EngineError> {
@@ -398,7 +458,13 @@ async fn execute(
         run_dir,
         services.observer.clone(),
     );
+    let artifacts = super::artifacts::ArtifactRules::new(&options.artifacts)
+        .map_err(|e| EngineError::Config(e.to_string()))?;
     let env = RunEnv {
+        artifacts: std::sync::Arc::new(artifacts),
+        home: services.home.clone(),
+        inputs: inputs_of(services, run_id),
+        seed: options.seed,
         run_id: run_id.to_string(),
         work_dir,
         base_dir: base_dir.to_path_buf(),
@@ -440,6 +506,8 @@ async fn execute(
         rng: SmallRng::seed_from_u64(options.seed),
         checkpoint_written: None,
         pending_checkpoint: None,
+        branch: None,
+        resume_parallel,
     };
     let driving = runner.drive(next);
     let finish = if stall_secs == 0 {
@@ -471,6 +539,12 @@ async fn execute(
                 reason: why.clone(),
                 duration_ms,
             },
+        ),
+        // A run's own runner never joins; treat it as an end, defensively.
+        Finish::Joined(_) => (
+            RunStatus::Succeeded,
+            None,
+            EventKind::RunCompleted { duration_ms },
         ),
         Finish::Cancelled(why) => (
             RunStatus::Cancelled,
@@ -538,6 +612,21 @@ async fn watch(recorder: &Recorder, cancel: &Cancel, secs: u64) {
             cancel.cancel(CancelReason::Stalled(idle));
         }
     }
+}
+
+/// A run's `--input` values, as recorded (child runs get the same).
+fn inputs_of(services: &Services, run_id: &str) -> BTreeMap<String, String> {
+    lock(&services.store)
+        .run(run_id)
+        .ok()
+        .flatten()
+        .map(|r| {
+            r.inputs
+                .into_iter()
+                .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -6,6 +6,7 @@
 //! - [`handlers`]: one file per node type.
 //! - [`recorder`]: events to the database, the run directory and observers.
 
+pub mod artifacts;
 pub mod cancel;
 pub mod checkpoint;
 pub mod clock;
@@ -16,12 +17,15 @@ pub mod interviewer;
 pub mod launch;
 pub mod outcome;
 pub mod output;
+pub mod parallel;
 pub mod process;
 pub mod recorder;
 pub mod retry;
 pub mod routing;
 pub mod run;
+pub mod subworkflow;
 
 pub use launch::{
-    Conclusion, EngineError, RunOptions, RunRequest, Services, StageSummary, resume, start,
+    Conclusion, EngineError, ParentLink, RunOptions, RunRequest, Services, StageSummary, resume,
+    start,
 };

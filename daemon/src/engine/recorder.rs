@@ -73,6 +73,18 @@ impl Recorder {
         &self.run_id
     }
 
+    /// The shared store handle (child runs record through it too).
+    #[must_use]
+    pub fn store_handle(&self) -> Arc<Mutex<Store>> {
+        self.store.clone()
+    }
+
+    /// The live observer, if any (child runs report to it too).
+    #[must_use]
+    pub fn observer(&self) -> Option<Observer> {
+        self.observer.clone()
+    }
+
     /// The store, locked for one operation.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         lock(&self.store)

@@ -36,6 +36,8 @@ pub enum Finish {
     Succeeded,
     Failed(String),
     Cancelled(String),
+    /// A parallel branch reached its join node (never the run's own end).
+    Joined(String),
 }
 
 /// A run's mutable state: the checkpoint plus the per-node history that
@@ -82,7 +84,7 @@ impl State {
         state
     }
 
-    fn checkpoint(&self, current: Option<&str>, next: Option<&str>) -> Checkpoint {
+    pub(super) fn checkpoint(&self, current: Option<&str>, next: Option<&str>) -> Checkpoint {
         Checkpoint {
             version: CHECKPOINT_VERSION,
             timestamp: crate::store::timestamp(),
@@ -92,6 +94,7 @@ impl State {
             context_values: self.context.values().clone(),
             loop_failure_signatures: self.loop_signatures.clone(),
             restart_failure_signatures: self.restart_signatures.clone(),
+            parallel: None,
         }
     }
 }
@@ -107,6 +110,11 @@ pub struct Runner<'a> {
     /// yet written to it.
     pub checkpoint_written: Option<Instant>,
     pub pending_checkpoint: Option<Checkpoint>,
+    /// Set when this runner executes one branch of a parallel stage.
+    pub branch: Option<super::parallel::Branch>,
+    /// Branch progress from the checkpoint of a resumed run, for the
+    /// parallel node it names.
+    pub resume_parallel: Option<super::checkpoint::ParallelProgress>,
 }
 
 impl Runner<'_> {
@@ -122,6 +130,13 @@ impl Runner<'_> {
                     "the next node `{next}` does not exist in the workflow"
                 )));
             };
+            if let Some(branch) = &self.branch
+                && (branch.join.as_deref() == Some(&*next) || node.handler == Handler::Exit)
+            {
+                // A branch ends where the branches meet (or at the exit,
+                // which belongs to the run, not to one branch).
+                return Ok(Finish::Joined(next));
+            }
             if node.handler == Handler::Exit
                 && let Some(jump) = self.check_goal_gates(node)?
             {
@@ -245,7 +260,13 @@ impl Runner<'_> {
         )?;
         let dir = self.recorder.run_dir().ensure_node_dir(id, visit)?;
 
-        let (mut outcome, attempts) = self.attempts(node, visit, &dir).await?;
+        let (mut outcome, attempts) = if node.handler == Handler::Parallel {
+            (self.parallel(node, visit, &dir).await?, 1)
+        } else if node.handler == Handler::SubWorkflow {
+            (Box::pin(self.subworkflow(node, visit, &dir)).await?, 1)
+        } else {
+            self.attempts(node, visit, &dir).await?
+        };
 
         if let Some(reason) = self.env.cancel.reason() {
             // The stage did not finish: it is not committed, and the
@@ -388,9 +409,22 @@ impl Runner<'_> {
             }
         };
         closing.insert(0, (stage_event, at));
-        let checkpoint = self.state.checkpoint(Some(id), next.as_deref());
-        closing.push(checkpoint_event(&checkpoint));
+        if let Some(captured) = self.capture_artifacts(id, visit) {
+            closing.insert(1, (captured, at));
+        }
         let outcome_json = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+        // In a branch, the run's checkpoint stays on the parallel node and
+        // records this branch's progress; the branch lock is held through
+        // the commit so that branches' checkpoints land in order.
+        let progress = self.branch.as_ref().map(|b| b.progress.clone());
+        let mut progress_guard = progress.as_ref().map(|p| super::parallel::lock(p));
+        let checkpoint = match (&self.branch, progress_guard.as_deref_mut()) {
+            (Some(branch), Some(progress)) => {
+                branch.record(progress, &self.state, id, next.as_deref())
+            }
+            _ => self.state.checkpoint(Some(id), next.as_deref()),
+        };
+        closing.push(checkpoint_event(&checkpoint));
         self.recorder.commit_stage(&StageCommit {
             run_id: self.recorder.run_id(),
             node_id: id,
@@ -403,6 +437,7 @@ impl Runner<'_> {
             events: closing,
             checkpoint: checkpoint.to_json(),
         })?;
+        drop(progress_guard);
         self.write_checkpoint_file(&checkpoint);
         let status_file = json!({
             "status": outcome.status,
@@ -447,6 +482,7 @@ impl Runner<'_> {
                 EventKind::StageStarted {
                     handler: node.handler.name().to_string(),
                     attempt,
+                    branch: self.branch.as_ref().map(|b| b.id.clone()),
                 },
                 Some((&node.id, visit)),
             )?;
@@ -499,6 +535,38 @@ impl Runner<'_> {
                 _ = self.env.cancel.cancelled() => return Ok((outcome, attempt)),
             }
             attempt += 1;
+        }
+    }
+
+    /// Captures the files `[run.artifacts] include` names, after a stage.
+    /// Problems become notices: artifacts never fail a stage.
+    fn capture_artifacts(&self, node: &str, visit: u32) -> Option<EventKind> {
+        if self.env.artifacts.is_empty() {
+            return None;
+        }
+        let report = {
+            let mut store = self.recorder.store();
+            super::artifacts::capture(
+                &self.env.artifacts,
+                &self.env.work_dir,
+                &mut store,
+                &self.env.blobs,
+                &self.env.run_id,
+                node,
+                visit,
+            )
+        };
+        match report {
+            Ok(report) if !report.captured.is_empty() || !report.skipped.is_empty() => {
+                Some(EventKind::ArtifactCaptured {
+                    paths: report.captured.iter().map(|a| a.path.clone()).collect(),
+                    skipped: u32::try_from(report.skipped.len()).unwrap_or(u32::MAX),
+                })
+            }
+            Ok(_) => None,
+            Err(e) => Some(EventKind::RunNotice {
+                message: format!("artifact capture failed: {e}"),
+            }),
         }
     }
 

@@ -4,6 +4,7 @@ pub mod attrs;
 pub mod condition;
 pub mod diagnostic;
 pub mod graph;
+pub mod import;
 pub mod lexer;
 pub mod parser;
 pub mod printer;

@@ -10,6 +10,8 @@
 // so boxing every intermediate `Result` would cost more than it saves.
 #![allow(clippy::result_large_err)]
 
+use std::borrow::Cow;
+
 use super::attrs::{Attr, Attrs, Key, Scope};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph, NodeId};
@@ -85,6 +87,13 @@ fn is_identifier(word: &str) -> bool {
 /// (`human.default_choice`, `stack.child_workflow`).
 fn is_key(word: &str) -> bool {
     is_identifier(word) || (!word.ends_with('.') && word.split('.').all(is_identifier))
+}
+
+/// Dotted node ids (`review.check`): the ids of nodes an `import` spliced
+/// in. Accepted bare or quoted so that a printed graph reads back (the
+/// printer quotes them, as Graphviz needs).
+fn is_dotted_id(word: &str) -> bool {
+    word.contains('.') && is_key(word)
 }
 
 fn keyword(word: &str) -> Option<&'static str> {
@@ -242,6 +251,9 @@ impl<'src> Parser<'src> {
         let word = match &self.tok.kind {
             TokenKind::Word(w) => *w,
             TokenKind::LBrace => return self.subgraph(),
+            TokenKind::Str(Cow::Borrowed(s)) if is_dotted_id(s) => {
+                return self.node_or_edge_or_decl();
+            }
             TokenKind::Str(_) => {
                 return Err(Diagnostic::error(SYNTAX, "quoted node ids are not supported")
                     .at(self.tok.span)
@@ -347,8 +359,13 @@ impl<'src> Parser<'src> {
                 .at(self.tok.span)
                 .with_hint(format!("rename the node, e.g. `{}_step`", w.to_lowercase())))
             }
-            TokenKind::Word(w) if is_identifier(w) => {
+            TokenKind::Word(w) if is_identifier(w) || is_dotted_id(w) => {
                 let id: &'src str = w;
+                let tok = self.advance()?;
+                Ok((id, tok.span))
+            }
+            TokenKind::Str(Cow::Borrowed(s)) if is_dotted_id(s) => {
+                let id: &'src str = s;
                 let tok = self.advance()?;
                 Ok((id, tok.span))
             }
@@ -383,14 +400,6 @@ impl<'src> Parser<'src> {
     }
 
     fn node_or_edge_or_decl(&mut self) -> PResult<()> {
-        // A qualified word (`a.b`) can only start a `key = value` declaration.
-        if let TokenKind::Word(w) = self.tok.kind
-            && !is_identifier(w)
-            && is_key(w)
-        {
-            let key_tok = self.advance()?;
-            return self.declaration(w, key_tok.span);
-        }
         let (id, span) = self.node_id()?;
         match self.tok.kind {
             TokenKind::Equals => return self.declaration(id, span),
@@ -808,6 +817,32 @@ mod tests {
             Some("approve")
         );
         assert_eq!(a.attrs.value("temperature"), Some(&Value::Float(0.5)));
+    }
+
+    #[test]
+    fn dotted_node_ids_read_bare_or_quoted() {
+        // The ids of spliced imports; the printer quotes them for Graphviz.
+        let g = ok(
+            "digraph G {\n review.check [label=x]\n \"review.fix\" -> review.check\n stack.child_workflow = \"c.fabro\"\n}",
+        );
+        assert!(g.node("review.check").is_some_and(|n| n.declared));
+        assert_eq!(
+            g.edges
+                .iter()
+                .map(|e| (&*e.from, &*e.to))
+                .collect::<Vec<_>>(),
+            vec![("review.fix", "review.check")]
+        );
+        assert_eq!(
+            g.attrs.text("stack.child_workflow").as_deref(),
+            Some("c.fabro"),
+            "a dotted word before `=` is still a graph attribute"
+        );
+        assert!(
+            err("digraph G { \"my.node x\" }")
+                .message
+                .contains("quoted node ids")
+        );
     }
 
     #[test]

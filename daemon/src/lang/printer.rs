@@ -19,7 +19,8 @@ pub fn to_dot(graph: &Graph) -> String {
         out.push('\n');
     }
     for node in &graph.nodes {
-        let _ = write!(out, "    {}", node.id);
+        out.push_str("    ");
+        write_id(&mut out, &node.id);
         let classes = node.classes();
         let class = (!classes.is_empty()).then(|| classes.join(" "));
         if !node.attrs.is_empty() || class.is_some() {
@@ -29,7 +30,10 @@ pub fn to_dot(graph: &Graph) -> String {
         out.push('\n');
     }
     for edge in &graph.edges {
-        let _ = write!(out, "    {} -> {}", edge.from, edge.to);
+        out.push_str("    ");
+        write_id(&mut out, &edge.from);
+        out.push_str(" -> ");
+        write_id(&mut out, &edge.to);
         if !edge.attrs.is_empty() {
             out.push(' ');
             write_attrs(&mut out, &edge.attrs, Scope::Edge, None);
@@ -38,6 +42,16 @@ pub fn to_dot(graph: &Graph) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// Writes a node id: bare, except the dotted ids of spliced imports, which
+/// Graphviz reads only when quoted (`"review.check"`).
+fn write_id(out: &mut String, id: &str) {
+    if id.contains('.') {
+        let _ = write_quoted(out, id);
+    } else {
+        out.push_str(id);
+    }
 }
 
 /// Writes `[k=v, ...]`. `class` (when given) replaces the `class` attribute

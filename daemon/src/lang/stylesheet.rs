@@ -344,8 +344,16 @@ impl<'a> Parser<'a> {
             Some('#') => (Selector::Id, "a node id after `#`"),
             _ => return Err(self.unexpected(SELECTOR_KINDS)),
         };
+        let id = self.peek() == Some('#');
         self.bump();
-        match self.take_while(is_name_char) {
+        // Ids may be dotted (`#review.check`, a node an import spliced in):
+        // there are no compound selectors for the dot to mean.
+        let name = if id {
+            self.take_while(|c| is_name_char(c) || c == '.')
+        } else {
+            self.take_while(is_name_char)
+        };
+        match name {
             "" => Err(self.unexpected(what)),
             name => Ok(make(name.to_owned())),
         }
@@ -635,6 +643,13 @@ mod tests {
         assert_eq!(model(src, "m", "box", &["c"]), "class");
         assert_eq!(model(src, "m", "box", &[]), "shape");
         assert_eq!(model(src, "m", "tab", &[]), "any");
+    }
+
+    #[test]
+    fn an_id_selector_may_be_dotted_to_name_a_spliced_node() {
+        let src = "#review.check { model: spliced } * { model: any }";
+        assert_eq!(model(src, "review.check", "box", &[]), "spliced");
+        assert_eq!(model(src, "review", "box", &["check"]), "any");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Loading a workflow: bytes → template pass 1 → parse → `@file` references
-//! → template pass 2 → model stylesheet → validation rules.
+//! → template pass 2 → imports (each imported file loaded the same way) →
+//! model stylesheets → validation rules.
 //!
 //! Loading never fails on bad workflow content: every problem becomes a
 //! [`Diagnostic`]. Only reading the file itself can fail.
@@ -9,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use super::attrs::{Attr, Attrs, Key};
 use super::diagnostic::Diagnostic;
-use super::graph::Graph;
+use super::graph::{Graph, NodeId};
+use super::import::{self, Chain};
 use super::lexer::source_offset_in_string;
 use super::parser::{self, SYNTAX};
 use super::rules;
@@ -81,93 +83,26 @@ impl Workflow {
         base_dir: &Path,
         options: &LoadOptions,
     ) -> Workflow {
-        let mut wf = Workflow {
-            file: file.to_string(),
-            base_dir: base_dir.to_path_buf(),
-            source: String::new(),
-            graph: None,
-            diagnostics: Vec::new(),
-            file_refs: Vec::new(),
-        };
-        let text = match std::str::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                let valid = &bytes[..e.valid_up_to()];
-                let prefix = String::from_utf8_lossy(valid);
-                let span = span_of(&prefix, prefix.len(), prefix.len());
-                wf.diagnostics.push(
-                    Diagnostic::error(SYNTAX, "the file is not valid UTF-8")
-                        .at(span)
-                        .with_hint("save the workflow as UTF-8 text"),
-                );
-                return wf;
-            }
-        };
-        if u32::try_from(text.len()).is_err() {
-            wf.diagnostics
-                .push(Diagnostic::error(SYNTAX, "the file is larger than 4 GiB"));
-            return wf;
-        }
-        wf.source = text.to_string();
-        if template::uses_inputs(text) {
-            match template::render_structure(text, &options.inputs) {
-                Ok(rendered) => wf.source = rendered,
-                Err(e) => {
-                    let line = e.line.unwrap_or(1);
-                    let span = e.range.clone().map_or_else(
-                        || Span {
-                            line: to_u32(line),
-                            column: 1,
-                            ..Span::default()
-                        },
-                        |r| span_of(text, r.start, r.end),
-                    );
-                    wf.diagnostics.push(
-                        Diagnostic::error(TEMPLATE, e.message)
-                            .at(span)
-                            .with_hint("check the names under `inputs` and pass missing ones with `--input NAME=VALUE`"),
-                    );
-                    return wf;
-                }
+        let mut chain = Chain::new(file, base_dir);
+        let (mut wf, sheets) = assemble(file, bytes, base_dir, options, &mut chain);
+        if let Some(graph) = &mut wf.graph {
+            // Innermost imports first, this file's own stylesheet last: each
+            // fills only what is still unset (see `ScopedSheet`).
+            for sheet in &sheets {
+                sheet.apply(graph);
             }
         }
-        let parsed = match parser::parse(&wf.source) {
-            Ok(p) => p,
-            Err(e) => {
-                wf.diagnostics.push(*e);
-                return wf;
-            }
-        };
-        wf.diagnostics.extend(parsed.diagnostics);
-        let mut graph = parsed.graph;
-        wf.file_refs = resolve_file_refs(&mut graph, base_dir);
-        if let Some(goal) = &options.goal {
-            let span = graph
-                .attrs
-                .get("goal")
-                .map(|a| a.value_span)
-                .unwrap_or_default();
-            graph.attrs.set(Attr {
-                key: "goal".into(),
-                value: Value::Str(goal.clone()),
-                key_span: span,
-                value_span: span,
-            });
+        if let Some(graph) = &wf.graph {
+            rules::check(
+                graph,
+                &wf.source,
+                base_dir,
+                &wf.file_refs,
+                &mut wf.diagnostics,
+            );
         }
-        render_templates(&mut graph, &wf.source, options, &mut wf.diagnostics);
-        // Templates may have rewritten `shape` or `type`: resolve handlers again.
-        graph.finish();
-        apply_stylesheet(&mut graph);
-        rules::check(
-            &graph,
-            &wf.source,
-            base_dir,
-            &wf.file_refs,
-            &mut wf.diagnostics,
-        );
         wf.diagnostics
             .sort_by_key(|d| d.span.map_or((0, 0), |s| (s.line, s.column)));
-        wf.graph = Some(graph);
         wf
     }
 
@@ -188,6 +123,108 @@ impl Workflow {
                 .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
         }
     }
+}
+
+/// Loads a file up to the graph with its imports spliced in: every step but
+/// the stylesheets, which wait for the outermost file (they are returned,
+/// innermost first), and the validation rules, which the caller runs on the
+/// graph it ends up with. `chain` holds the files being loaded around this one.
+pub(super) fn assemble(
+    file: &str,
+    bytes: &[u8],
+    base_dir: &Path,
+    options: &LoadOptions,
+    chain: &mut Chain,
+) -> (Workflow, Vec<ScopedSheet>) {
+    let mut wf = Workflow {
+        file: file.to_string(),
+        base_dir: base_dir.to_path_buf(),
+        source: String::new(),
+        graph: None,
+        diagnostics: Vec::new(),
+        file_refs: Vec::new(),
+    };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let valid = &bytes[..e.valid_up_to()];
+            let prefix = String::from_utf8_lossy(valid);
+            let span = span_of(&prefix, prefix.len(), prefix.len());
+            wf.diagnostics.push(
+                Diagnostic::error(SYNTAX, "the file is not valid UTF-8")
+                    .at(span)
+                    .with_hint("save the workflow as UTF-8 text"),
+            );
+            return (wf, Vec::new());
+        }
+    };
+    if u32::try_from(text.len()).is_err() {
+        wf.diagnostics
+            .push(Diagnostic::error(SYNTAX, "the file is larger than 4 GiB"));
+        return (wf, Vec::new());
+    }
+    wf.source = text.to_string();
+    if template::uses_inputs(text) {
+        match template::render_structure(text, &options.inputs) {
+            Ok(rendered) => wf.source = rendered,
+            Err(e) => {
+                let line = e.line.unwrap_or(1);
+                let span = e.range.clone().map_or_else(
+                    || Span {
+                        line: to_u32(line),
+                        column: 1,
+                        ..Span::default()
+                    },
+                    |r| span_of(text, r.start, r.end),
+                );
+                wf.diagnostics.push(
+                    Diagnostic::error(TEMPLATE, e.message)
+                        .at(span)
+                        .with_hint("check the names under `inputs` and pass missing ones with `--input NAME=VALUE`"),
+                );
+                return (wf, Vec::new());
+            }
+        }
+    }
+    let parsed = match parser::parse(&wf.source) {
+        Ok(p) => p,
+        Err(e) => {
+            wf.diagnostics.push(*e);
+            return (wf, Vec::new());
+        }
+    };
+    wf.diagnostics.extend(parsed.diagnostics);
+    let mut graph = parsed.graph;
+    wf.file_refs = resolve_file_refs(&mut graph, base_dir);
+    if let Some(goal) = &options.goal {
+        let span = graph
+            .attrs
+            .get("goal")
+            .map(|a| a.value_span)
+            .unwrap_or_default();
+        graph.attrs.set(Attr {
+            key: "goal".into(),
+            value: Value::Str(goal.clone()),
+            key_span: span,
+            value_span: span,
+        });
+    }
+    render_templates(&mut graph, &wf.source, options, &mut wf.diagnostics);
+    // Templates may have rewritten `shape` or `type`: resolve handlers again.
+    graph.finish();
+    // After this file's templates, so spliced text (already rendered in its
+    // own file) is never rendered twice.
+    let mut sheets = Vec::new();
+    import::splice_all(&mut graph, &mut wf, options, chain, &mut sheets);
+    if let Some(attr) = graph.attrs.get("model_stylesheet") {
+        sheets.push(ScopedSheet {
+            attr: attr.clone(),
+            prefix: String::new(),
+            nodes: None,
+        });
+    }
+    wf.graph = Some(graph);
+    (wf, sheets)
 }
 
 /// Places a problem found at `offset..offset+len` inside an attribute's
@@ -220,11 +257,11 @@ pub fn resolve_path(base_dir: &Path, written: &str) -> PathBuf {
 /// Attributes whose value may be `@path`: the file's text replaces it.
 const INLINED: &[&str] = &["prompt", "goal"];
 /// Attributes that name a file by path (with or without `@`) that must exist.
-const PATHS: &[&str] = &[
+/// (`import` is resolved by the import pass, which reads the file.)
+pub(super) const PATHS: &[&str] = &[
     "output_schema",
     "stack.child_workflow",
     "stack.child_dotfile",
-    "import",
 ];
 
 fn resolve_file_refs(graph: &mut Graph, base_dir: &Path) -> Vec<FileRef> {
@@ -279,7 +316,7 @@ fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut
     }
 }
 
-fn io_reason(e: &std::io::Error) -> String {
+pub(super) fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file".to_string(),
         std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
@@ -348,32 +385,60 @@ fn render_attr(
     }
 }
 
-/// Applies `model_stylesheet` to the LLM nodes. Properties a node sets
-/// itself always win (workflows/stylesheets.mdx). A stylesheet that does not
-/// parse applies nothing; the `stylesheet_syntax` rule reports it.
-fn apply_stylesheet(graph: &mut Graph) {
-    let Some(attr) = graph.attrs.get("model_stylesheet").cloned() else {
-        return;
-    };
-    let text = attr.value.as_text();
-    let Ok(sheet) = stylesheet::parse(&text) else {
-        return;
-    };
-    for node in graph.nodes.iter_mut().filter(|n| n.handler.uses_llm()) {
-        let classes = node.classes();
-        let resolved: Vec<(&'static str, String)> = sheet
-            .resolve(&node.id, node.shape(), &classes)
-            .into_iter()
-            .map(|(p, v)| (p.name(), v.to_string()))
-            .collect();
-        for (key, value) in resolved {
-            if !node.attrs.contains(key) {
-                node.attrs.set(Attr {
-                    key: Key::new(key),
-                    value: Value::Str(value),
-                    key_span: attr.key_span,
-                    value_span: attr.value_span,
-                });
+/// A model stylesheet and the nodes it styles. A file's own stylesheet
+/// styles all of its nodes, those its imports spliced in included; an
+/// imported file's stylesheet styles only the nodes that came from it, and
+/// matches `#id` against their ids in that file (without `prefix`).
+///
+/// Properties a node sets itself always win (workflows/stylesheets.mdx), and
+/// so do the model attributes an import placeholder passes down: sheets only
+/// fill what is still unset, innermost import first. A stylesheet that does
+/// not parse applies nothing; the `stylesheet_syntax` rule reports it.
+#[derive(Debug, Clone)]
+pub(super) struct ScopedSheet {
+    /// The `model_stylesheet` attribute; set properties take its spans.
+    pub attr: Attr,
+    /// What the import placeholders put in front of the styled nodes' ids.
+    pub prefix: String,
+    /// The styled nodes; `None` for every node of the graph.
+    pub nodes: Option<Vec<NodeId>>,
+}
+
+impl ScopedSheet {
+    /// Sets the properties the sheet gives each LLM node it styles, where
+    /// the node has none.
+    fn apply(&self, graph: &mut Graph) {
+        let text = self.attr.value.as_text();
+        let Ok(sheet) = stylesheet::parse(&text) else {
+            return;
+        };
+        let positions: Vec<usize> = match &self.nodes {
+            None => (0..graph.nodes.len()).collect(),
+            Some(ids) => ids.iter().filter_map(|id| graph.node_index(id)).collect(),
+        };
+        for i in positions {
+            let Some(node) = graph.nodes.get_mut(i) else {
+                continue;
+            };
+            if !node.handler.uses_llm() {
+                continue;
+            }
+            let classes = node.classes();
+            let id = node.id.strip_prefix(&self.prefix).unwrap_or(&node.id);
+            let resolved: Vec<(&'static str, String)> = sheet
+                .resolve(id, node.shape(), &classes)
+                .into_iter()
+                .map(|(p, v)| (p.name(), v.to_string()))
+                .collect();
+            for (key, value) in resolved {
+                if !node.attrs.contains(key) {
+                    node.attrs.set(Attr {
+                        key: Key::new(key),
+                        value: Value::Str(value),
+                        key_span: self.attr.key_span,
+                        value_span: self.attr.value_span,
+                    });
+                }
             }
         }
     }

@@ -271,7 +271,9 @@ pub struct QuestionRecord {
 /// never block the writer nor the writer them, and each read method is one
 /// SQL statement, so it sees one consistent snapshot.
 pub struct Store {
-    conn: Connection,
+    /// Visible to the sibling modules that add methods to the store
+    /// (`artifacts`); nothing outside `store` sees it.
+    pub(super) conn: Connection,
     path: PathBuf,
 }
 
@@ -1384,6 +1386,7 @@ mod tests {
                         EventKind::StageStarted {
                             handler: "command".into(),
                             attempt: 1,
+                            branch: None,
                         },
                         Some(("build", 2)),
                     ),

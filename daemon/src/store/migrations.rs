@@ -99,6 +99,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, node_id, visit, path)
     );
     ",
+    // 2: a (path, content hash) pair is captured once per run
+    // (agents/outputs.mdx, "Automatic asset capture"): the unique index makes
+    // the database hold that rule and answers "already captured?" by lookup.
+    // Nothing wrote `artifacts` before this migration, so no row conflicts.
+    r"
+    CREATE UNIQUE INDEX artifacts_by_path_hash ON artifacts (run_id, path, blob_hash);
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -4,12 +4,14 @@
 //! Invariant: a stage's completion, its events and the checkpoint naming the
 //! next node are committed in one transaction ([`Store::commit_stage`]).
 
+mod artifacts;
 mod blob;
 mod db;
 mod home;
 mod migrations;
 mod run_dir;
 
+pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
 pub use db::{
     NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunStatus, StageCommit,
@@ -61,6 +63,12 @@ pub enum StoreError {
     },
     #[error("cannot find a home directory for Weft's data; set WEFT_HOME")]
     NoHome,
+    /// An artifact name that is not a plain relative path (absolute, empty,
+    /// or with `.`/`..` segments); such a name is never recorded.
+    #[error(
+        "`{0}` is not an artifact path (a relative, `/`-separated path without `.` or `..` segments)"
+    )]
+    InvalidArtifactPath(String),
 }
 
 impl StoreError {
@@ -78,6 +86,7 @@ impl StoreError {
             StoreError::BlobMissing(_) => "blob.missing",
             StoreError::SchemaTooNew { .. } => "store.schema_too_new",
             StoreError::NoHome => "store.no_home",
+            StoreError::InvalidArtifactPath(_) => "artifact.invalid_path",
         }
     }
 

@@ -50,15 +50,30 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     });
     cx.write_file("script_invocation.json", pretty(&invocation).as_bytes());
 
+    let mut env = vec![
+        ("WEFT_RUN_ID".into(), cx.run.run_id.clone()),
+        ("WEFT_NODE_ID".into(), node.id.to_string()),
+        ("WEFT_VISIT".into(), cx.visit.to_string()),
+    ];
+    // A script that reads $WEFT_CONTEXT gets the run context as a JSON file
+    // (blob refs read back). Only then: writing it for every command would
+    // cost a file per stage for nothing.
+    if source.contains("WEFT_CONTEXT") {
+        let path = cx.dir.join("context.json");
+        let resolved = resolved_context(cx);
+        match serde_json::to_vec_pretty(&resolved) {
+            Ok(bytes) => match crate::store::write_atomic(&path, &bytes) {
+                Ok(()) => env.push(("WEFT_CONTEXT".into(), path.display().to_string())),
+                Err(e) => cx.notice(format!("could not write context.json: {e}")),
+            },
+            Err(e) => cx.notice(format!("could not serialise the context: {e}")),
+        }
+    }
     let script = Script {
         language,
         source: source.into_owned(),
         work_dir: cx.run.work_dir.clone(),
-        env: vec![
-            ("WEFT_RUN_ID".into(), cx.run.run_id.clone()),
-            ("WEFT_NODE_ID".into(), node.id.to_string()),
-            ("WEFT_VISIT".into(), cx.visit.to_string()),
-        ],
+        env,
         timeout,
     };
     let at = cx.at();
@@ -222,6 +237,19 @@ fn validate_custom(cx: &StageCx<'_>, schema: &str, text: &str) -> Result<Value, 
             problems.join("; ")
         ))
     }
+}
+
+/// The context with every blob ref read back into its value.
+fn resolved_context(cx: &StageCx<'_>) -> Value {
+    let mut map = cx.context.values().clone();
+    for value in map.values_mut() {
+        if let Some(blob) = value.as_str().and_then(crate::store::BlobRef::parse)
+            && let Ok(read) = cx.run.blobs.get_json(&blob)
+        {
+            *value = read;
+        }
+    }
+    Value::Object(map)
 }
 
 fn pretty(value: &Value) -> String {

@@ -5,6 +5,7 @@
 mod command;
 mod conditional;
 mod exit;
+mod fan_in;
 mod human;
 mod llm;
 mod start;
@@ -23,7 +24,15 @@ use crate::lang::graph::{Graph, Handler, Node};
 use crate::store::Blobs;
 
 /// What stays the same for every stage of a run.
+#[derive(Clone)]
 pub struct RunEnv {
+    pub home: crate::store::Home,
+    /// Files to capture after each stage (empty: none).
+    pub artifacts: Arc<crate::engine::artifacts::ArtifactRules>,
+    /// The run's `--input` values (a child run gets the same).
+    pub inputs: std::collections::BTreeMap<String, String>,
+    /// The run's random seed (child runs derive theirs from it).
+    pub seed: u64,
     pub run_id: String,
     /// Where commands run.
     pub work_dir: PathBuf,
@@ -92,11 +101,13 @@ pub async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Command => command::run(cx).await,
         Handler::Human => human::run(cx).await,
         Handler::Agent | Handler::Prompt => llm::run(cx),
+        Handler::FanIn => fan_in::run(cx),
         other => Outcome::failed(
             FailureClass::Deterministic,
             format!(
-                "{} nodes cannot run yet: this version of Weft executes start, exit, \
-                 command, human, wait, conditional, and (with --dry-run) agent and prompt nodes",
+                "{} nodes cannot run yet: this version of Weft executes start, exit, command, \
+                 human, wait, conditional, parallel, fan-in, and (with --dry-run) agent and \
+                 prompt nodes",
                 other.name()
             ),
         ),

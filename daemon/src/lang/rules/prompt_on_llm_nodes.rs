@@ -11,7 +11,9 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         .graph
         .nodes
         .iter()
-        .filter(|n| n.declared && n.handler.uses_llm())
+        // A node still holding `import` is a placeholder whose import
+        // failed, an error already; it was never meant to have a prompt.
+        .filter(|n| n.declared && n.handler.uses_llm() && !n.attrs.contains("import"))
     {
         if node.attrs.non_empty("prompt").is_some() || node.attrs.non_empty("label").is_some() {
             continue;

@@ -1,14 +1,16 @@
 //! `unresolved_file_ref` (error): every file a workflow names (`@prompt.md`,
-//! `output_schema="@schema.json"`, `stack.child_workflow`, `import`) must be
-//! readable. The loader resolves them; this rule reports the ones it could not
-//! read (reference/dot-language.mdx, "Prompt file references").
+//! `output_schema="@schema.json"`, `stack.child_workflow`) must be readable.
+//! The loader resolves them; this rule reports the ones it could not read
+//! (reference/dot-language.mdx, "Prompt file references"). An unreadable
+//! `import` is the import pass's `import_not_found` instead.
 
 use super::Cx;
 use crate::lang::diagnostic::Diagnostic;
 use crate::lang::workflow::FileRef;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    for file_ref in cx.file_refs {
+    // An unreadable `import` is `import_not_found`, reported by the loader.
+    for file_ref in cx.file_refs.iter().filter(|r| r.key != "import") {
         let Some(reason) = &file_ref.error else {
             continue;
         };

@@ -1,0 +1,563 @@
+//! Parallel fan-out (`component`): every outgoing edge starts a branch. A
+//! branch runs from its first node along its own edges, with the full
+//! routing rules, until it reaches the join node: the fan-in
+//! (`tripleoctagon`) that every branch reaches, else the first node every
+//! branch reaches. Branches run concurrently, at most `max_parallel` (default
+//! 4) at a time, each with its own deep copy of the context. Their results
+//! become `parallel.results` for the join and everything after it.
+//!
+//! Each branch is a [`Runner`] of its own. Its stages are committed like any
+//! other; the run's checkpoint stays on the parallel node and records each
+//! branch's progress, so a resume continues unfinished branches and reuses
+//! finished ones.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::{Map, Value};
+
+use super::cancel::CancelReason;
+use super::checkpoint::{BranchProgress, BranchResult, Checkpoint, ParallelProgress};
+use super::context::Context;
+use super::event::EventKind;
+use super::handlers::RunEnv;
+use super::outcome::{FailureClass, Outcome, Status};
+use super::run::{Finish, Runner, State};
+use crate::lang::graph::{Graph, Handler, Node};
+use crate::store::{BlobRef, StoreError};
+
+/// Branches running at once when the node does not say.
+pub const DEFAULT_MAX_PARALLEL: u32 = 4;
+
+/// A branch's output is put inline in `parallel.results` up to this size;
+/// larger output stays a blob ref.
+const INLINE_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// What a branch runner knows about its branch.
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub id: String,
+    /// Where the branch stops; `None` when the branches never meet.
+    pub join: Option<String>,
+    pub progress: Arc<Mutex<ParallelProgress>>,
+    /// The run's checkpoint while the parallel stage is in flight: it names
+    /// the parallel node as next, so a resume re-enters it.
+    pub template: Checkpoint,
+}
+
+/// Locks branch progress (a panic elsewhere does not make it unusable).
+pub(super) fn lock(progress: &Mutex<ParallelProgress>) -> MutexGuard<'_, ParallelProgress> {
+    progress
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Branch {
+    /// Notes that this branch committed a stage of `node` and goes on to
+    /// `next`; returns the run checkpoint to commit with the stage.
+    pub(super) fn record(
+        &self,
+        progress: &mut ParallelProgress,
+        state: &State,
+        node: &str,
+        next: Option<&str>,
+    ) -> Checkpoint {
+        if let Some(mine) = progress.branches.iter_mut().find(|b| b.id == self.id) {
+            mine.next = next.map(str::to_string);
+            mine.context = state.context.values().clone();
+            mine.nodes.push(node.to_string());
+        }
+        let mut cp = self.template.clone();
+        cp.timestamp = crate::store::timestamp();
+        cp.current_node = Some(node.to_string());
+        let branch_stages: usize = progress.branches.iter().map(|b| b.nodes.len()).sum();
+        cp.completed = self
+            .template
+            .completed
+            .saturating_add(u32::try_from(branch_stages).unwrap_or(u32::MAX));
+        cp.parallel = Some(progress.clone());
+        cp
+    }
+}
+
+/// `wait_all` or `first_success`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JoinPolicy {
+    WaitAll,
+    FirstSuccess,
+}
+
+impl Runner<'_> {
+    /// Runs a parallel node's branches and returns the parallel stage's outcome.
+    pub(super) async fn parallel(
+        &mut self,
+        node: &Node,
+        visit: u32,
+        dir: &Path,
+    ) -> Result<Outcome, StoreError> {
+        let graph = self.graph;
+        let recorder = self.recorder;
+        let at = Some((&*node.id, visit));
+        let mut starts: Vec<String> = Vec::new();
+        for edge in graph.edges.iter().filter(|e| *e.from == *node.id) {
+            if !starts.iter().any(|s| *s == *edge.to) {
+                starts.push(edge.to.to_string());
+            }
+        }
+        if starts.is_empty() {
+            return Ok(Outcome::failed(
+                FailureClass::Deterministic,
+                "parallel node has no outgoing edges to start branches from",
+            ));
+        }
+        let policy = match node.attrs.text("join_policy").as_deref().map(str::trim) {
+            None | Some("wait_all") => JoinPolicy::WaitAll,
+            Some("first_success") => JoinPolicy::FirstSuccess,
+            Some(other) => {
+                return Ok(Outcome::failed(
+                    FailureClass::Deterministic,
+                    format!("unknown join_policy `{other}`: use wait_all or first_success"),
+                ));
+            }
+        };
+        let max_parallel = node
+            .attrs
+            .value("max_parallel")
+            .and_then(crate::lang::value::Value::as_int)
+            .map_or(DEFAULT_MAX_PARALLEL, |n| {
+                u32::try_from(n.max(1)).unwrap_or(u32::MAX)
+            });
+        let join = find_join(graph, &node.id, &starts);
+        if let Some(problem) = shared_nodes(graph, &node.id, &starts, join.as_deref()) {
+            return Ok(Outcome::failed(FailureClass::Deterministic, problem));
+        }
+
+        // Resume where the branches were, or start them all.
+        let resumed = self
+            .resume_parallel
+            .take()
+            .filter(|p| p.node == *node.id && p.branches.len() == starts.len());
+        let progress = resumed.unwrap_or_else(|| ParallelProgress {
+            node: node.id.to_string(),
+            visit,
+            branches: starts
+                .iter()
+                .map(|s| BranchProgress {
+                    id: s.clone(),
+                    next: Some(s.clone()),
+                    context: self.state.context.values().clone(),
+                    nodes: Vec::new(),
+                    result: None,
+                })
+                .collect(),
+        });
+        recorder.emit(
+            EventKind::ParallelStarted {
+                branches: starts.clone(),
+                join: join.clone(),
+                join_policy: match policy {
+                    JoinPolicy::WaitAll => "wait_all".into(),
+                    JoinPolicy::FirstSuccess => "first_success".into(),
+                },
+                max_parallel,
+            },
+            at,
+        )?;
+
+        // A branch that stopped just before the join (or at a dead end) but
+        // whose result was not yet recorded when the run was interrupted
+        // needs no more stages: settle it from what was committed.
+        let mut progress = progress;
+        for branch in &mut progress.branches {
+            if branch.result.is_none() && self.branch_is_over(branch, join.as_deref()) {
+                let status = last_status(&self.state, &branch.nodes);
+                branch.result = Some(self.result_of(branch, status, None));
+            }
+        }
+
+        let template = self.state.checkpoint(Some(&node.id), Some(&node.id));
+        let shared = Arc::new(Mutex::new(progress.clone()));
+        let envs: Vec<RunEnv> = progress
+            .branches
+            .iter()
+            .map(|_| RunEnv {
+                cancel: self.env.cancel.child(),
+                ..self.env.clone()
+            })
+            .collect();
+        let permits = tokio::sync::Semaphore::new(usize::try_from(max_parallel).unwrap_or(4));
+        let mut running = FuturesUnordered::new();
+        for (i, branch) in progress.branches.iter().enumerate() {
+            if branch.result.is_some() {
+                continue;
+            }
+            let Some(next) = branch.next.clone() else {
+                continue;
+            };
+            let mut state = State {
+                context: Context::from_map(branch.context.clone()),
+                visits: self.state.visits.clone(),
+                retries: self.state.retries.clone(),
+                outcomes: self.state.outcomes.clone(),
+                completed: 0,
+                loop_signatures: self.state.loop_signatures.clone(),
+                restart_signatures: self.state.restart_signatures.clone(),
+            };
+            state.context.set("parallel.branch", branch.id.clone());
+            let mut runner = Runner {
+                graph,
+                env: &envs[i],
+                recorder,
+                state,
+                rng: SmallRng::seed_from_u64(self.rng.random()),
+                checkpoint_written: self.checkpoint_written,
+                pending_checkpoint: None,
+                branch: Some(Branch {
+                    id: branch.id.clone(),
+                    join: join.clone(),
+                    progress: shared.clone(),
+                    template: template.clone(),
+                }),
+                resume_parallel: None,
+            };
+            let permits = &permits;
+            running.push(async move {
+                let finish = match permits.acquire().await {
+                    Ok(_permit) => runner.drive(next).await,
+                    Err(_) => Ok(Finish::Cancelled("the branch could not start".into())),
+                };
+                (i, runner, finish)
+            });
+        }
+
+        let mut runners = Vec::new();
+        let mut failure: Option<StoreError> = None;
+        let mut won = false;
+        while let Some((i, runner, finish)) = running.next().await {
+            let finish = match finish {
+                Ok(f) => f,
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    Finish::Failed("the run store failed".into())
+                }
+            };
+            if matches!(finish, Finish::Cancelled(_)) && self.env.cancel.reason().is_some() {
+                // The whole run is stopping: this branch is unfinished, not
+                // skipped; its progress stays so a resume continues it.
+                runners.push(runner);
+                continue;
+            }
+            let (status, reason) = runner.branch_status(&finish);
+            let mut guard = lock(&shared);
+            if let Some(branch) = guard.branches.get_mut(i) {
+                branch.next = None;
+                branch.result = Some(runner.result_of(branch, status, reason.clone()));
+                recorder.emit(
+                    EventKind::ParallelBranchCompleted {
+                        branch: branch.id.clone(),
+                        status,
+                        failure_reason: reason,
+                    },
+                    at,
+                )?;
+                if policy == JoinPolicy::FirstSuccess && is_success(status) && !won {
+                    won = true;
+                    for (j, env) in envs.iter().enumerate() {
+                        if j != i {
+                            env.cancel.cancel(CancelReason::User(format!(
+                                "branch {} succeeded first (join_policy=first_success)",
+                                branch.id
+                            )));
+                        }
+                    }
+                }
+            }
+            drop(guard);
+            runners.push(runner);
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let final_progress = lock(&shared).clone();
+        for runner in runners {
+            self.absorb(runner);
+        }
+        self.checkpoint_written = Some(Instant::now());
+        if self.env.cancel.reason().is_some() {
+            // The whole run is stopping: the parallel stage is not over.
+            // Keep the progress so a resume continues the branches.
+            self.resume_parallel = Some(final_progress);
+            return Ok(Outcome::failed(FailureClass::Canceled, "cancelled"));
+        }
+
+        let results: Vec<BranchResult> = final_progress
+            .branches
+            .iter()
+            .filter_map(|b| b.result.clone())
+            .collect();
+        let succeeded = results.iter().filter(|r| is_success(r.status)).count();
+        let failed = results
+            .iter()
+            .filter(|r| r.status == Status::Failed)
+            .count();
+        let status = match policy {
+            JoinPolicy::WaitAll if failed == 0 => Status::Succeeded,
+            JoinPolicy::WaitAll if failed < results.len() => Status::PartiallySucceeded,
+            JoinPolicy::WaitAll => Status::Failed,
+            JoinPolicy::FirstSuccess if succeeded > 0 => Status::Succeeded,
+            JoinPolicy::FirstSuccess => Status::Failed,
+        };
+        recorder.emit(
+            EventKind::ParallelCompleted {
+                status,
+                succeeded: u32::try_from(succeeded).unwrap_or(u32::MAX),
+                failed: u32::try_from(failed).unwrap_or(u32::MAX),
+            },
+            at,
+        )?;
+        let results_json = serde_json::to_value(&results).unwrap_or(Value::Null);
+        let pretty = serde_json::to_vec_pretty(&results_json).unwrap_or_default();
+        if let Err(e) = crate::store::write_atomic(&dir.join("parallel_results.json"), &pretty) {
+            let _ = recorder.emit(
+                EventKind::RunNotice {
+                    message: format!("could not write parallel_results.json: {e}"),
+                },
+                at,
+            );
+        }
+        let mut outcome = if status == Status::Failed {
+            Outcome::failed(
+                FailureClass::Deterministic,
+                format!(
+                    "{failed} of {} branches failed{}",
+                    results.len(),
+                    match policy {
+                        JoinPolicy::FirstSuccess => " and none succeeded",
+                        JoinPolicy::WaitAll => "",
+                    }
+                ),
+            )
+        } else {
+            Outcome::with_status(status)
+        };
+        outcome = outcome
+            .update("parallel.results", results_json)
+            .update("parallel.branch_count", results.len());
+        outcome.jump_to_node = join;
+        Ok(outcome)
+    }
+
+    /// Whether a branch's saved progress shows it needs no more stages.
+    fn branch_is_over(&self, branch: &BranchProgress, join: Option<&str>) -> bool {
+        match branch.next.as_deref() {
+            None => !branch.nodes.is_empty(),
+            Some(next) => {
+                Some(next) == join
+                    || self
+                        .graph
+                        .node(next)
+                        .is_some_and(|n| n.handler == Handler::Exit)
+            }
+        }
+    }
+
+    /// How a branch ended: its status and, for a failure, why.
+    fn branch_status(&self, finish: &Finish) -> (Status, Option<String>) {
+        let nodes = self
+            .branch
+            .as_ref()
+            .map(|b| {
+                lock(&b.progress)
+                    .branches
+                    .iter()
+                    .find(|p| p.id == b.id)
+                    .map(|p| p.nodes.clone())
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        match finish {
+            Finish::Joined(_) | Finish::Succeeded => {
+                let status = last_status(&self.state, &nodes);
+                let reason = nodes
+                    .last()
+                    .and_then(|n| self.state.outcomes.get(n))
+                    .filter(|o| o.status == Status::Failed)
+                    .and_then(|o| o.failure_reason().map(str::to_string));
+                (status, reason)
+            }
+            Finish::Failed(reason) => (Status::Failed, Some(reason.clone())),
+            // Lost a first_success race: the branch was not needed.
+            Finish::Cancelled(reason) => (Status::Skipped, Some(reason.clone())),
+        }
+    }
+
+    /// The entry of `parallel.results` for a branch.
+    fn result_of(
+        &self,
+        branch: &BranchProgress,
+        status: Status,
+        reason: Option<String>,
+    ) -> BranchResult {
+        let mut updates = Map::new();
+        let parent = self.parent_context_snapshot();
+        for (k, v) in &branch.context {
+            if k == "current_node" || k.starts_with("internal.") || k == "parallel.branch" {
+                continue;
+            }
+            if parent.get(k) != Some(v) {
+                updates.insert(k.clone(), v.clone());
+            }
+        }
+        let last = branch.nodes.last();
+        let output = last.and_then(|node| {
+            branch
+                .context
+                .get(&format!("response.{node}"))
+                .or_else(|| branch.context.get("command.output"))
+                .cloned()
+                .map(|v| self.inline(v))
+        });
+        BranchResult {
+            id: branch.id.clone(),
+            status,
+            nodes: branch.nodes.clone(),
+            context_updates: updates,
+            output,
+            failure_reason: reason,
+        }
+    }
+
+    /// The context the branches started from (the parallel stage's own).
+    fn parent_context_snapshot(&self) -> Map<String, Value> {
+        self.branch.as_ref().map_or_else(
+            || self.state.context.values().clone(),
+            |b| b.template.context_values.clone(),
+        )
+    }
+
+    /// A blob ref read back as text when it is small enough to inline.
+    fn inline(&self, value: Value) -> Value {
+        let Some(blob) = value.as_str().and_then(BlobRef::parse) else {
+            return value;
+        };
+        match self.env.blobs.get_json(&blob) {
+            Ok(Value::String(text)) if text.len() <= INLINE_OUTPUT_BYTES => Value::String(text),
+            _ => value,
+        }
+    }
+
+    /// Folds a finished branch runner's per-node history into this runner.
+    fn absorb(&mut self, branch: Runner<'_>) {
+        for (node, visits) in branch.state.visits {
+            let mine = self.state.visits.entry(node).or_insert(0);
+            *mine = (*mine).max(visits);
+        }
+        for (node, retries) in branch.state.retries {
+            let mine = self.state.retries.entry(node).or_insert(0);
+            *mine = (*mine).max(retries);
+        }
+        for (node, outcome) in branch.state.outcomes {
+            self.state.outcomes.insert(node, outcome);
+        }
+        for (sig, count) in branch.state.loop_signatures {
+            let mine = self.state.loop_signatures.entry(sig).or_insert(0);
+            *mine = (*mine).max(count);
+        }
+        self.state.completed = self.state.completed.saturating_add(branch.state.completed);
+    }
+}
+
+fn is_success(status: Status) -> bool {
+    matches!(status, Status::Succeeded | Status::PartiallySucceeded)
+}
+
+/// The status of the branch's last stage; a branch that ran nothing succeeded.
+fn last_status(state: &State, nodes: &[String]) -> Status {
+    nodes
+        .last()
+        .and_then(|n| state.outcomes.get(n))
+        .map_or(Status::Succeeded, |o| o.status)
+}
+
+/// Breadth-first distances from `start`, not passing through `fork`.
+fn distances(graph: &Graph, fork: &str, start: &str) -> BTreeMap<String, usize> {
+    let mut dist = BTreeMap::new();
+    let mut queue = VecDeque::from([(start.to_string(), 0usize)]);
+    while let Some((node, d)) = queue.pop_front() {
+        if node == fork || dist.contains_key(&node) {
+            continue;
+        }
+        dist.insert(node.clone(), d);
+        for edge in graph.edges.iter().filter(|e| *e.from == *node) {
+            queue.push_back((edge.to.to_string(), d + 1));
+        }
+    }
+    dist
+}
+
+/// The join node: the fan-in node every branch reaches (the nearest), else
+/// the node every branch reaches first (smallest longest distance, then
+/// smallest total, then id). `None` when the branches never meet.
+#[must_use]
+pub fn find_join(graph: &Graph, fork: &str, starts: &[String]) -> Option<String> {
+    let dists: Vec<BTreeMap<String, usize>> =
+        starts.iter().map(|s| distances(graph, fork, s)).collect();
+    let first = dists.first()?;
+    let mut common: Vec<(bool, usize, usize, String)> = first
+        .keys()
+        .filter(|n| dists.iter().all(|d| d.contains_key(*n)))
+        .filter(|n| starts.len() > 1 || !starts.contains(n))
+        .map(|n| {
+            let far = dists.iter().map(|d| d[n]).max().unwrap_or(0);
+            let total = dists.iter().map(|d| d[n]).sum();
+            let fan_in = graph.node(n).is_some_and(|x| x.handler == Handler::FanIn);
+            (!fan_in, far, total, n.clone())
+        })
+        .collect();
+    common.sort();
+    common.into_iter().next().map(|(_, _, _, n)| n)
+}
+
+/// A node that two branches would both run before the join makes their
+/// stages collide; such a graph is refused with the node named.
+fn shared_nodes(
+    graph: &Graph,
+    fork: &str,
+    starts: &[String],
+    join: Option<&str>,
+) -> Option<String> {
+    let mut owner: BTreeMap<String, String> = BTreeMap::new();
+    for start in starts {
+        let mut seen = BTreeSet::new();
+        let mut queue = VecDeque::from([start.clone()]);
+        while let Some(node) = queue.pop_front() {
+            if node == fork || Some(node.as_str()) == join || !seen.insert(node.clone()) {
+                continue;
+            }
+            if graph
+                .node(&node)
+                .is_some_and(|n| n.handler == Handler::Exit)
+            {
+                continue;
+            }
+            if let Some(other) = owner.get(&node)
+                && other != start
+            {
+                return Some(format!(
+                    "parallel branches {other} and {start} both reach node {node} before they join; \
+                     give each branch its own nodes, or join them at a fan-in node (shape=tripleoctagon)"
+                ));
+            }
+            owner.insert(node.clone(), start.clone());
+            for edge in graph.edges.iter().filter(|e| *e.from == *node) {
+                queue.push_back(edge.to.to_string());
+            }
+        }
+    }
+    None
+}
