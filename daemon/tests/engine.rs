@@ -935,3 +935,35 @@ async fn max_cycles_cancels_an_inline_child_and_fails_the_stage() {
     assert_eq!(r.outcome_of("child"), "failed");
     assert_eq!(child_runs(&r)[0].status, RunStatus::Cancelled);
 }
+
+#[tokio::test]
+async fn a_human_gate_inside_a_branch_is_asked_and_its_stages_carry_the_branch() {
+    let r = run(
+        "parallel_gate.fabro",
+        Options {
+            answers: vec!["y"],
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+    let store = Store::open(&Home::at(r.home.path())).expect("store");
+    let stages = store.stages(&r.conclusion.run_id).expect("stages");
+    let branch_of = |node: &str| {
+        stages
+            .iter()
+            .find(|s| s.node_id == node)
+            .and_then(|s| s.branch.clone())
+    };
+    assert_eq!(branch_of("approve").as_deref(), Some("approve"));
+    assert_eq!(branch_of("a_done").as_deref(), Some("approve"));
+    assert_eq!(branch_of("b").as_deref(), Some("b"));
+    assert_eq!(branch_of("merge"), None);
+    assert!(stages.iter().all(|s| s.node_id != "a_held"));
+    let questions = store
+        .questions(Some(&r.conclusion.run_id), false)
+        .expect("questions");
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0].node_id, "approve");
+    assert_eq!(r.context()["parallel.results"][0]["status"], "succeeded");
+}

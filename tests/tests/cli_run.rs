@@ -702,3 +702,47 @@ fn dump_writes_a_parallel_stages_results() {
     assert_eq!(results[0]["id"], "a");
     assert_eq!(results[1]["output"], "b\n");
 }
+
+#[test]
+fn an_imported_workflow_runs_in_place_with_prefixed_stage_ids() {
+    let sb = Sandbox::new();
+    sb.write(
+        "parts/check.fabro",
+        r#"digraph Check { start [shape=Mdiamond]; exit [shape=Msquare]
+           lint [shape=parallelogram, script="echo lint >> side.log"]
+           test [shape=parallelogram, script="echo test >> side.log"]
+           start -> lint -> test -> exit }"#,
+    );
+    sb.write(
+        "wf.fabro",
+        r#"digraph Main { start [shape=Mdiamond]; exit [shape=Msquare]
+           build [shape=parallelogram, script="echo build >> side.log"]
+           checks [import="parts/check.fabro"]
+           ship [shape=parallelogram, script="echo ship >> side.log"]
+           start -> build -> checks -> ship -> exit }"#,
+    );
+    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stages: Vec<String> = json(&run.stdout)["stages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|s| s["node_id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "start",
+            "build",
+            "checks.lint",
+            "checks.test",
+            "ship",
+            "exit"
+        ]
+    );
+    assert_eq!(
+        lines(&sb.path().join("side.log")),
+        ["build", "lint", "test", "ship"]
+    );
+}

@@ -196,6 +196,7 @@ mod tests {
             duration_ms: None,
             failure_reason: None,
             outcome: None,
+            branch: None,
         };
         assert_eq!(stage_folder(&stage("start", 1, 1)), "001-start@1");
         assert_eq!(stage_folder(&stage("test", 2, 12)), "012-test@2");

@@ -141,6 +141,7 @@ mod tests {
             duration_ms: Some(10),
             failure_reason: None,
             outcome: None,
+            branch: None,
         }
     }
 

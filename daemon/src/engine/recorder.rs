@@ -23,8 +23,9 @@ pub struct Recorder {
     observer: Option<Observer>,
     /// When the last event was recorded, for the stall watchdog.
     last_activity: Mutex<Instant>,
-    /// True while a human gate waits: waiting for a person is not a stall.
-    waiting_on_human: std::sync::atomic::AtomicBool,
+    /// Human gates waiting for an answer (several in parallel branches):
+    /// waiting for a person is not a stall.
+    gates_open: std::sync::atomic::AtomicU32,
     /// When live.json was last written.
     live_written: Mutex<Option<Instant>>,
 }
@@ -63,7 +64,7 @@ impl Recorder {
             run_dir: Mutex::new(run_dir),
             observer,
             last_activity: Mutex::new(Instant::now()),
-            waiting_on_human: std::sync::atomic::AtomicBool::new(false),
+            gates_open: std::sync::atomic::AtomicU32::new(0),
             live_written: Mutex::new(None),
         }
     }
@@ -98,20 +99,28 @@ impl Recorder {
     /// Seconds since the last recorded event; 0 while a human gate waits.
     #[must_use]
     pub fn idle_secs(&self) -> u64 {
-        if self
-            .waiting_on_human
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.gates_open.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return 0;
         }
         lock(&self.last_activity).elapsed().as_secs()
     }
 
-    /// Marks the start or end of a wait for a human answer.
-    pub fn set_waiting_on_human(&self, waiting: bool) {
-        self.waiting_on_human
-            .store(waiting, std::sync::atomic::Ordering::Relaxed);
+    /// A human gate starts waiting; true when it is the only one (the run
+    /// becomes blocked).
+    pub fn gate_opened(&self) -> bool {
         *lock(&self.last_activity) = Instant::now();
+        self.gates_open
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            == 0
+    }
+
+    /// A human gate stops waiting; true when no other gate still waits (the
+    /// run is running again).
+    pub fn gate_closed(&self) -> bool {
+        *lock(&self.last_activity) = Instant::now();
+        self.gates_open
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed)
+            == 1
     }
 
     /// Records one event.

@@ -252,11 +252,13 @@ impl Runner<'_> {
         let started = Instant::now();
         self.state.context.set("current_node", id);
         self.state.context.set("internal.node_visit_count", visit);
-        self.recorder.store().stage_started(
+        let branch = self.branch.as_ref().map(|b| b.id.clone());
+        self.recorder.store().stage_started_in(
             self.recorder.run_id(),
             id,
             visit,
             node.handler.name(),
+            branch.as_deref(),
         )?;
         let dir = self.recorder.run_dir().ensure_node_dir(id, visit)?;
 

@@ -160,6 +160,9 @@ pub struct StageRecord {
     pub failure_reason: Option<String>,
     /// The outcome as JSON, once completed.
     pub outcome: Option<serde_json::Value>,
+    /// The parallel branch the stage ran in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// Everything committed when a stage completes, in one transaction.
@@ -295,7 +298,7 @@ const RUN_COLUMNS: &str = "id, workflow_name, workflow_path, goal, status, run_d
 
 /// The `stages` columns in the order [`StageRow::read`] expects.
 const STAGE_COLUMNS: &str = "run_id, node_id, visit, rank, handler, status, attempts, \
-     started_at, finished_at, duration_ms, failure_reason, outcome";
+     started_at, finished_at, duration_ms, failure_reason, outcome, branch";
 
 /// The `events` columns in the order [`EventRow::read`] expects.
 const EVENT_COLUMNS: &str = "seq, ts, event, node_id, visit, properties";
@@ -537,6 +540,18 @@ impl Store {
         visit: u32,
         handler: &str,
     ) -> Result<u32> {
+        self.stage_started_in(run_id, node_id, visit, handler, None)
+    }
+
+    /// [`Store::stage_started`] for a stage of a parallel branch.
+    pub fn stage_started_in(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        visit: u32,
+        handler: &str,
+        branch: Option<&str>,
+    ) -> Result<u32> {
         let now = timestamp();
         let tx = self
             .conn
@@ -551,10 +566,10 @@ impl Store {
             tx.prepare_cached(
                 "UPDATE stages SET handler = ?4, status = 'running', attempts = 0, \
                  started_at = ?5, finished_at = NULL, duration_ms = NULL, \
-                 failure_reason = NULL, outcome = NULL \
+                 failure_reason = NULL, outcome = NULL, branch = ?6 \
                  WHERE run_id = ?1 AND node_id = ?2 AND visit = ?3",
             )?
-            .execute(params![run_id, node_id, visit, handler, now])?;
+            .execute(params![run_id, node_id, visit, handler, now, branch])?;
             rank
         } else {
             let rank: u32 = tx
@@ -562,9 +577,9 @@ impl Store {
                 .query_row([run_id], |row| row.get(0))?;
             tx.prepare_cached(
                 "INSERT INTO stages (run_id, node_id, visit, rank, handler, status, attempts, \
-                 started_at) VALUES (?1, ?2, ?3, ?4, ?5, 'running', 0, ?6)",
+                 started_at, branch) VALUES (?1, ?2, ?3, ?4, ?5, 'running', 0, ?6, ?7)",
             )?
-            .execute(params![run_id, node_id, visit, rank, handler, now])?;
+            .execute(params![run_id, node_id, visit, rank, handler, now, branch])?;
             rank
         };
         tx.commit()?;
@@ -1090,6 +1105,7 @@ impl StageRow {
                 duration_ms: row.get::<_, Option<U64>>(9)?.map(|d| d.0),
                 failure_reason: row.get(10)?,
                 outcome: None,
+                branch: row.get(12)?,
             },
             outcome: row.get(11)?,
         })

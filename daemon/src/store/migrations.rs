@@ -106,6 +106,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     CREATE UNIQUE INDEX artifacts_by_path_hash ON artifacts (run_id, path, blob_hash);
     ",
+    // 3: the parallel branch a stage ran in (NULL outside parallel
+    // sections), so run history can show branches side by side.
+    r"
+    ALTER TABLE stages ADD COLUMN branch TEXT;
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

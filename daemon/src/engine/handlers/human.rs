@@ -56,19 +56,22 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         asked_at: crate::store::timestamp(),
         answered_at: None,
     };
+    // The run is blocked while any of its gates waits (parallel branches
+    // can open several at once).
+    let first = cx.recorder.gate_opened();
     {
         let mut store = cx.recorder.store();
         let _ = store.insert_question(&record);
-        let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
+        if first {
+            let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
+        }
     }
-
-    cx.recorder.set_waiting_on_human(true);
     let answer = ask(cx, &question).await;
-    cx.recorder.set_waiting_on_human(false);
-
-    {
-        let mut store = cx.recorder.store();
-        let _ = store.set_status(&cx.run.run_id, RunStatus::Running, None);
+    if cx.recorder.gate_closed() {
+        let _ = cx
+            .recorder
+            .store()
+            .set_status(&cx.run.run_id, RunStatus::Running, None);
     }
     let settle = |status: QuestionStatus, answer: serde_json::Value| {
         let _ = cx
