@@ -91,7 +91,7 @@ fn human(event: &Event) -> String {
         (None, _) => String::new(),
     };
     let line = format!(
-        "#{:<4}  {time}  {:<16}  {stage:<16}  {}",
+        "#{:<4}  {time}  {:<25}  {stage:<16}  {}",
         event.seq,
         event.kind.name(),
         summary(&event.kind)
@@ -323,7 +323,7 @@ mod tests {
         ));
         assert_eq!(
             line,
-            "#7     12:34:56.789  edge.selected     test@2            \
+            "#7     12:34:56.789  edge.selected              test@2            \
              test → exit (condition, condition \"outcome=succeeded\")"
         );
     }
@@ -350,7 +350,7 @@ mod tests {
         ));
         assert_eq!(
             line,
-            "#1     12:34:56.789  run.completed                       succeeded in 1.5s"
+            "#1     12:34:56.789  run.completed                                succeeded in 1.5s"
         );
     }
 }

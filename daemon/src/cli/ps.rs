@@ -141,7 +141,16 @@ fn write_table(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> std
             [
                 run.id.clone(),
                 run.status.to_string(),
-                run.workflow_name.clone(),
+                // A sub-workflow's child run names the stage it runs under.
+                match run.options.get("parent") {
+                    Some(parent) => format!(
+                        "{} (child of {}@{})",
+                        run.workflow_name,
+                        parent["node_id"].as_str().unwrap_or("?"),
+                        parent["visit"].as_u64().unwrap_or(1)
+                    ),
+                    None => run.workflow_name.clone(),
+                },
                 parse_time(since).map_or_else(|| "-".to_string(), |t| ago(now, t)),
                 match duration(run) {
                     Some(d) => seconds(d),

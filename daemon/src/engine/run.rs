@@ -262,6 +262,17 @@ impl Runner<'_> {
         )?;
         let dir = self.recorder.run_dir().ensure_node_dir(id, visit)?;
 
+        if matches!(node.handler, Handler::Parallel | Handler::SubWorkflow) {
+            // These drive nested runners instead of attempts; they start once.
+            self.recorder.emit(
+                EventKind::StageStarted {
+                    handler: node.handler.name().to_string(),
+                    attempt: 1,
+                    branch: self.branch.as_ref().map(|b| b.id.clone()),
+                },
+                Some((id, visit)),
+            )?;
+        }
         let (mut outcome, attempts) = if node.handler == Handler::Parallel {
             (self.parallel(node, visit, &dir).await?, 1)
         } else if node.handler == Handler::SubWorkflow {
