@@ -9,5 +9,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod ipc;
 pub mod lang;
+pub mod server;
 pub mod store;

@@ -1,16 +1,101 @@
-//! `weftd`: the Weft daemon. Execution moves here in a later issue; for now it
-//! only answers `--version` and `--help` so packaging and scripts can rely on it.
+//! `weftd`: the Weft daemon. `weftd --foreground` serves until stopped (for
+//! service managers and tests); plain `weftd` starts it in the background
+//! and returns once it answers. See `weft::server`.
 
-fn main() {
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: weftd [--foreground]
+
+Runs Weft's daemon for WEFT_HOME (default: the platform data directory).
+  --foreground   serve in this process until SIGTERM, Ctrl-C or `weft daemon stop`
+  (no option)    start it in the background and print its pid and socket
+  --version      print the version";
+
+fn main() -> ExitCode {
     let arg = std::env::args().nth(1);
+    let home = match weft::store::Home::from_env() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("weftd: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match arg.as_deref() {
-        Some("--version" | "-V") => println!("weftd {}", env!("CARGO_PKG_VERSION")),
-        _ => {
+        Some("--version" | "-V") => {
+            println!("weftd {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Some("--help" | "-h") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("--foreground") => foreground(home),
+        None => background(&home),
+        Some(other) => {
+            eprintln!("weftd: unknown option `{other}`\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("weftd: cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
+fn foreground(home: weft::store::Home) -> ExitCode {
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
+    };
+    let local = tokio::task::LocalSet::new();
+    let result = local.block_on(&rt, weft::server::serve(home));
+    // Commands may still hold blocking reads; do not wait for them.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weftd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn background(home: &weft::store::Home) -> ExitCode {
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
+    };
+    let me = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("weftd: cannot find my own executable: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(weft::server::detach::start_detached(home, &me)) {
+        Ok((info, started)) => {
+            let verb = if started {
+                "started"
+            } else {
+                "already running"
+            };
             println!(
-                "weftd {}: the Weft daemon (run execution arrives in a later release)",
-                env!("CARGO_PKG_VERSION")
+                "weftd {verb} (pid {}, socket {})",
+                info.pid,
+                info.socket_path.display()
             );
-            println!("usage: weftd [--version]");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("weftd: {e}");
+            ExitCode::FAILURE
         }
     }
 }

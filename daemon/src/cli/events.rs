@@ -127,6 +127,10 @@ fn summary(kind: &EventKind) -> String {
             reason,
             duration_ms,
         } => format!("cancelled after {}: {reason}", secs(duration_ms)),
+        EventKind::RunInterrupted {
+            reason,
+            duration_ms,
+        } => format!("interrupted after {}: {reason}", secs(duration_ms)),
         EventKind::RunNotice { message } => message.clone(),
         EventKind::StageStarted {
             handler, attempt, ..

@@ -194,6 +194,14 @@ impl Progress {
                 event.run_id,
                 event.run_id
             )),
+            EventKind::RunInterrupted {
+                reason,
+                duration_ms,
+            } => Some(format!(
+                "run {} interrupted after {}: {reason}; it resumes when the daemon starts again",
+                event.run_id,
+                seconds(Duration::from_millis(*duration_ms)),
+            )),
             EventKind::RunCancelled {
                 reason,
                 duration_ms,

@@ -11,6 +11,9 @@ pub enum CancelReason {
     User(String),
     /// The stall watchdog saw no activity for this many seconds.
     Stalled(u64),
+    /// The daemon is shutting down: the run is interrupted, to be resumed
+    /// when the daemon starts again.
+    Shutdown(String),
 }
 
 impl std::fmt::Display for CancelReason {
@@ -18,6 +21,7 @@ impl std::fmt::Display for CancelReason {
         match self {
             CancelReason::User(why) => f.write_str(why),
             CancelReason::Stalled(secs) => write!(f, "stalled: no activity for {secs}s"),
+            CancelReason::Shutdown(why) => f.write_str(why),
         }
     }
 }

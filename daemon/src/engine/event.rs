@@ -67,6 +67,9 @@ pub enum EventKind {
     RunFailed { reason: String, duration_ms: u64 },
     #[serde(rename = "run.cancelled")]
     RunCancelled { reason: String, duration_ms: u64 },
+    /// The process running it stopped (a daemon shutdown); it resumes later.
+    #[serde(rename = "run.interrupted")]
+    RunInterrupted { reason: String, duration_ms: u64 },
     /// Something the user should know that does not stop the run.
     #[serde(rename = "run.notice")]
     RunNotice { message: String },
@@ -189,6 +192,7 @@ impl EventKind {
             EventKind::RunCompleted { .. } => "run.completed",
             EventKind::RunFailed { .. } => "run.failed",
             EventKind::RunCancelled { .. } => "run.cancelled",
+            EventKind::RunInterrupted { .. } => "run.interrupted",
             EventKind::RunNotice { .. } => "run.notice",
             EventKind::StageStarted { .. } => "stage.started",
             EventKind::StageRetrying { .. } => "stage.retrying",

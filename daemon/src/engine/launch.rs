@@ -53,6 +53,9 @@ pub struct RunRequest {
     pub base_dir: Option<PathBuf>,
     /// `[run.artifacts] include`: files to capture after each stage.
     pub artifacts: Vec<String>,
+    /// The caller's environment, for commands (the daemon runs runs for
+    /// callers with other environments); `None` uses this process's.
+    pub env: Option<Vec<(String, String)>>,
 }
 
 /// The parent stage of a child run (a sub-workflow node's stage).
@@ -78,6 +81,10 @@ pub struct RunOptions {
     /// Artifact globs (`[run.artifacts] include`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<String>,
+    /// The caller's environment without secrets (the same filter commands
+    /// get), kept so a resume runs commands as the start did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<(String, String)>>,
 }
 
 /// What a run uses from its surroundings.
@@ -176,6 +183,44 @@ fn load(
 
 /// Starts a new run and drives it to its end.
 pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusion, EngineError> {
+    prepare(request, services)?.run(services).await
+}
+
+/// A run that is recorded (status `queued`, run directory written) but not
+/// executing yet: the daemon answers `run.start` with its id, then runs it
+/// when a slot is free.
+#[derive(Debug)]
+pub struct Prepared {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    graph: Graph,
+    base_dir: PathBuf,
+    run_dir_handle: RunDir,
+    options: RunOptions,
+    state: State,
+    start: String,
+}
+
+impl Prepared {
+    /// Executes the run to its end.
+    pub async fn run(self, services: &Services) -> Result<Conclusion, EngineError> {
+        execute(
+            services,
+            &self.graph,
+            &self.base_dir,
+            &self.run_id,
+            self.run_dir_handle,
+            &self.options,
+            (self.state, None),
+            self.start,
+            false,
+        )
+        .await
+    }
+}
+
+/// Validates the workflow and records a new run without executing it.
+pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, EngineError> {
     let base_dir = request.base_dir.clone().unwrap_or_else(|| {
         request
             .workflow_path
@@ -201,6 +246,12 @@ pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusio
         seed,
         parent: request.parent.clone(),
         artifacts: request.artifacts.clone(),
+        env: request.env.as_ref().map(|env| {
+            env.iter()
+                .filter(|(k, _)| !super::process::is_secret_name(k))
+                .cloned()
+                .collect()
+        }),
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
@@ -271,18 +322,16 @@ pub async fn start(request: RunRequest, services: &Services) -> Result<Conclusio
     let Some(start) = graph.start().map(|n| n.id.to_string()) else {
         return Err(EngineError::InvalidWorkflow(wf.diagnostics));
     };
-    execute(
-        services,
-        &graph,
-        &base_dir,
-        &run_id,
-        run_dir,
-        &options,
-        (state, None),
+    Ok(Prepared {
+        run_dir: run_dir.path().to_path_buf(),
+        run_id,
+        graph,
+        base_dir,
+        run_dir_handle: run_dir,
+        options,
+        state,
         start,
-        false,
-    )
-    .await
+    })
 }
 
 /// Continues an interrupted or cancelled run from its last checkpoint.
@@ -465,6 +514,7 @@ async fn execute(
         home: services.home.clone(),
         inputs: inputs_of(services, run_id),
         seed: options.seed,
+        env: options.env.clone(),
         run_id: run_id.to_string(),
         work_dir,
         base_dir: base_dir.to_path_buf(),
@@ -554,6 +604,14 @@ async fn execute(
                 duration_ms,
             },
         ),
+        Finish::Interrupted(why) => (
+            RunStatus::Interrupted,
+            Some(why.clone()),
+            EventKind::RunInterrupted {
+                reason: why.clone(),
+                duration_ms,
+            },
+        ),
     };
     recorder.emit(kind, None)?;
     recorder
@@ -583,7 +641,7 @@ async fn execute(
         let dir = recorder.run_dir();
         // conclusion.json marks a run that ended; a cancelled run can still
         // be resumed, so it gets none.
-        if status != RunStatus::Cancelled {
+        if !matches!(status, RunStatus::Cancelled | RunStatus::Interrupted) {
             dir.write_json(
                 "conclusion.json",
                 &json!({

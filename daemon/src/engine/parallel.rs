@@ -246,7 +246,9 @@ impl Runner<'_> {
                     Finish::Failed("the run store failed".into())
                 }
             };
-            if matches!(finish, Finish::Cancelled(_)) && self.env.cancel.reason().is_some() {
+            if matches!(finish, Finish::Cancelled(_) | Finish::Interrupted(_))
+                && self.env.cancel.reason().is_some()
+            {
                 // The whole run is stopping: this branch is unfinished, not
                 // skipped; its progress stays so a resume continues it.
                 runners.push(runner);
@@ -392,7 +394,9 @@ impl Runner<'_> {
             }
             Finish::Failed(reason) => (Status::Failed, Some(reason.clone())),
             // Lost a first_success race: the branch was not needed.
-            Finish::Cancelled(reason) => (Status::Skipped, Some(reason.clone())),
+            Finish::Cancelled(reason) | Finish::Interrupted(reason) => {
+                (Status::Skipped, Some(reason.clone()))
+            }
         }
     }
 

@@ -86,6 +86,10 @@ pub struct Script {
     /// Variables set for the child on top of the filtered parent
     /// environment (see [`child_env`]); they win over inherited ones.
     pub env: Vec<(String, String)>,
+    /// The environment to inherit from instead of this process's: a run
+    /// started through the daemon runs with its caller's environment.
+    /// Secrets are filtered from it all the same.
+    pub base_env: Option<Vec<(String, String)>>,
     /// How long the script may run before its process group is killed.
     pub timeout: Duration,
 }
@@ -556,7 +560,13 @@ fn interpreter(script: &Script) -> std::ffi::OsString {
             .find(|candidate| candidate.is_file())
             .map_or_else(|| name.into(), std::path::PathBuf::into_os_string)
     };
-    if let Some((_, path)) = script.env.iter().rev().find(|(k, _)| k == "PATH") {
+    if let Some((_, path)) = script
+        .env
+        .iter()
+        .rev()
+        .chain(script.base_env.iter().flatten().rev())
+        .find(|(k, _)| k == "PATH")
+    {
         return find(std::ffi::OsStr::new(path));
     }
     let slot = match script.language {
@@ -586,7 +596,13 @@ fn command(script: &Script) -> Command {
         extra.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
     }
     extra.extend(script.env.iter().cloned());
-    command.envs(child_env(std::env::vars_os(), &extra));
+    match &script.base_env {
+        Some(base) => command.envs(child_env(
+            base.iter().map(|(k, v)| (k.into(), v.into())),
+            &extra,
+        )),
+        None => command.envs(child_env(std::env::vars_os(), &extra)),
+    };
     command
 }
 
@@ -621,6 +637,7 @@ mod tests {
 
     fn shell(source: &str, dir: &Path) -> Script {
         Script {
+            base_env: None,
             language: Language::Shell,
             source: source.to_owned(),
             work_dir: dir.to_owned(),
@@ -917,6 +934,7 @@ mod tests {
     async fn python_scripts_run() {
         let dir = tempfile::tempdir().expect("temp dir");
         let script = Script {
+            base_env: None,
             language: Language::Python,
             ..shell("print('hi')", dir.path())
         };
@@ -1057,6 +1075,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         // The child's PATH is also where the interpreter is looked up.
         let script = Script {
+            base_env: None,
             language: Language::Python,
             env: vec![("PATH".into(), dir.path().display().to_string())],
             ..shell("print('hi')", dir.path())

@@ -38,6 +38,8 @@ pub enum Finish {
     Cancelled(String),
     /// A parallel branch reached its join node (never the run's own end).
     Joined(String),
+    /// Stopped by a daemon shutdown; resumable.
+    Interrupted(String),
 }
 
 /// A run's mutable state: the checkpoint plus the per-node history that
@@ -812,6 +814,7 @@ enum Step {
 fn cancelled(reason: CancelReason) -> Finish {
     match reason {
         CancelReason::User(why) => Finish::Cancelled(why),
+        CancelReason::Shutdown(why) => Finish::Interrupted(why),
         stalled @ CancelReason::Stalled(_) => Finish::Failed(stalled.to_string()),
     }
 }

@@ -131,6 +131,7 @@ impl Runner<'_> {
                     context: Some(parent_context.clone()),
                     base_dir: Some(base_dir),
                     artifacts: self.env.artifacts.patterns().to_vec(),
+                    env: self.env.env.clone(),
                 };
                 let child = super::launch::start(request, &services);
                 let (result, stopped) = self

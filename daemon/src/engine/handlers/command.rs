@@ -70,6 +70,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         }
     }
     let script = Script {
+        base_env: cx.run.env.clone(),
         language,
         source: source.into_owned(),
         work_dir: cx.run.work_dir.clone(),

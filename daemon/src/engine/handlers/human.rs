@@ -25,8 +25,21 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             "human gate has no outgoing edges to choose from",
         );
     }
+    // A question still pending from before a restart keeps its id, so an
+    // answer addressed to it (from the app, say) still lands.
+    let pending = cx
+        .recorder
+        .store()
+        .questions(Some(&cx.run.run_id), true)
+        .ok()
+        .and_then(|qs| {
+            qs.into_iter()
+                .find(|q| *q.node_id == *node.id && q.visit == cx.visit)
+        });
     let question = Question {
-        id: ulid::Ulid::generate().to_string(),
+        id: pending
+            .as_ref()
+            .map_or_else(|| ulid::Ulid::generate().to_string(), |q| q.id.clone()),
         node_id: node.id.to_string(),
         text: node.label().into_owned(),
         context: previous_output(cx),
@@ -61,7 +74,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let first = cx.recorder.gate_opened();
     {
         let mut store = cx.recorder.store();
-        let _ = store.insert_question(&record);
+        if pending.is_none() {
+            let _ = store.insert_question(&record);
+        }
         if first {
             let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
         }

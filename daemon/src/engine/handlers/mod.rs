@@ -33,6 +33,9 @@ pub struct RunEnv {
     pub inputs: std::collections::BTreeMap<String, String>,
     /// The run's random seed (child runs derive theirs from it).
     pub seed: u64,
+    /// The environment commands inherit (the caller's, for runs started
+    /// through the daemon); `None` means this process's.
+    pub env: Option<Vec<(String, String)>>,
     pub run_id: String,
     /// Where commands run.
     pub work_dir: PathBuf,

@@ -1,0 +1,502 @@
+//! The client side of the protocol, used by the CLI and the desktop app.
+//!
+//! One [`Client`] is one connection. Calls may run concurrently (`&self`):
+//! each gets the next numeric id and its reply is matched by id, whatever
+//! order the daemon answers in. Event notifications are routed to the
+//! [`Subscription`] whose id they carry, including those that arrive before
+//! the `subscribe` reply, so nothing is missed.
+//!
+//! Two small tasks (spawned on the current tokio runtime; a current-thread
+//! runtime is fine) own the socket: a reader that dispatches replies and
+//! events, and a writer that sends whole lines, so dropping a call future
+//! never leaves half a request on the wire.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll};
+
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::codec::{self, FrameError, FrameReader, MAX_FRAME_BYTES};
+use super::paths::DaemonPaths;
+use super::protocol::{
+    self, Id, Method, NotificationBody, Outcome, Request, RpcError, ServerMessage, Subscribe,
+    Subscribed, Unsubscribe, Unsubscribed, Version,
+};
+use super::socket;
+use crate::engine::event::Event;
+use crate::store::Home;
+
+type Stream = interprocess::local_socket::tokio::Stream;
+
+/// Why a call to the daemon failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No daemon listens on the home's socket (no socket file, or a stale
+    /// one that refuses connections).
+    #[error(
+        "the Weft daemon is not running (nothing listens on {}); start it with `weft daemon start`",
+        socket.display()
+    )]
+    DaemonNotRunning { socket: PathBuf },
+    /// The socket exists but could not be connected to (permissions, ...).
+    #[error("cannot connect to the Weft daemon at {}: {source}", socket.display())]
+    Connect {
+        socket: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The daemon answered with an error.
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    /// The daemon sent something that is not the protocol; the connection
+    /// is closed. Usually a daemon of a different version.
+    #[error(
+        "the Weft daemon broke the protocol: {0}; is it a different version? (`weft daemon status`)"
+    )]
+    Protocol(String),
+    /// The request could not be sent (too large, or not serialisable).
+    #[error("cannot send the request: {0}")]
+    Request(#[source] FrameError),
+    /// The connection closed before the reply arrived (the daemon stopped
+    /// or crashed).
+    #[error("the connection to the Weft daemon closed before it answered")]
+    Disconnected,
+}
+
+impl ClientError {
+    /// A stable, machine-readable code; for [`ClientError::Rpc`], the
+    /// daemon's code (`run.not_found`, ...).
+    #[must_use]
+    pub fn code(&self) -> &str {
+        match self {
+            ClientError::DaemonNotRunning { .. } => "daemon.not_running",
+            ClientError::Connect { .. } => "daemon.connect",
+            ClientError::Rpc(e) => e.data_code(),
+            ClientError::Protocol(_) => "ipc.protocol",
+            ClientError::Request(_) => "ipc.request",
+            ClientError::Disconnected => "ipc.disconnected",
+        }
+    }
+}
+
+/// Why a pending call ended without a result; cloneable, unlike
+/// [`ClientError`], so one failure can end every pending call.
+#[derive(Debug, Clone)]
+enum Failure {
+    Rpc(RpcError),
+    Disconnected,
+    Protocol(String),
+}
+
+impl From<Failure> for ClientError {
+    fn from(f: Failure) -> ClientError {
+        match f {
+            Failure::Rpc(e) => ClientError::Rpc(e),
+            Failure::Disconnected => ClientError::Disconnected,
+            Failure::Protocol(why) => ClientError::Protocol(why),
+        }
+    }
+}
+
+/// What the reader task and the callers share.
+#[derive(Default)]
+struct Shared {
+    /// Calls waiting for their reply, by request id.
+    pending: HashMap<u64, oneshot::Sender<Result<Value, Failure>>>,
+    /// Live subscriptions, by the id the client chose.
+    subscriptions: HashMap<String, mpsc::UnboundedSender<Event>>,
+    /// Set once the connection is over; later calls fail with it at once.
+    closed: Option<Failure>,
+}
+
+impl Shared {
+    /// Ends the connection: fails every pending call with `why` and ends
+    /// every subscription stream.
+    fn close(&mut self, why: Failure) {
+        if self.closed.is_none() {
+            self.closed = Some(why.clone());
+        }
+        for (_, reply) in self.pending.drain() {
+            let _ = reply.send(Err(why.clone()));
+        }
+        self.subscriptions.clear();
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // The lock is never held across an await or a panic-prone call, so a
+    // poisoned lock still holds consistent data.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A connection to `weftd`.
+pub struct Client {
+    socket: PathBuf,
+    shared: Arc<Mutex<Shared>>,
+    /// Whole lines (with `\n`) for the writer task.
+    outgoing: mpsc::UnboundedSender<Vec<u8>>,
+    next_id: AtomicU64,
+    reader: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // The writer ends by itself once `outgoing` is gone, after sending
+        // what is queued; the reader would wait for the daemon forever.
+        self.reader.abort();
+    }
+}
+
+impl Client {
+    /// Connects to the daemon of `home` (socket from [`DaemonPaths`]).
+    /// Must be called within a tokio runtime.
+    ///
+    /// Errors: [`ClientError::DaemonNotRunning`] when no daemon listens
+    /// (the caller may start one and retry), [`ClientError::Connect`]
+    /// otherwise.
+    pub async fn connect(home: &Home) -> Result<Client, ClientError> {
+        Client::connect_to(&DaemonPaths::for_home(home).socket).await
+    }
+
+    /// Connects to the daemon listening on `socket`.
+    pub async fn connect_to(socket: &Path) -> Result<Client, ClientError> {
+        let stream = socket::connect(socket)
+            .await
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                    ClientError::DaemonNotRunning {
+                        socket: socket.to_path_buf(),
+                    }
+                }
+                _ => ClientError::Connect {
+                    socket: socket.to_path_buf(),
+                    source,
+                },
+            })?;
+        let (read, write) = tokio::io::split(stream);
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (outgoing, lines) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_loop(
+            FrameReader::new(BufReader::new(read)),
+            Arc::clone(&shared),
+        ));
+        tokio::spawn(write_loop(write, lines, Arc::clone(&shared)));
+        Ok(Client {
+            socket: socket.to_path_buf(),
+            shared,
+            outgoing,
+            next_id: AtomicU64::new(1),
+            reader,
+        })
+    }
+
+    /// The socket this client is connected to.
+    #[must_use]
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// True once the connection has ended; every call then fails.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        lock(&self.shared).closed.is_some()
+    }
+
+    /// Calls method `M` and waits for its typed result.
+    ///
+    /// Errors: [`ClientError::Rpc`] when the daemon answers with an error;
+    /// [`ClientError::Disconnected`] or [`ClientError::Protocol`] when the
+    /// connection ends first; [`ClientError::Request`] when the request is
+    /// over the size limit.
+    pub async fn call<M: Method>(&self, params: M) -> Result<M::Output, ClientError> {
+        let params = serde_json::to_value(&params)
+            .map_err(|e| ClientError::Request(FrameError::Encode(e)))?;
+        let result = self.call_value(M::NAME, Some(params)).await?;
+        serde_json::from_value(result).map_err(|e| {
+            ClientError::Protocol(format!(
+                "the reply to `{}` does not have the expected shape: {e}",
+                M::NAME
+            ))
+        })
+    }
+
+    /// Calls `method` with untyped params and returns the untyped result:
+    /// for passing requests through (the desktop shell) and for tests.
+    pub async fn call_value(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            jsonrpc: Version,
+            id: Some(Id::Number(id)),
+            method: method.to_string(),
+            params,
+        };
+        let mut line = codec::encode(&request).map_err(ClientError::Request)?;
+        if line.len() > MAX_FRAME_BYTES {
+            return Err(ClientError::Request(FrameError::TooLong {
+                limit: MAX_FRAME_BYTES,
+            }));
+        }
+        line.push(b'\n');
+        let (reply, replied) = oneshot::channel();
+        {
+            let mut shared = lock(&self.shared);
+            if let Some(why) = &shared.closed {
+                return Err(why.clone().into());
+            }
+            shared.pending.insert(id, reply);
+        }
+        // Forget the call if this future is dropped before the reply.
+        let _pending = PendingGuard {
+            shared: &self.shared,
+            id,
+        };
+        if self.outgoing.send(line).is_err() {
+            return Err(ClientError::Disconnected);
+        }
+        match replied.await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(failure)) => Err(failure.into()),
+            Err(_) => Err(ClientError::Disconnected),
+        }
+    }
+
+    /// Subscribes to the events of run `run` (an id or unique prefix) after
+    /// `after_seq`, or with `run: None` to new events of every run, under
+    /// the client-chosen id `subscription`.
+    ///
+    /// Events sent before the daemon's reply are kept, so subscribing with
+    /// `after_seq: 0` right after `run.start` sees every event of the run.
+    /// Errors: the daemon's (`run.not_found`, `subscription.exists`, ...);
+    /// `subscription.exists` also when this client already has a live
+    /// subscription of that id.
+    pub async fn subscribe(
+        &self,
+        subscription: impl Into<String>,
+        run: Option<String>,
+        after_seq: u64,
+    ) -> Result<Subscription, ClientError> {
+        let id = subscription.into();
+        let (events, received) = mpsc::unbounded_channel();
+        {
+            let mut shared = lock(&self.shared);
+            if let Some(why) = &shared.closed {
+                return Err(why.clone().into());
+            }
+            if shared.subscriptions.contains_key(&id) {
+                return Err(ClientError::Rpc(RpcError::new(
+                    protocol::code::INVALID_STATE,
+                    "subscription.exists",
+                    format!("subscription `{id}` is already active on this connection"),
+                )));
+            }
+            // Registered before the request goes out: events may overtake
+            // the reply.
+            shared.subscriptions.insert(id.clone(), events);
+        }
+        let subscribed: Result<Subscribed, ClientError> = self
+            .call(Subscribe {
+                subscription: id.clone(),
+                run,
+                after_seq,
+            })
+            .await;
+        match subscribed {
+            Ok(subscribed) => Ok(Subscription {
+                id,
+                run_id: subscribed.run_id,
+                events: received,
+                shared: Arc::downgrade(&self.shared),
+            }),
+            Err(e) => {
+                lock(&self.shared).subscriptions.remove(&id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Ends subscription `subscription`: the daemon sends no event for it
+    /// after its reply, and its [`Subscription`] stream then ends.
+    pub async fn unsubscribe(&self, subscription: &str) -> Result<Unsubscribed, ClientError> {
+        let result = self
+            .call(Unsubscribe {
+                subscription: subscription.to_string(),
+            })
+            .await;
+        lock(&self.shared).subscriptions.remove(subscription);
+        result
+    }
+}
+
+/// Removes a pending call's entry when its future ends, however it ends.
+struct PendingGuard<'a> {
+    shared: &'a Mutex<Shared>,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(self.shared).pending.remove(&self.id);
+    }
+}
+
+/// The events of one subscription, in the order the daemon sent them.
+///
+/// [`Subscription::next`] returns `None` once the subscription ends
+/// (unsubscribed, or the connection closed). Events are buffered without
+/// bound, so the reader never stalls replies behind a slow consumer.
+/// Dropping a subscription discards its further events locally; call
+/// [`Client::unsubscribe`] to stop the daemon sending them.
+#[derive(Debug)]
+pub struct Subscription {
+    id: String,
+    run_id: Option<String>,
+    events: mpsc::UnboundedReceiver<Event>,
+    shared: Weak<Mutex<Shared>>,
+}
+
+impl Subscription {
+    /// The id chosen when subscribing.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The full id of the subscribed run; `None` for all runs.
+    #[must_use]
+    pub fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
+    /// The next event, or `None` when the subscription has ended.
+    pub async fn next(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+}
+
+impl futures_util::Stream for Subscription {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            lock(&shared).subscriptions.remove(&self.id);
+        }
+    }
+}
+
+/// Reads the daemon's messages until the connection ends, completing calls
+/// and routing events; then fails what is still pending.
+async fn read_loop(
+    mut reader: FrameReader<BufReader<ReadHalf<Stream>>>,
+    shared: Arc<Mutex<Shared>>,
+) {
+    let why = loop {
+        let value = match reader.read::<Value>().await {
+            Ok(Some(value)) => value,
+            Ok(None) | Err(FrameError::Truncated { .. } | FrameError::Io(_)) => {
+                break Failure::Disconnected;
+            }
+            // A line we cannot read may have been a reply: some call would
+            // wait forever, so the connection is over.
+            Err(e) => break Failure::Protocol(e.to_string()),
+        };
+        if let Err(why) = dispatch(value, &shared) {
+            break why;
+        }
+    };
+    lock(&shared).close(why);
+}
+
+/// Hands one message from the daemon to its call or subscription.
+fn dispatch(value: Value, shared: &Mutex<Shared>) -> Result<(), Failure> {
+    let is_notification = value.get("method").is_some();
+    match ServerMessage::from_value(value) {
+        Ok(ServerMessage::Response(response)) => {
+            let id = match response.id {
+                Some(Id::Number(id)) => id,
+                // An error without id answers a line the daemon could not
+                // read: one of our calls will never get its reply.
+                None => {
+                    let why = match response.outcome {
+                        Outcome::Error(e) => e.message,
+                        Outcome::Result(_) => "a reply without id".to_string(),
+                    };
+                    return Err(Failure::Protocol(format!(
+                        "the daemon could not read a request: {why}"
+                    )));
+                }
+                // This client only sends numeric ids.
+                Some(Id::String(_)) => return Ok(()),
+            };
+            let reply = match response.outcome {
+                Outcome::Result(value) => Ok(value),
+                Outcome::Error(e) => Err(Failure::Rpc(e)),
+            };
+            // No entry: the caller stopped waiting. Nothing to do.
+            if let Some(waiting) = lock(shared).pending.remove(&id) {
+                let _ = waiting.send(reply);
+            }
+            Ok(())
+        }
+        Ok(ServerMessage::Notification(notification)) => {
+            match notification.body {
+                NotificationBody::Event(n) => {
+                    if let Some(events) = lock(shared).subscriptions.get(&n.subscription) {
+                        let _ = events.send(n.event);
+                    }
+                }
+            }
+            Ok(())
+        }
+        // A notification this client does not know (a newer daemon) is
+        // skipped; an unreadable reply is fatal (see `read_loop`).
+        Err(_) if is_notification => Ok(()),
+        Err(e) => Err(Failure::Protocol(format!("unreadable reply: {e}"))),
+    }
+}
+
+/// Sends queued lines until the client is dropped or the socket fails.
+async fn write_loop(
+    mut write: WriteHalf<Stream>,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    shared: Arc<Mutex<Shared>>,
+) {
+    while let Some(line) = lines.recv().await {
+        let sent = async {
+            write.write_all(&line).await?;
+            write.flush().await
+        };
+        if sent.await.is_err() {
+            lock(&shared).close(Failure::Disconnected);
+            return;
+        }
+    }
+    let _ = write.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1052 @@
+//! The wire protocol between `weftd` and its clients (the CLI and the
+//! desktop app): JSON-RPC 2.0, one JSON object per line (see
+//! docs/protocol.md and [`super::codec`] for the framing).
+//!
+//! Every method is one params struct implementing [`Method`], which names
+//! the method and its result type; [`Call`] gathers them for the server's
+//! dispatch. Both come from one table (the `methods!` macro), so the list
+//! of methods exists exactly once. Results reuse the store and engine types
+//! ([`RunRecord`], [`StageRecord`], [`QuestionRecord`], [`Event`]) instead of
+//! redefining them.
+//!
+//! Compatibility rules: unknown fields in params and results are ignored
+//! (an older daemon accepts a newer client's extra options); optional params
+//! may be omitted; `id`s are numbers or strings.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::engine::event::Event;
+use crate::engine::{EngineError, RunRequest};
+use crate::store::{QuestionRecord, RunFilter, RunRecord, RunStatus, StageRecord, StoreError};
+
+/// The protocol's own version, reported by `daemon.status`. Bumped when a
+/// change would break an existing client (a removed method or field).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+// ----- envelopes -----------------------------------------------------------
+
+/// The `"jsonrpc": "2.0"` member: serialises as that string and refuses any
+/// other value, so a message from a different protocol is an invalid request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Version;
+
+impl Version {
+    /// The only version spoken.
+    pub const TEXT: &'static str = "2.0";
+}
+
+impl Serialize for Version {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(Version::TEXT)
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Version, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        if text == Version::TEXT {
+            Ok(Version)
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "unsupported jsonrpc version `{text}`; expected \"2.0\""
+            )))
+        }
+    }
+}
+
+/// A request id. Weft's client sends numbers, counting up from 1 per
+/// connection; other clients may send strings. The server echoes the id back
+/// unchanged and never interprets it. (Fractional or negative numbers are
+/// not ids: such a request is invalid.)
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Id {
+    Number(u64),
+    String(String),
+}
+
+impl From<u64> for Id {
+    fn from(n: u64) -> Id {
+        Id::Number(n)
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A request as it travels, with untyped params; [`Request::call`] types it.
+///
+/// A request without `id` (or with `"id": null`) is a JSON-RPC notification:
+/// the server carries it out but sends no reply, not even an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub jsonrpc: Version,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Id>,
+    pub method: String,
+    /// Omitted for methods without params; `null` and `{}` mean the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+impl Request {
+    /// The request calling method `M` with `params` under `id`.
+    ///
+    /// Fails only if `params` cannot be serialised (a map with non-string
+    /// keys, which no params type here has).
+    pub fn new<M: Method>(id: impl Into<Id>, params: &M) -> Result<Request, serde_json::Error> {
+        let params = serde_json::to_value(params)?;
+        Ok(Request {
+            jsonrpc: Version,
+            id: Some(id.into()),
+            method: M::NAME.to_string(),
+            params: Some(params),
+        })
+    }
+
+    /// The typed call: [`RpcError::method_not_found`] for an unknown
+    /// method, [`RpcError::invalid_params`] when the params do not fit.
+    pub fn call(&self) -> Result<Call, RpcError> {
+        Call::parse(&self.method, self.params.clone())
+    }
+}
+
+/// A request line the server cannot carry out, with the id to answer under
+/// (`None` when the id itself could not be read: the reply's id is `null`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub id: Option<Id>,
+    pub error: RpcError,
+}
+
+/// Reads one request line's JSON value (already parsed by the codec) into
+/// its id and typed call, or the error to reply with: `-32600` for anything
+/// that is not a single JSON-RPC 2.0 request object (batches are not
+/// supported), `-32601` for an unknown method, `-32602` for bad params.
+///
+/// The id is recovered whenever it is readable, so even an invalid request
+/// gets its error under its own id.
+pub fn decode_request(value: Value) -> Result<(Option<Id>, Call), Rejection> {
+    let id = match &value {
+        Value::Object(map) => map
+            .get("id")
+            .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok()),
+        _ => None,
+    };
+    if value.is_array() {
+        return Err(Rejection {
+            id,
+            error: RpcError::invalid_request(
+                "batch requests are not supported; send one request per line",
+            ),
+        });
+    }
+    let request: Request = serde_json::from_value(value).map_err(|e| Rejection {
+        id: id.clone(),
+        error: RpcError::invalid_request(format!("not a JSON-RPC 2.0 request: {e}")),
+    })?;
+    match request.call() {
+        Ok(call) => Ok((request.id, call)),
+        Err(error) => Err(Rejection {
+            id: request.id,
+            error,
+        }),
+    }
+}
+
+/// A reply to a request: its id and either a result or an error.
+///
+/// `id` is `null` only when the request's id could not be read (a parse
+/// error or an invalid request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub jsonrpc: Version,
+    pub id: Option<Id>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// The `result` or the `error` member of a [`Response`]; exactly one is
+/// present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    #[serde(rename = "result")]
+    Result(Value),
+    #[serde(rename = "error")]
+    Error(RpcError),
+}
+
+impl Response {
+    /// A successful reply carrying `result`. A result that cannot be
+    /// serialised becomes an `rpc.internal` error reply instead.
+    pub fn success<T: Serialize>(id: Option<Id>, result: &T) -> Response {
+        let outcome = match serde_json::to_value(result) {
+            Ok(value) => Outcome::Result(value),
+            Err(e) => Outcome::Error(RpcError::internal(format!("cannot encode the result: {e}"))),
+        };
+        Response {
+            jsonrpc: Version,
+            id,
+            outcome,
+        }
+    }
+
+    /// An error reply.
+    #[must_use]
+    pub fn failure(id: Option<Id>, error: RpcError) -> Response {
+        Response {
+            jsonrpc: Version,
+            id,
+            outcome: Outcome::Error(error),
+        }
+    }
+
+    /// The error reply for a request the server rejected.
+    #[must_use]
+    pub fn rejected(rejection: Rejection) -> Response {
+        Response::failure(rejection.id, rejection.error)
+    }
+}
+
+/// A message from the server that is not a reply: live events of a
+/// subscription. Serialises as `{"jsonrpc":"2.0","method":"event","params":{…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    pub jsonrpc: Version,
+    #[serde(flatten)]
+    pub body: NotificationBody,
+}
+
+/// What a [`Notification`] says, by method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", content = "params")]
+pub enum NotificationBody {
+    /// One event of a subscribed run, delivered in `seq` order per run.
+    #[serde(rename = "event")]
+    Event(EventNotification),
+}
+
+/// The params of an `event` notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventNotification {
+    /// The id the client chose in `subscribe`.
+    pub subscription: String,
+    pub event: Event,
+}
+
+impl Notification {
+    /// The notification carrying `event` to `subscription`.
+    #[must_use]
+    pub fn event(subscription: impl Into<String>, event: Event) -> Notification {
+        Notification {
+            jsonrpc: Version,
+            body: NotificationBody::Event(EventNotification {
+                subscription: subscription.into(),
+                event,
+            }),
+        }
+    }
+}
+
+/// Anything the server writes: a reply or a notification. The server can
+/// queue both on one writer; the client tells them apart with
+/// [`ServerMessage::from_value`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ServerMessage {
+    Response(Response),
+    Notification(Notification),
+}
+
+impl From<Response> for ServerMessage {
+    fn from(r: Response) -> ServerMessage {
+        ServerMessage::Response(r)
+    }
+}
+
+impl From<Notification> for ServerMessage {
+    fn from(n: Notification) -> ServerMessage {
+        ServerMessage::Notification(n)
+    }
+}
+
+impl ServerMessage {
+    /// Reads a message from the server: an object with a `method` member is
+    /// a notification, anything else must be a response.
+    pub fn from_value(value: Value) -> Result<ServerMessage, serde_json::Error> {
+        if value.get("method").is_some() {
+            serde_json::from_value(value).map(ServerMessage::Notification)
+        } else {
+            serde_json::from_value(value).map(ServerMessage::Response)
+        }
+    }
+}
+
+// ----- errors --------------------------------------------------------------
+
+/// Numeric error codes. The JSON-RPC ones (-32700..-32603) are for protocol
+/// problems; Weft's own live in the range JSON-RPC reserves for
+/// implementation-defined server errors (-32000..-32099). Clients match on
+/// the string code in `error.data.code`; the number only groups them.
+pub mod code {
+    /// Not JSON, or not UTF-8.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// JSON, but not a JSON-RPC 2.0 request (or longer than the line limit).
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// A bug or an unexpected failure in the daemon.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// The named run, question, stage or subscription does not exist.
+    pub const NOT_FOUND: i64 = -32001;
+    /// A run id prefix matches several runs.
+    pub const AMBIGUOUS: i64 = -32002;
+    /// The thing exists but is in the wrong state (resuming a finished run,
+    /// answering a timed-out question, reusing a subscription id).
+    pub const INVALID_STATE: i64 = -32003;
+    /// The workflow cannot run: invalid, unreadable or misconfigured.
+    pub const WORKFLOW: i64 = -32004;
+    /// The run store failed (database or disk).
+    pub const STORE: i64 = -32005;
+    /// The daemon is shutting down and takes no new work.
+    pub const SHUTTING_DOWN: i64 = -32006;
+}
+
+/// The `error` member of a response: a JSON-RPC code, a human message and
+/// Weft's stable machine-readable code in `data.code` (`run.not_found`, ...).
+///
+/// Clients match on [`RpcError::data_code`], never on the message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<ErrorData>,
+}
+
+/// The `data` member of an error: the stable code plus details that depend
+/// on it (`matches` for `run.ambiguous`, `diagnostics` for
+/// `workflow.invalid`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorData {
+    pub code: String,
+    #[serde(flatten, default)]
+    pub details: Map<String, Value>,
+}
+
+impl RpcError {
+    /// An error with numeric `code`, stable `data_code` and `message`.
+    #[must_use]
+    pub fn new(code: i64, data_code: impl Into<String>, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: Some(ErrorData {
+                code: data_code.into(),
+                details: Map::new(),
+            }),
+        }
+    }
+
+    /// Adds a detail to `data` (a no-op on an error without data).
+    #[must_use]
+    pub fn with_detail(mut self, key: impl Into<String>, value: Value) -> RpcError {
+        if let Some(data) = &mut self.data {
+            data.details.insert(key.into(), value);
+        }
+        self
+    }
+
+    /// The stable code: `data.code`, or for an error from a peer that sent
+    /// none, one derived from the numeric code (`rpc.parse_error`, ...,
+    /// `rpc.error` for numbers Weft does not define).
+    #[must_use]
+    pub fn data_code(&self) -> &str {
+        match &self.data {
+            Some(data) => &data.code,
+            None => match self.code {
+                code::PARSE_ERROR => "rpc.parse_error",
+                code::INVALID_REQUEST => "rpc.invalid_request",
+                code::METHOD_NOT_FOUND => "rpc.method_not_found",
+                code::INVALID_PARAMS => "rpc.invalid_params",
+                code::INTERNAL_ERROR => "rpc.internal",
+                _ => "rpc.error",
+            },
+        }
+    }
+
+    /// `-32700 rpc.parse_error`: the line is not JSON (or not UTF-8).
+    #[must_use]
+    pub fn parse_error(message: impl Into<String>) -> RpcError {
+        RpcError::new(code::PARSE_ERROR, "rpc.parse_error", message)
+    }
+
+    /// `-32600 rpc.invalid_request`: JSON, but not a JSON-RPC request.
+    #[must_use]
+    pub fn invalid_request(message: impl Into<String>) -> RpcError {
+        RpcError::new(code::INVALID_REQUEST, "rpc.invalid_request", message)
+    }
+
+    /// `-32600 rpc.too_long`: the line exceeded the limit and was discarded.
+    #[must_use]
+    pub fn too_long(limit: usize) -> RpcError {
+        RpcError::new(
+            code::INVALID_REQUEST,
+            "rpc.too_long",
+            format!("the message exceeds the {limit}-byte limit and was discarded"),
+        )
+        .with_detail("limit", Value::from(limit))
+    }
+
+    /// `-32601 rpc.method_not_found`, listing the methods there are.
+    #[must_use]
+    pub fn method_not_found(method: &str) -> RpcError {
+        RpcError::new(
+            code::METHOD_NOT_FOUND,
+            "rpc.method_not_found",
+            format!(
+                "no method `{method}`; the methods are {}",
+                Call::METHODS.join(", ")
+            ),
+        )
+    }
+
+    /// `-32602 rpc.invalid_params`.
+    #[must_use]
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(code::INVALID_PARAMS, "rpc.invalid_params", message)
+    }
+
+    /// `-32603 rpc.internal`.
+    #[must_use]
+    pub fn internal(message: impl Into<String>) -> RpcError {
+        RpcError::new(code::INTERNAL_ERROR, "rpc.internal", message)
+    }
+
+    /// `-32006 daemon.shutting_down`.
+    #[must_use]
+    pub fn shutting_down() -> RpcError {
+        RpcError::new(
+            code::SHUTTING_DOWN,
+            "daemon.shutting_down",
+            "the daemon is shutting down; start it again with `weft daemon start`",
+        )
+    }
+}
+
+impl From<&StoreError> for RpcError {
+    /// Keeps the store's code (`run.not_found`, `store.sqlite`, ...) and
+    /// message; `run.ambiguous` carries the matching ids in `matches`.
+    fn from(e: &StoreError) -> RpcError {
+        let number = match e {
+            StoreError::RunNotFound(_)
+            | StoreError::StageNotFound(_)
+            | StoreError::QuestionNotFound(_) => code::NOT_FOUND,
+            StoreError::AmbiguousRun { .. } => code::AMBIGUOUS,
+            StoreError::InvalidArtifactPath(_) => code::INVALID_PARAMS,
+            _ => code::STORE,
+        };
+        let error = RpcError::new(number, e.code(), e.to_string());
+        match e {
+            StoreError::AmbiguousRun { matches, .. } => {
+                error.with_detail("matches", Value::from(matches.clone()))
+            }
+            _ => error,
+        }
+    }
+}
+
+impl From<StoreError> for RpcError {
+    fn from(e: StoreError) -> RpcError {
+        RpcError::from(&e)
+    }
+}
+
+impl From<&EngineError> for RpcError {
+    /// Keeps the engine's code; `workflow.invalid` carries the diagnostics
+    /// (rule, severity, message, span, hint) in `diagnostics`.
+    fn from(e: &EngineError) -> RpcError {
+        match e {
+            EngineError::Store(store) => RpcError::from(store),
+            EngineError::InvalidWorkflow(diagnostics) => {
+                RpcError::new(code::WORKFLOW, e.code(), e.to_string()).with_detail(
+                    "diagnostics",
+                    serde_json::to_value(diagnostics).unwrap_or(Value::Null),
+                )
+            }
+            EngineError::NotResumable(_) => {
+                RpcError::new(code::INVALID_STATE, e.code(), e.to_string())
+            }
+            EngineError::Io(_) | EngineError::Config(_) => {
+                RpcError::new(code::WORKFLOW, e.code(), e.to_string())
+            }
+        }
+    }
+}
+
+impl From<EngineError> for RpcError {
+    fn from(e: EngineError) -> RpcError {
+        RpcError::from(&e)
+    }
+}
+
+// ----- methods -------------------------------------------------------------
+
+/// One method of the protocol: the params type names the method and the
+/// type of its result, so `Client::call(RunGet { .. })` returns a
+/// [`RunDetail`].
+pub trait Method: Serialize + DeserializeOwned + Into<Call> {
+    /// The method name on the wire (`run.start`).
+    const NAME: &'static str;
+    /// What a successful call returns.
+    type Output: Serialize + DeserializeOwned;
+}
+
+/// The one table of methods: generates [`Call`], its parser and the
+/// [`Method`] impls, so no method can be in one and missing from another.
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($params:ident) -> $output:ty; )*) => {
+        /// A typed request: one variant per method, holding its params.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Call {
+            $( $(#[$doc])* $variant($params), )*
+        }
+
+        impl Call {
+            /// Every method name, in the order of the protocol doc.
+            pub const METHODS: &'static [&'static str] = &[$($name),*];
+
+            /// Types a request: `params` absent or `null` means `{}`.
+            /// Unknown method → `rpc.method_not_found`; params that do not
+            /// fit the method → `rpc.invalid_params`.
+            pub fn parse(method: &str, params: Option<Value>) -> Result<Call, RpcError> {
+                let params = match params {
+                    None | Some(Value::Null) => Value::Object(Map::new()),
+                    Some(params) => params,
+                };
+                match method {
+                    $( $name => serde_json::from_value(params)
+                        .map(Call::$variant)
+                        .map_err(|e| RpcError::invalid_params(format!("invalid params for `{method}`: {e}"))), )*
+                    _ => Err(RpcError::method_not_found(method)),
+                }
+            }
+
+            /// The method name on the wire.
+            #[must_use]
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Call::$variant(_) => $name, )*
+                }
+            }
+        }
+
+        $(
+            impl Method for $params {
+                const NAME: &'static str = $name;
+                type Output = $output;
+            }
+
+            impl From<$params> for Call {
+                fn from(params: $params) -> Call {
+                    Call::$variant(params)
+                }
+            }
+        )*
+    };
+}
+
+methods! {
+    /// Start a run; returns at once with its id (it runs in the background).
+    "run.start" => RunStart(RunStart) -> RunStarted;
+    /// List runs, newest first.
+    "run.list" => RunList(RunList) -> Vec<RunSummary>;
+    /// One run (by id or unique prefix) with its stages.
+    "run.get" => RunGet(RunGet) -> RunDetail;
+    /// Ask a queued, running or blocked run to stop.
+    "run.cancel" => RunCancel(RunCancel) -> CancelRequested;
+    /// Continue an interrupted or cancelled run from its checkpoint.
+    "run.resume" => RunResume(RunResume) -> RunStarted;
+    /// A page of a run's recorded events.
+    "run.events" => RunEvents(RunEvents) -> EventPage;
+    /// Receive live events as `event` notifications.
+    "subscribe" => Subscribe(Subscribe) -> Subscribed;
+    /// Stop a subscription.
+    "unsubscribe" => Unsubscribe(Unsubscribe) -> Unsubscribed;
+    /// Human-gate questions.
+    "question.list" => QuestionList(QuestionList) -> Vec<QuestionRecord>;
+    /// Answer a question (idempotent).
+    "question.answer" => QuestionAnswer(QuestionAnswer) -> QuestionRecord;
+    /// The daemon's version, load and paths.
+    "daemon.status" => DaemonStatus(DaemonStatus) -> DaemonInfo;
+    /// Shut the daemon down gracefully (running runs are interrupted).
+    "daemon.stop" => DaemonStop(DaemonStop) -> DaemonStopping;
+}
+
+// ----- run.start / run.resume ----------------------------------------------
+
+/// Where the workflow of a new run comes from. On the wire:
+/// `{"path": "/abs/flow.fabro"}` or `{"source": "digraph { … }"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkflowSource {
+    /// An absolute path; the daemon reads the file (it runs as the same
+    /// user as its clients).
+    Path(PathBuf),
+    /// The workflow text itself; `@file` references resolve against
+    /// `base_dir` (or `work_dir`).
+    Source(String),
+}
+
+/// The caller's environment: `[["NAME", "value"], …]`. A run started from
+/// the CLI runs with the caller's environment, as a script run from their
+/// shell would (secrets are still filtered from child processes by the
+/// engine). Variables whose name or value is not UTF-8 are not sent.
+///
+/// Its `Debug` shows names only, so logging a request never leaks a secret.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CallerEnv(pub Vec<(String, String)>);
+
+impl CallerEnv {
+    /// This process's environment (skipping non-UTF-8 variables).
+    #[must_use]
+    pub fn current() -> CallerEnv {
+        CallerEnv(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        )
+    }
+
+    /// True when nothing was sent (the daemon then uses its own environment).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for CallerEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}=…")))
+            .finish()
+    }
+}
+
+/// `run.start` params. Paths must be absolute: the daemon's working
+/// directory is not the caller's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    pub workflow: WorkflowSource,
+    /// Where commands run (the caller's working directory for `weft run`).
+    pub work_dir: PathBuf,
+    /// Where `@file` references of inline source resolve; defaults to the
+    /// workflow file's directory, else `work_dir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<PathBuf>,
+    /// Replaces the graph's `goal` attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    /// Template inputs (`--input NAME=VALUE`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, String>,
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub auto_approve: bool,
+    /// Seeds random edge selection and retry jitter; random when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// Artifact globs (`[run.artifacts] include`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    /// The caller's environment; empty means the daemon's own.
+    #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
+    pub env: CallerEnv,
+}
+
+impl RunStart {
+    /// A request to run `workflow` in `work_dir` with every option at its
+    /// default and no caller environment.
+    #[must_use]
+    pub fn new(workflow: WorkflowSource, work_dir: impl Into<PathBuf>) -> RunStart {
+        RunStart {
+            workflow,
+            work_dir: work_dir.into(),
+            base_dir: None,
+            goal: None,
+            inputs: BTreeMap::new(),
+            dry_run: false,
+            auto_approve: false,
+            seed: None,
+            labels: Vec::new(),
+            artifacts: Vec::new(),
+            env: CallerEnv::default(),
+        }
+    }
+
+    /// The engine request this asks for, reading the workflow file when it
+    /// is given by path. (`env` is not part of [`RunRequest`]; the daemon
+    /// passes it on separately.)
+    ///
+    /// Errors: `rpc.invalid_params` for a relative path, `workflow.io` when
+    /// the file cannot be read.
+    pub fn to_run_request(&self) -> Result<RunRequest, RpcError> {
+        require_absolute("work_dir", &self.work_dir)?;
+        if let Some(base) = &self.base_dir {
+            require_absolute("base_dir", base)?;
+        }
+        let (workflow_path, source) = match &self.workflow {
+            WorkflowSource::Path(path) => {
+                require_absolute("workflow.path", path)?;
+                let source = std::fs::read_to_string(path).map_err(|e| {
+                    RpcError::new(
+                        code::WORKFLOW,
+                        "workflow.io",
+                        format!("cannot read the workflow {}: {e}", path.display()),
+                    )
+                })?;
+                (Some(path.clone()), source)
+            }
+            WorkflowSource::Source(text) => (None, text.clone()),
+        };
+        Ok(RunRequest {
+            workflow_path,
+            source,
+            goal: self.goal.clone(),
+            inputs: self.inputs.clone(),
+            dry_run: self.dry_run,
+            auto_approve: self.auto_approve,
+            seed: self.seed,
+            work_dir: self.work_dir.clone(),
+            labels: self.labels.clone(),
+            base_dir: self.base_dir.clone(),
+            artifacts: self.artifacts.clone(),
+            ..RunRequest::default()
+        })
+    }
+}
+
+fn require_absolute(what: &str, path: &Path) -> Result<(), RpcError> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(RpcError::invalid_params(format!(
+            "`{what}` must be an absolute path, not `{}`",
+            path.display()
+        )))
+    }
+}
+
+/// The result of `run.start` and `run.resume`, sent as soon as the run is
+/// recorded (before it executes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    /// `queued` when the concurrency limit is reached, else `running`.
+    pub status: RunStatus,
+}
+
+/// `run.resume` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResume {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// Approve every gate from now on (also when the run was started
+    /// without it).
+    #[serde(default)]
+    pub auto_approve: bool,
+    /// The caller's environment; empty means the daemon's own.
+    #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
+    pub env: CallerEnv,
+}
+
+// ----- run.list / run.get / run.cancel / run.events ------------------------
+
+/// `run.list` params; absent filters match everything, filters combine with
+/// AND.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunList {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<RunStatus>,
+    /// The workflow's name, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// Runs carrying this label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Substring of goal, workflow name or run id, ignoring ASCII case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Skip this many of the newest matching runs (paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u32>,
+}
+
+impl RunList {
+    /// The store filter for these params. `label` has no store column
+    /// filter yet: the caller applies it (see [`RunSummary::has_label`]).
+    #[must_use]
+    pub fn filter(&self) -> RunFilter {
+        RunFilter {
+            status: self.status,
+            workflow: self.workflow.clone(),
+            text: self.text.clone(),
+            limit: self.limit,
+            offset: self.offset,
+        }
+    }
+}
+
+/// One line of `run.list`: a [`RunRecord`] without the bulky parts
+/// (checkpoint, options, inputs); `run.get` has those.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub workflow_name: String,
+    pub workflow_path: Option<PathBuf>,
+    pub goal: Option<String>,
+    pub status: RunStatus,
+    pub labels: Vec<String>,
+    pub run_dir: PathBuf,
+    pub work_dir: PathBuf,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub failure_reason: Option<String>,
+    /// The last event's sequence number (0 before any event).
+    pub last_seq: u64,
+    pub node_count: u32,
+}
+
+impl RunSummary {
+    /// Whether the run carries `label`.
+    #[must_use]
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels.iter().any(|l| l == label)
+    }
+}
+
+impl From<RunRecord> for RunSummary {
+    fn from(r: RunRecord) -> RunSummary {
+        RunSummary {
+            id: r.id,
+            workflow_name: r.workflow_name,
+            workflow_path: r.workflow_path,
+            goal: r.goal,
+            status: r.status,
+            labels: r.labels,
+            run_dir: r.run_dir,
+            work_dir: r.work_dir,
+            created_at: r.created_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            failure_reason: r.failure_reason,
+            last_seq: r.last_seq,
+            node_count: r.node_count,
+        }
+    }
+}
+
+/// `run.get` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunGet {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+}
+
+/// The result of `run.get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    pub run: RunRecord,
+    /// In execution order (`rank`).
+    pub stages: Vec<StageRecord>,
+}
+
+/// `run.cancel` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCancel {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+}
+
+/// The result of `run.cancel`: the run's status when the daemon replied.
+/// A queued run is `cancelled` at once; a running one stays `running` until
+/// its stage stops, and its subscribers then see `run.cancelled`. Cancelling
+/// a run that already ended changes nothing and returns its final status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelRequested {
+    pub run_id: String,
+    pub status: RunStatus,
+}
+
+/// `run.events` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvents {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// Only events with a larger `seq` (0: from the first).
+    #[serde(default)]
+    pub after_seq: u64,
+    /// At most this many events (the daemon may cap it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// The result of `run.events`: events in `seq` order. Fewer than `limit`
+/// means the page reached the last recorded event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    /// The full run id (the request may have used a prefix).
+    pub run_id: String,
+    pub events: Vec<Event>,
+}
+
+// ----- subscribe / unsubscribe ---------------------------------------------
+
+/// `subscribe` params. The client picks the subscription id, so it can
+/// route `event` notifications that arrive before the reply.
+///
+/// For one run, the daemon first sends every recorded event with
+/// `seq > after_seq`, then live ones: each event exactly once, in `seq`
+/// order, with no gap. Subscribing after `run.start` with `after_seq: 0`
+/// therefore misses nothing. For all runs (`run` absent) only events
+/// recorded after the subscription are sent and `after_seq` is ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subscribe {
+    /// Unique among this connection's live subscriptions.
+    pub subscription: String,
+    /// A run id or a unique prefix of one; absent for every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(default)]
+    pub after_seq: u64,
+}
+
+/// The result of `subscribe`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subscribed {
+    pub subscription: String,
+    /// The full id of the subscribed run; `None` for all runs.
+    pub run_id: Option<String>,
+}
+
+/// `unsubscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unsubscribe {
+    pub subscription: String,
+}
+
+/// The result of `unsubscribe`. No `event` for it is sent after this reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unsubscribed {
+    /// False when there was no such subscription (unsubscribing twice is
+    /// not an error).
+    pub existed: bool,
+}
+
+// ----- questions -----------------------------------------------------------
+
+/// `question.list` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionList {
+    /// A run id or a unique prefix of one; absent for every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// Only questions still waiting for an answer (the default).
+    #[serde(default = "yes")]
+    pub pending_only: bool,
+}
+
+impl Default for QuestionList {
+    fn default() -> QuestionList {
+        QuestionList {
+            run: None,
+            pending_only: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a question is answered. On the wire: `{"key": "A"}`,
+/// `{"label": "Approve"}` or `{"text": "ship it, but …"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerBy {
+    /// An option's accelerator key (`A` of `[A] Approve`), ignoring case.
+    Key(String),
+    /// An option's label, with or without its accelerator.
+    Label(String),
+    /// Free text: matched against the options like typed input, else the
+    /// gate's freeform answer.
+    Text(String),
+}
+
+/// `question.answer` params. Answering a question that was already
+/// answered returns the recorded answer unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionAnswer {
+    /// The question id (from `question.list` or an `interview.started`
+    /// event).
+    pub question: String,
+    pub answer: AnswerBy,
+}
+
+// ----- daemon --------------------------------------------------------------
+
+/// `daemon.status` params (none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonStatus {}
+
+/// The result of `daemon.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    /// The weftd crate version.
+    pub version: String,
+    /// [`PROTOCOL_VERSION`] of the daemon.
+    pub protocol: u32,
+    pub pid: u32,
+    pub uptime_ms: u64,
+    pub runs_running: u32,
+    pub runs_queued: u32,
+    pub home: PathBuf,
+    pub db_path: PathBuf,
+    pub socket_path: PathBuf,
+}
+
+/// `daemon.stop` params (none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonStop {}
+
+/// The result of `daemon.stop`, sent before the daemon shuts down.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonStopping {
+    /// The daemon's pid, so the caller can wait for it to exit.
+    pub pid: u32,
+    /// Runs that will be checkpointed as interrupted.
+    pub runs_interrupted: u32,
+}
+
+#[cfg(test)]
+mod tests;

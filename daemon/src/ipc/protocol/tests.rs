@@ -1,0 +1,574 @@
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+
+use serde_json::json;
+
+use super::*;
+use crate::engine::event::EventKind;
+use crate::store::QuestionStatus;
+
+fn event(seq: u64) -> Event {
+    Event {
+        seq,
+        ts: "2026-12-02T12:00:00.000Z".into(),
+        run_id: "01JRUN".into(),
+        node_id: Some("build".into()),
+        visit: Some(1),
+        kind: EventKind::StageStarted {
+            handler: "command".into(),
+            attempt: 1,
+            branch: None,
+        },
+    }
+}
+
+fn run_record() -> RunRecord {
+    RunRecord {
+        id: "01JRUN".into(),
+        workflow_name: "ship".into(),
+        workflow_path: Some("/w/ship.fabro".into()),
+        goal: Some("ship it".into()),
+        status: RunStatus::Running,
+        run_dir: "/h/runs/20261202-01JRUN".into(),
+        work_dir: "/w".into(),
+        inputs: Map::from_iter([("env".to_string(), json!("prod"))]),
+        options: json!({"dry_run": false, "seed": 7}),
+        labels: vec!["nightly".into()],
+        created_at: "2026-12-02T12:00:00.000Z".into(),
+        started_at: Some("2026-12-02T12:00:00.010Z".into()),
+        finished_at: None,
+        failure_reason: None,
+        pid: Some(4242),
+        last_seq: 9,
+        checkpoint: Some("{\"next_node_id\":\"test\"}".into()),
+        node_count: 5,
+        edge_count: 4,
+    }
+}
+
+fn stage_record() -> StageRecord {
+    StageRecord {
+        run_id: "01JRUN".into(),
+        node_id: "build".into(),
+        visit: 1,
+        rank: 1,
+        handler: "command".into(),
+        status: "succeeded".into(),
+        attempts: 1,
+        started_at: "2026-12-02T12:00:00.020Z".into(),
+        finished_at: Some("2026-12-02T12:00:01.020Z".into()),
+        duration_ms: Some(1000),
+        failure_reason: None,
+        outcome: Some(json!({"status": "succeeded"})),
+        branch: None,
+    }
+}
+
+fn question_record() -> QuestionRecord {
+    QuestionRecord {
+        id: "q-01JRUN-review-1".into(),
+        run_id: "01JRUN".into(),
+        node_id: "review".into(),
+        visit: 1,
+        text: "Ship it?".into(),
+        options: vec!["[A] Approve".into(), "[R] Reject".into()],
+        freeform: false,
+        status: QuestionStatus::Answered,
+        answer: Some(json!({"selected": "[A] Approve"})),
+        asked_at: "2026-12-02T12:00:02.000Z".into(),
+        answered_at: Some("2026-12-02T12:00:09.000Z".into()),
+    }
+}
+
+/// Serialises a request and a result of method `M` to lines, reads them
+/// back the way the server and the client do, and checks nothing changed.
+/// Returns the method name so the caller can check every method was seen.
+fn round_trip<M>(params: M, result: M::Output) -> &'static str
+where
+    M: Method + Clone,
+    M::Output: PartialEq + Debug,
+{
+    let line =
+        serde_json::to_string(&Request::new(7u64, &params).expect("encodes")).expect("serialises");
+    let value: Value = serde_json::from_str(&line).expect("the request line is JSON");
+    let (id, call) = decode_request(value).expect("the server reads the request back");
+    assert_eq!(id, Some(Id::Number(7)), "the id survives the trip");
+    assert_eq!(call, params.into(), "the params survive the trip: {line}");
+    assert_eq!(call.name(), M::NAME);
+
+    let line = serde_json::to_string(&ServerMessage::from(Response::success(
+        Some(Id::Number(7)),
+        &result,
+    )))
+    .expect("serialises");
+    let value: Value = serde_json::from_str(&line).expect("the response line is JSON");
+    let Ok(ServerMessage::Response(response)) = ServerMessage::from_value(value) else {
+        panic!("a response reads back as a response: {line}");
+    };
+    let Outcome::Result(value) = response.outcome else {
+        panic!("a success reads back as a result: {line}");
+    };
+    let back: M::Output = serde_json::from_value(value).expect("the result reads back");
+    assert_eq!(back, result, "the result survives the trip: {line}");
+    M::NAME
+}
+
+#[test]
+fn every_method_request_and_result_survive_a_round_trip() {
+    let mut start = RunStart::new(WorkflowSource::Path("/w/ship.fabro".into()), "/w");
+    start.goal = Some("ship it".into());
+    start.inputs.insert("env".into(), "prod".into());
+    start.seed = Some(42);
+    start.labels = vec!["nightly".into()];
+    start.artifacts = vec!["dist/**".into()];
+    start.env = CallerEnv(vec![("PATH".into(), "/usr/bin".into())]);
+    let mut inline = RunStart::new(WorkflowSource::Source("digraph { a -> b }".into()), "/w");
+    inline.base_dir = Some("/w/flows".into());
+    inline.dry_run = true;
+    inline.auto_approve = true;
+    let started = RunStarted {
+        run_id: "01JRUN".into(),
+        run_dir: "/h/runs/20261202-01JRUN".into(),
+        status: RunStatus::Queued,
+    };
+
+    let seen: BTreeSet<&str> = [
+        round_trip(start, started.clone()),
+        round_trip(inline, started.clone()),
+        round_trip(
+            RunList {
+                status: Some(RunStatus::Failed),
+                workflow: Some("ship".into()),
+                label: Some("nightly".into()),
+                text: Some("prod".into()),
+                limit: Some(20),
+                offset: Some(40),
+            },
+            vec![RunSummary::from(run_record())],
+        ),
+        round_trip(RunList::default(), vec![]),
+        round_trip(
+            RunGet { run: "01J".into() },
+            RunDetail {
+                run: run_record(),
+                stages: vec![stage_record()],
+            },
+        ),
+        round_trip(
+            RunCancel { run: "01J".into() },
+            CancelRequested {
+                run_id: "01JRUN".into(),
+                status: RunStatus::Running,
+            },
+        ),
+        round_trip(
+            RunResume {
+                run: "01J".into(),
+                auto_approve: true,
+                env: CallerEnv(vec![("HOME".into(), "/home/me".into())]),
+            },
+            started,
+        ),
+        round_trip(
+            RunEvents {
+                run: "01J".into(),
+                after_seq: 3,
+                limit: Some(100),
+            },
+            EventPage {
+                run_id: "01JRUN".into(),
+                events: vec![event(4), event(5)],
+            },
+        ),
+        round_trip(
+            Subscribe {
+                subscription: "cli-1".into(),
+                run: Some("01J".into()),
+                after_seq: 0,
+            },
+            Subscribed {
+                subscription: "cli-1".into(),
+                run_id: Some("01JRUN".into()),
+            },
+        ),
+        round_trip(
+            Subscribe {
+                subscription: "app".into(),
+                run: None,
+                after_seq: 0,
+            },
+            Subscribed {
+                subscription: "app".into(),
+                run_id: None,
+            },
+        ),
+        round_trip(
+            Unsubscribe {
+                subscription: "cli-1".into(),
+            },
+            Unsubscribed { existed: true },
+        ),
+        round_trip(
+            QuestionList {
+                run: Some("01J".into()),
+                pending_only: false,
+            },
+            vec![question_record()],
+        ),
+        round_trip(
+            QuestionAnswer {
+                question: "q-01JRUN-review-1".into(),
+                answer: AnswerBy::Key("A".into()),
+            },
+            question_record(),
+        ),
+        round_trip(
+            QuestionAnswer {
+                question: "q-01JRUN-review-1".into(),
+                answer: AnswerBy::Label("Approve".into()),
+            },
+            question_record(),
+        ),
+        round_trip(
+            QuestionAnswer {
+                question: "q-01JRUN-review-1".into(),
+                answer: AnswerBy::Text("yes, but fix the typo".into()),
+            },
+            question_record(),
+        ),
+        round_trip(
+            DaemonStatus {},
+            DaemonInfo {
+                version: "0.1.0".into(),
+                protocol: PROTOCOL_VERSION,
+                pid: 4242,
+                uptime_ms: 1234,
+                runs_running: 2,
+                runs_queued: 1,
+                home: "/h".into(),
+                db_path: "/h/weft.db".into(),
+                socket_path: "/h/run/weftd.sock".into(),
+            },
+        ),
+        round_trip(
+            DaemonStop {},
+            DaemonStopping {
+                pid: 4242,
+                runs_interrupted: 2,
+            },
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let all: BTreeSet<&str> = Call::METHODS.iter().copied().collect();
+    assert_eq!(seen, all, "every method needs a round-trip sample here");
+}
+
+#[test]
+fn a_request_line_has_the_exact_wire_shape() {
+    let request = Request::new(1u64, &RunGet { run: "01J".into() }).expect("encodes");
+    assert_eq!(
+        serde_json::to_string(&request).expect("serialises"),
+        r#"{"jsonrpc":"2.0","id":1,"method":"run.get","params":{"run":"01J"}}"#
+    );
+
+    let mut start = RunStart::new(WorkflowSource::Path("/w/ship.fabro".into()), "/w");
+    start.env = CallerEnv(vec![("HOME".into(), "/home/me".into())]);
+    let request = Request::new(2u64, &start).expect("encodes");
+    assert_eq!(
+        serde_json::to_string(&request).expect("serialises"),
+        r#"{"jsonrpc":"2.0","id":2,"method":"run.start","params":{"auto_approve":false,"dry_run":false,"env":[["HOME","/home/me"]],"work_dir":"/w","workflow":{"path":"/w/ship.fabro"}}}"#
+    );
+
+    let request = Request::new(
+        3u64,
+        &QuestionAnswer {
+            question: "q1".into(),
+            answer: AnswerBy::Key("A".into()),
+        },
+    )
+    .expect("encodes");
+    assert_eq!(
+        serde_json::to_string(&request).expect("serialises"),
+        r#"{"jsonrpc":"2.0","id":3,"method":"question.answer","params":{"answer":{"key":"A"},"question":"q1"}}"#
+    );
+}
+
+#[test]
+fn replies_and_notifications_have_the_exact_wire_shape() {
+    let reply = Response::success(
+        Some(Id::Number(3)),
+        &Subscribed {
+            subscription: "s1".into(),
+            run_id: None,
+        },
+    );
+    assert_eq!(
+        serde_json::to_string(&reply).expect("serialises"),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"run_id":null,"subscription":"s1"}}"#
+    );
+
+    let error = Response::failure(
+        Some(Id::Number(4)),
+        RpcError::from(StoreError::RunNotFound("zz".into())),
+    );
+    assert_eq!(
+        serde_json::to_string(&error).expect("serialises"),
+        r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32001,"message":"no run matches `zz`","data":{"code":"run.not_found"}}}"#
+    );
+
+    let parse = Response::failure(
+        None,
+        RpcError::parse_error("expected value at line 1 column 1"),
+    );
+    assert_eq!(
+        serde_json::to_string(&parse).expect("serialises"),
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"expected value at line 1 column 1","data":{"code":"rpc.parse_error"}}}"#,
+        "an unreadable request is answered with a null id"
+    );
+
+    let notification = Notification::event(
+        "s1",
+        Event {
+            seq: 12,
+            ts: "2026-12-02T12:00:00.000Z".into(),
+            run_id: "01JRUN".into(),
+            node_id: None,
+            visit: None,
+            kind: EventKind::RunCompleted { duration_ms: 5 },
+        },
+    );
+    assert_eq!(
+        serde_json::to_string(&ServerMessage::from(notification)).expect("serialises"),
+        r#"{"jsonrpc":"2.0","method":"event","params":{"subscription":"s1","event":{"seq":12,"ts":"2026-12-02T12:00:00.000Z","run_id":"01JRUN","event":"run.completed","properties":{"duration_ms":5}}}}"#
+    );
+}
+
+#[test]
+fn a_notification_reads_back_as_a_notification() {
+    let sent = Notification::event("s1", event(1));
+    let value = serde_json::to_value(&sent).expect("serialises");
+    let back = ServerMessage::from_value(value).expect("reads back");
+    assert_eq!(back, ServerMessage::Notification(sent));
+}
+
+#[test]
+fn params_may_be_omitted_or_null_for_methods_without_params() {
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status","params":null}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"daemon.status","params":{}}"#,
+    ] {
+        let value: Value = serde_json::from_str(line).expect("JSON");
+        let (_, call) = decode_request(value).expect(line);
+        assert_eq!(call, Call::DaemonStatus(DaemonStatus {}), "{line}");
+    }
+}
+
+#[test]
+fn optional_params_take_their_documented_defaults() {
+    let value = json!({"jsonrpc": "2.0", "id": "a", "method": "question.list"});
+    let (id, call) = decode_request(value).expect("valid");
+    assert_eq!(id, Some(Id::String("a".into())), "string ids are echoed");
+    assert_eq!(
+        call,
+        Call::QuestionList(QuestionList {
+            run: None,
+            pending_only: true
+        }),
+        "question.list lists pending questions unless told otherwise"
+    );
+    let value =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"subscription": "s"}});
+    let (_, call) = decode_request(value).expect("valid");
+    assert_eq!(
+        call,
+        Call::Subscribe(Subscribe {
+            subscription: "s".into(),
+            run: None,
+            after_seq: 0
+        })
+    );
+}
+
+#[test]
+fn unknown_fields_are_ignored_for_forward_compatibility() {
+    let value = json!({"jsonrpc": "2.0", "id": 1, "method": "run.get",
+        "params": {"run": "01J", "with_artifacts": true}});
+    let (_, call) = decode_request(value).expect("a newer client's extra field is ignored");
+    assert_eq!(call, Call::RunGet(RunGet { run: "01J".into() }));
+}
+
+#[test]
+fn an_unknown_method_is_rejected_under_its_request_id() {
+    let value = json!({"jsonrpc": "2.0", "id": 9, "method": "run.explode"});
+    let rejection = decode_request(value).expect_err("unknown method");
+    assert_eq!(rejection.id, Some(Id::Number(9)));
+    assert_eq!(rejection.error.code, code::METHOD_NOT_FOUND);
+    assert_eq!(rejection.error.data_code(), "rpc.method_not_found");
+    assert!(
+        rejection.error.message.contains("run.start"),
+        "the message lists the methods there are: {}",
+        rejection.error.message
+    );
+}
+
+#[test]
+fn params_of_the_wrong_shape_are_invalid_params() {
+    let value = json!({"jsonrpc": "2.0", "id": 9, "method": "run.events",
+        "params": {"run": "01J", "after_seq": "three"}});
+    let rejection = decode_request(value).expect_err("bad params");
+    assert_eq!(rejection.id, Some(Id::Number(9)));
+    assert_eq!(rejection.error.code, code::INVALID_PARAMS);
+    assert_eq!(rejection.error.data_code(), "rpc.invalid_params");
+
+    let value = json!({"jsonrpc": "2.0", "id": 9, "method": "run.get"});
+    let rejection = decode_request(value).expect_err("missing required param");
+    assert_eq!(rejection.error.code, code::INVALID_PARAMS);
+}
+
+#[test]
+fn anything_but_a_json_rpc_2_request_object_is_an_invalid_request() {
+    for (value, id) in [
+        (
+            json!([{"jsonrpc": "2.0", "id": 1, "method": "daemon.status"}]),
+            None,
+        ),
+        (json!("daemon.status"), None),
+        (
+            json!({"jsonrpc": "1.0", "id": 5, "method": "daemon.status"}),
+            Some(Id::Number(5)),
+        ),
+        (
+            json!({"id": 6, "method": "daemon.status"}),
+            Some(Id::Number(6)),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 7, "method": 12}),
+            Some(Id::Number(7)),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": -1, "method": "daemon.status"}),
+            None,
+        ),
+    ] {
+        let rejection = decode_request(value.clone()).expect_err("invalid");
+        assert_eq!(rejection.error.code, code::INVALID_REQUEST, "{value}");
+        assert_eq!(rejection.id, id, "the id is kept when readable: {value}");
+    }
+}
+
+#[test]
+fn a_request_without_id_is_a_notification() {
+    let value = json!({"jsonrpc": "2.0", "method": "daemon.status"});
+    let (id, _) = decode_request(value).expect("valid");
+    assert_eq!(id, None, "the server must not reply to it");
+}
+
+#[test]
+fn errors_from_a_peer_without_data_still_have_a_stable_code() {
+    let error: RpcError =
+        serde_json::from_value(json!({"code": -32601, "message": "nope"})).expect("reads");
+    assert_eq!(error.data_code(), "rpc.method_not_found");
+    let error: RpcError =
+        serde_json::from_value(json!({"code": 17, "message": "custom"})).expect("reads");
+    assert_eq!(error.data_code(), "rpc.error");
+}
+
+#[test]
+fn store_and_engine_errors_keep_their_codes_and_details() {
+    let ambiguous = RpcError::from(StoreError::AmbiguousRun {
+        prefix: "01".into(),
+        matches: vec!["01A".into(), "01B".into()],
+    });
+    assert_eq!(ambiguous.code, code::AMBIGUOUS);
+    assert_eq!(ambiguous.data_code(), "run.ambiguous");
+    let details = &ambiguous.data.as_ref().expect("data").details;
+    assert_eq!(
+        details["matches"],
+        json!(["01A", "01B"]),
+        "the UI can offer the choices"
+    );
+
+    let not_resumable = RpcError::from(EngineError::NotResumable("already succeeded".into()));
+    assert_eq!(not_resumable.code, code::INVALID_STATE);
+    assert_eq!(not_resumable.data_code(), "run.not_resumable");
+
+    let invalid = RpcError::from(EngineError::InvalidWorkflow(vec![
+        crate::lang::diagnostic::Diagnostic::new(
+            "start_node",
+            crate::lang::diagnostic::Severity::Error,
+            "no start node",
+        ),
+    ]));
+    assert_eq!(invalid.code, code::WORKFLOW);
+    assert_eq!(invalid.data_code(), "workflow.invalid");
+    let details = &invalid.data.as_ref().expect("data").details;
+    assert_eq!(details["diagnostics"][0]["rule"], "start_node");
+}
+
+#[test]
+fn the_caller_env_debug_output_hides_values() {
+    let env = CallerEnv(vec![("ANTHROPIC_API_KEY".into(), "sk-secret".into())]);
+    let shown = format!(
+        "{:?}",
+        RunStart {
+            env,
+            ..RunStart::new(WorkflowSource::Source(String::new()), "/w")
+        }
+    );
+    assert!(shown.contains("ANTHROPIC_API_KEY"), "{shown}");
+    assert!(
+        !shown.contains("sk-secret"),
+        "a logged request must not leak secrets: {shown}"
+    );
+}
+
+#[test]
+fn run_start_becomes_an_engine_request_reading_the_workflow_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("flow.fabro");
+    std::fs::write(&file, "digraph flow { start -> exit }").expect("write");
+    let mut start = RunStart::new(WorkflowSource::Path(file.clone()), dir.path());
+    start.goal = Some("g".into());
+    start.seed = Some(3);
+    let request = start.to_run_request().expect("valid");
+    assert_eq!(request.workflow_path.as_deref(), Some(file.as_path()));
+    assert_eq!(request.source, "digraph flow { start -> exit }");
+    assert_eq!(request.work_dir, dir.path());
+    assert_eq!(request.goal.as_deref(), Some("g"));
+    assert_eq!(request.seed, Some(3));
+
+    let missing = RunStart::new(
+        WorkflowSource::Path(dir.path().join("gone.fabro")),
+        dir.path(),
+    );
+    let error = missing.to_run_request().expect_err("no such file");
+    assert_eq!(error.data_code(), "workflow.io");
+
+    let relative = RunStart::new(WorkflowSource::Source("digraph {}".into()), "work");
+    let error = relative.to_run_request().expect_err("relative work dir");
+    assert_eq!(
+        error.code,
+        code::INVALID_PARAMS,
+        "the daemon's cwd is not the caller's, so relative paths are refused"
+    );
+}
+
+#[test]
+fn run_list_filters_map_onto_the_store_filter() {
+    let list = RunList {
+        status: Some(RunStatus::Blocked),
+        workflow: Some("ship".into()),
+        label: Some("nightly".into()),
+        text: Some("x".into()),
+        limit: Some(5),
+        offset: Some(10),
+    };
+    let filter = list.filter();
+    assert_eq!(filter.status, Some(RunStatus::Blocked));
+    assert_eq!(filter.workflow.as_deref(), Some("ship"));
+    assert_eq!(filter.text.as_deref(), Some("x"));
+    assert_eq!((filter.limit, filter.offset), (Some(5), Some(10)));
+    assert!(RunSummary::from(run_record()).has_label("nightly"));
+}

@@ -1,0 +1,73 @@
+//! Starting the daemon in the background and waiting until it answers.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::ipc::client::Client;
+use crate::ipc::paths::DaemonPaths;
+use crate::ipc::protocol::{DaemonInfo, DaemonStatus};
+use crate::store::Home;
+
+/// How long a starting daemon may take to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Starts `weftd --foreground` for `home` as a background process (its own
+/// process group, output appended to `run/weftd.log`) and waits until it
+/// answers `daemon.status`. A daemon already running is reused.
+pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bool), String> {
+    if let Some(info) = status(home).await {
+        return Ok((info, false));
+    }
+    let paths = DaemonPaths::for_home(home);
+    paths.ensure().map_err(|e| e.to_string())?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&paths.log)
+        .map_err(|e| format!("cannot open {}: {e}", paths.log.display()))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|e| format!("cannot open {}: {e}", paths.log.display()))?;
+    let mut child = Command::new(weftd)
+        .arg("--foreground")
+        .env("WEFT_HOME", home.root())
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        // Its own process group: a Ctrl-C in the caller's terminal does
+        // not reach the daemon.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", weftd.display()))?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Some(info) = status(home).await {
+            return Ok((info, true));
+        }
+        if let Ok(Some(exit)) = child.try_wait() {
+            let tail = std::fs::read_to_string(&paths.log).unwrap_or_default();
+            let last: Vec<&str> = tail.lines().rev().take(5).collect();
+            let last: Vec<&str> = last.into_iter().rev().collect();
+            return Err(format!(
+                "weftd exited ({exit}) before it answered; its log says:\n{}",
+                last.join("\n")
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "weftd did not answer within {}s; see {}",
+                START_TIMEOUT.as_secs(),
+                paths.log.display()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The daemon's status, or `None` when none answers.
+pub async fn status(home: &Home) -> Option<DaemonInfo> {
+    let client = Client::connect(home).await.ok()?;
+    client.call(DaemonStatus {}).await.ok()
+}

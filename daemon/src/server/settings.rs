@@ -1,0 +1,72 @@
+//! `$WEFT_HOME/settings.toml`: the daemon's settings. A missing file means
+//! the defaults; an unreadable or invalid one stops the daemon with the
+//! file and the problem named.
+
+use serde::Deserialize;
+
+use crate::store::Home;
+
+/// Runs executing at once when settings.toml does not say.
+pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
+
+/// The daemon's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// At most this many runs execute at once; the rest wait as `queued`.
+    pub max_concurrent_runs: usize,
+    /// Resume runs that a stopped or crashed daemon left unfinished.
+    pub resume_interrupted: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
+            resume_interrupted: true,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads `home`'s settings.toml (unknown keys are ignored: they belong
+    /// to other parts of Weft).
+    pub fn load(home: &Home) -> Result<Settings, String> {
+        let path = home.settings_path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let mut settings: Settings =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        settings.max_concurrent_runs = settings.max_concurrent_runs.max(1);
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_default_when_absent_and_read_when_present() {
+        let dir = tempfile::tempdir().expect("dir");
+        let home = Home::at(dir.path());
+        assert_eq!(Settings::load(&home), Ok(Settings::default()));
+        std::fs::write(
+            home.settings_path(),
+            "max_concurrent_runs = 1\nresume_interrupted = false\n[other]\nx = 1\n",
+        )
+        .expect("write");
+        assert_eq!(
+            Settings::load(&home),
+            Ok(Settings {
+                max_concurrent_runs: 1,
+                resume_interrupted: false
+            })
+        );
+        std::fs::write(home.settings_path(), "max_concurrent_runs = \"many\"").expect("write");
+        assert!(Settings::load(&home).is_err_and(|e| e.contains("settings.toml")));
+    }
+}
