@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod daemon;
 mod graph;
 mod progress;
 mod report;
@@ -51,6 +52,10 @@ pub enum Command {
     /// cancelled (Ctrl-C; resume it with `weft resume`), 2 when it cannot
     /// start (invalid workflow, unreadable file).
     Run(RunArgs),
+    /// Start, stop or ask about the background daemon (weftd) for WEFT_HOME.
+    ///
+    /// `status` exits 0 when the daemon is running and 3 when it is not.
+    Daemon(DaemonArgs),
     /// Continue an interrupted or cancelled run from its last checkpoint.
     ///
     /// Stages whose completion was recorded never run again; the stage that
@@ -163,6 +168,26 @@ pub struct RunArgs {
     /// Run commands in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub action: DaemonAction,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum DaemonAction {
+    /// Start weftd in the background (no-op when it is running).
+    Start,
+    /// Stop weftd; its running runs are checkpointed as interrupted and
+    /// resumed when it starts again.
+    Stop,
+    /// Show whether weftd is running, its pid, socket and load.
+    Status,
 }
 
 #[derive(Debug, Args)]
@@ -330,6 +355,7 @@ pub fn main() -> ExitCode {
         Command::Graph(args) => graph::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => run::resume(&args),
+        Command::Daemon(args) => daemon::run(&args),
         Command::Ps(args) => ps::run(&args),
         Command::Events(args) => events::run(&args),
         Command::Logs(args) => logs::run(&args),

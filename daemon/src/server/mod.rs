@@ -267,16 +267,24 @@ impl Daemon {
                     pid != std::process::id() && crate::engine::launch::process_alive(pid)
                 }),
                 RunStatus::Queued => true,
-                _ => false,
+                // Interrupted by a daemon shutdown: resumable as it is.
+                RunStatus::Interrupted => false,
+                _ => continue,
             };
-            if !orphaned {
+            if orphaned {
+                self.store().set_status(
+                    &run.id,
+                    RunStatus::Interrupted,
+                    Some("the process running it stopped"),
+                )?;
+            } else if run.status != RunStatus::Interrupted {
                 continue;
             }
-            self.store().set_status(
-                &run.id,
-                RunStatus::Interrupted,
-                Some("the process running it stopped"),
-            )?;
+            // A child run is resumed by its parent's sub-workflow stage.
+            let child = run.options.get("parent").is_some_and(|p| !p.is_null());
+            if child {
+                continue;
+            }
             if self.settings.resume_interrupted {
                 let record = self.store().find_run(&run.id)?;
                 self.enqueue_resume(record);

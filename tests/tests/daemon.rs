@@ -1,0 +1,478 @@
+//! weftd over its real socket: the real daemon binary on a temp WEFT_HOME,
+//! driven by the library's client (as the CLI and the app are) and by raw
+//! socket writes for the malformed cases.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use weft::engine::event::EventKind;
+use weft::ipc::client::Client;
+use weft::ipc::paths::DaemonPaths;
+use weft::ipc::protocol::{
+    AnswerBy, DaemonStatus, QuestionAnswer, QuestionList, RunCancel, RunEvents, RunGet, RunResume,
+    RunStart, WorkflowSource,
+};
+use weft::store::{Home, QuestionStatus, RunStatus};
+use weft_tests::{Sandbox, binary};
+
+/// A weftd in the foreground on a sandbox's home; killed when dropped.
+struct Daemon {
+    child: Child,
+    home: Home,
+}
+
+impl Daemon {
+    fn start(sb: &Sandbox) -> Daemon {
+        let home = Home::at(sb.path().join("home"));
+        let child = Command::new(binary("weftd"))
+            .arg("--foreground")
+            .env("WEFT_HOME", home.root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn weftd: {e}"));
+        let socket = DaemonPaths::for_home(&home).socket;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while UnixStream::connect(&socket).is_err() {
+            assert!(Instant::now() < deadline, "weftd did not start listening");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Daemon { child, home }
+    }
+
+    fn socket(&self) -> PathBuf {
+        DaemonPaths::for_home(&self.home).socket
+    }
+
+    /// SIGTERM, then wait for the exit.
+    fn terminate(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+}
+
+fn start_params(sb: &Sandbox, source: &str) -> RunStart {
+    RunStart::new(WorkflowSource::Source(source.into()), sb.path())
+}
+
+const GATE: &str = r#"digraph G { start [shape=Mdiamond]; exit [shape=Msquare]
+  build [shape=parallelogram, script="echo built"]
+  approve [shape=hexagon, label="Ship it?"]
+  ship [shape=parallelogram, script="echo shipped > shipped.txt"]
+  start -> build -> approve
+  approve -> ship [label="[S] Ship"]
+  approve -> exit [label="[H] Hold"]
+  ship -> exit }"#;
+
+#[test]
+fn a_subscription_receives_every_event_of_a_run_in_order_without_gaps() {
+    let sb = Sandbox::new();
+    let daemon = Daemon::start(&sb);
+    runtime().block_on(async {
+        let client = Client::connect(&daemon.home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let source = r#"digraph L { start [shape=Mdiamond]; exit [shape=Msquare]
+            a [shape=parallelogram, script="echo a"]
+            b [shape=parallelogram, script="echo b"]
+            start -> a -> b -> exit }"#;
+        let started = client
+            .call(start_params(&sb, source))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut sub = client
+            .subscribe("s1", Some(started.run_id.clone()), 0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut seen = Vec::new();
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(20), sub.next())
+            .await
+            .unwrap_or_else(|_| panic!("no event in time; saw {seen:?}"))
+        {
+            let done = matches!(
+                event.kind,
+                EventKind::RunCompleted { .. } | EventKind::RunFailed { .. }
+            );
+            seen.push(event);
+            if done {
+                break;
+            }
+        }
+        let stored = client
+            .call(RunEvents {
+                run: started.run_id.clone(),
+                after_seq: 0,
+                limit: None,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            seen, stored.events,
+            "the subscription saw exactly the events table"
+        );
+        let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+        let detail = client
+            .call(RunGet {
+                run: started.run_id[..10].to_lowercase(),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(detail.run.status, RunStatus::Succeeded);
+        assert_eq!(detail.stages.len(), 4);
+    });
+}
+
+#[test]
+fn a_second_client_answers_a_gate_while_the_first_watches_and_answers_are_idempotent() {
+    let sb = Sandbox::new();
+    let daemon = Daemon::start(&sb);
+    runtime().block_on(async {
+        let watcher = Client::connect(&daemon.home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let started = watcher
+            .call(start_params(&sb, GATE))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut sub = watcher
+            .subscribe("watch", Some(started.run_id.clone()), 0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let answerer = Client::connect(&daemon.home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let question = loop {
+            let pending = answerer
+                .call(QuestionList {
+                    run: Some(started.run_id.clone()),
+                    pending_only: true,
+                })
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            if let Some(q) = pending.into_iter().next() {
+                break q;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(question.text, "Ship it?");
+        let wrong = answerer
+            .call(QuestionAnswer {
+                question: question.id.clone(),
+                answer: AnswerBy::Key("Z".into()),
+            })
+            .await;
+        assert!(wrong.is_err(), "an option that does not exist is refused");
+        let answered = answerer
+            .call(QuestionAnswer {
+                question: question.id.clone(),
+                answer: AnswerBy::Label("Ship".into()),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answered.status, QuestionStatus::Answered);
+        let mut names = Vec::new();
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(20), sub.next())
+            .await
+            .unwrap_or_else(|_| panic!("no event in time; saw {names:?}"))
+        {
+            names.push(event.kind.name().to_string());
+            if names.last().is_some_and(|n| n == "run.completed") {
+                break;
+            }
+        }
+        assert!(
+            names.contains(&"interview.completed".to_string()),
+            "{names:?}"
+        );
+        assert!(
+            sb.path().join("shipped.txt").is_file(),
+            "the Ship edge was taken"
+        );
+        let again = answerer
+            .call(QuestionAnswer {
+                question: question.id.clone(),
+                answer: AnswerBy::Key("H".into()),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            again.answer, answered.answer,
+            "answering again returns the recorded answer"
+        );
+    });
+}
+
+#[test]
+fn runs_beyond_the_limit_wait_as_queued_and_then_run() {
+    let sb = Sandbox::new();
+    sb.write("home/settings.toml", "max_concurrent_runs = 1\n");
+    let daemon = Daemon::start(&sb);
+    runtime().block_on(async {
+        let client = Client::connect(&daemon.home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let slow = r#"digraph S { start [shape=Mdiamond]; exit [shape=Msquare]
+            nap [shape=parallelogram, script="sleep 0.5"]
+            start -> nap -> exit }"#;
+        let first = client
+            .call(start_params(&sb, slow))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let second = client
+            .call(start_params(&sb, slow))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = client
+            .call(DaemonStatus {})
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((status.runs_running, status.runs_queued), (1, 1));
+        let queued = client
+            .call(RunGet {
+                run: second.run_id.clone(),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(queued.run.status, RunStatus::Queued);
+        for id in [first.run_id, second.run_id] {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let run = client
+                    .call(RunGet { run: id.clone() })
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                if run.run.status == RunStatus::Succeeded {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "run {id} did not finish: {:?}",
+                    run.run.status
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+}
+
+#[test]
+fn a_cancelled_run_can_be_resumed_over_the_socket() {
+    let sb = Sandbox::new();
+    let daemon = Daemon::start(&sb);
+    runtime().block_on(async {
+        let client = Client::connect(&daemon.home).await.unwrap_or_else(|e| panic!("{e}"));
+        let source = r#"digraph C { start [shape=Mdiamond]; exit [shape=Msquare]
+            first [shape=parallelogram, script="echo first >> side.log"]
+            wait [shape=parallelogram, script="if [ -f go ]; then echo done >> side.log; else sleep 30; fi"]
+            start -> first -> wait -> exit }"#;
+        let started = client.call(start_params(&sb, source)).await.unwrap_or_else(|e| panic!("{e}"));
+        let status_of = |id: String| {
+            let client = &client;
+            async move { client.call(RunGet { run: id }).await.map(|d| d.run.status) }
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !std::fs::read_to_string(sb.path().join("side.log")).unwrap_or_default().contains("first") {
+            assert!(Instant::now() < deadline);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        client.call(RunCancel { run: started.run_id.clone() }).await.unwrap_or_else(|e| panic!("{e}"));
+        while status_of(started.run_id.clone()).await.ok() != Some(RunStatus::Cancelled) {
+            assert!(Instant::now() < deadline, "not cancelled");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        sb.write("go", "");
+        client
+            .call(RunResume { run: started.run_id.clone(), auto_approve: false, env: Default::default() })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        while status_of(started.run_id.clone()).await.ok() != Some(RunStatus::Succeeded) {
+            assert!(Instant::now() < deadline, "not resumed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            std::fs::read_to_string(sb.path().join("side.log")).unwrap_or_default(),
+            "first\ndone\n"
+        );
+    });
+}
+
+/// Sends raw bytes and reads one reply line.
+fn raw(socket: &std::path::Path, bytes: &[u8]) -> serde_json::Value {
+    let mut stream = UnixStream::connect(socket).unwrap_or_else(|e| panic!("connect: {e}"));
+    stream
+        .write_all(bytes)
+        .unwrap_or_else(|e| panic!("write: {e}"));
+    let mut line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("read: {e}"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("reply is not JSON ({e}): {line}"))
+}
+
+#[test]
+fn bad_input_gets_error_replies_and_the_daemon_keeps_serving() {
+    let sb = Sandbox::new();
+    let daemon = Daemon::start(&sb);
+    let socket = daemon.socket();
+    assert_eq!(
+        raw(&socket, b"{not json\n")["error"]["data"]["code"],
+        "rpc.parse_error"
+    );
+    assert_eq!(
+        raw(
+            &socket,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"run.fly\"}\n"
+        )["error"]["data"]["code"],
+        "rpc.method_not_found"
+    );
+    let mut huge = vec![b'x'; 10 * 1024 * 1024];
+    huge.push(b'\n');
+    huge.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"daemon.status\"}\n");
+    let mut stream = UnixStream::connect(&socket).unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(&huge).unwrap_or_else(|e| panic!("{e}"));
+    let mut reader = BufReader::new(stream);
+    let mut first = String::new();
+    reader
+        .read_line(&mut first)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(first["error"]["data"]["code"], "rpc.too_long");
+    let mut second = String::new();
+    reader
+        .read_line(&mut second)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        second.contains("\"pid\""),
+        "the same connection still works: {second}"
+    );
+    // A client that vanishes mid-line affects nobody.
+    let mut rude = UnixStream::connect(&socket).unwrap_or_else(|e| panic!("{e}"));
+    rude.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"meth")
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(rude);
+    let status = raw(
+        &socket,
+        b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"daemon.status\"}\n",
+    );
+    assert_eq!(status["id"], 4);
+}
+
+#[test]
+fn the_socket_is_private_one_daemon_runs_per_home_and_a_stale_socket_is_replaced() {
+    let sb = Sandbox::new();
+    let mut daemon = Daemon::start(&sb);
+    let socket = daemon.socket();
+    let mode = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0)
+    };
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(socket.parent().unwrap_or(&socket)), 0o700);
+
+    let second = Command::new(binary("weftd"))
+        .arg("--foreground")
+        .env("WEFT_HOME", daemon.home.root())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("already running") && said.contains(&daemon.child.id().to_string()),
+        "{said}"
+    );
+
+    // Killed without cleaning up: the socket file stays; the next daemon
+    // replaces it.
+    let _ = daemon.child.kill();
+    let _ = daemon.child.wait();
+    assert!(socket.exists(), "a stale socket was left behind");
+    let replacement = Daemon::start(&sb);
+    assert_eq!(
+        raw(
+            &replacement.socket(),
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.status\"}\n"
+        )["id"],
+        1
+    );
+    let _ = &mut daemon;
+}
+
+#[test]
+fn stopping_the_daemon_interrupts_runs_and_the_next_start_resumes_them() {
+    let sb = Sandbox::new();
+    let mut daemon = Daemon::start(&sb);
+    let source = r#"digraph R { start [shape=Mdiamond]; exit [shape=Msquare]
+        first [shape=parallelogram, script="echo first >> side.log"]
+        wait [shape=parallelogram, script="if [ -f go ]; then echo done >> side.log; else sleep 30; fi"]
+        start -> first -> wait -> exit }"#;
+    let run_id = runtime().block_on(async {
+        let client = Client::connect(&daemon.home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        client
+            .call(start_params(&sb, source))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .run_id
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(sb.path().join("side.log"))
+        .unwrap_or_default()
+        .contains("first")
+    {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    daemon.terminate();
+    let store = weft::store::Store::open_read_only(&daemon.home).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        store.find_run(&run_id).map(|r| r.status).ok(),
+        Some(RunStatus::Interrupted)
+    );
+    drop(store);
+    sb.write("go", "");
+    let restarted = Daemon::start(&sb);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let store =
+            weft::store::Store::open_read_only(&restarted.home).unwrap_or_else(|e| panic!("{e}"));
+        if store.find_run(&run_id).map(|r| r.status).ok() == Some(RunStatus::Succeeded) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the interrupted run was not resumed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("side.log")).unwrap_or_default(),
+        "first\ndone\n",
+        "resumed, not restarted"
+    );
+}
