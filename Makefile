@@ -80,7 +80,7 @@ demo: deps build
 	@echo "==> validating the example workflows"
 	$(WEFT) validate examples/*.fabro examples/*/*.fabro
 	@echo
-	@echo "==> running examples/release-gate.fabro (commands and one human gate; no LLM)"
+	@echo "==> running examples/release-gate.fabro in the daemon (commands and one human gate; no LLM)"
 	@echo "    its commands write into $(DEMO_DIR); without a terminal the gate is auto-approved"
 	@mkdir -p $(DEMO_DIR)
 	@cd $(DEMO_DIR) && approve=$$([ -t 0 ] || echo --auto-approve) && \
@@ -93,7 +93,8 @@ demo: deps build
 	  echo "  $(WEFT) events $$run   # what happened, step by step"; \
 	  echo "  $(WEFT) logs $$run     # each stage's output"; \
 	  echo "  $(WEFT) dump $$run --out /tmp/weft-dump"; \
-	  echo "  ls $$dir"
+	  echo "  ls $$dir"; \
+	  echo "The run executed in weftd, which keeps running: $(WEFT) daemon status / $(WEFT) daemon stop"
 	@if [ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
 	  $(MAKE) --no-print-directory build-app; \
 	  echo "==> opening the Weft app"; \

@@ -127,6 +127,35 @@ impl Sandbox {
     }
 }
 
+/// A daemon a test started (directly or through `weft run`) must not
+/// outlive it: stop it, as `weft daemon stop` would, then make sure.
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let pid_file = self.dir.path().join("home/run/weftd.pid");
+        let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+        else {
+            return;
+        };
+        let signal = |sig: &str| {
+            let _ = Command::new("kill")
+                .args([sig, &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        };
+        signal("-TERM");
+        let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while alive() && pid_file.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if pid_file.exists() {
+            signal("-KILL");
+        }
+    }
+}
+
 impl Default for Sandbox {
     fn default() -> Self {
         Self::new()

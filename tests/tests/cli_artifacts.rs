@@ -21,7 +21,7 @@ const REPORTS: &str = r#"digraph Reports {
 /// Runs the workflow and returns the run id.
 fn run_reports(sb: &Sandbox) -> String {
     sb.write("reports.fabro", REPORTS);
-    let run = sb.run(&["run", "reports.fabro", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "reports.fabro", "--json"]);
     assert_eq!(run.code, 0, "the run succeeds: {run:?}");
     let conclusion: serde_json::Value = serde_json::from_str(run.stdout.trim())
         .unwrap_or_else(|e| panic!("--json prints the conclusion ({e}): {run:?}"));

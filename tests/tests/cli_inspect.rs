@@ -42,7 +42,7 @@ const FAIL: &str = r#"digraph Fail {
 fn run_workflow(sb: &Sandbox, name: &str, source: &str) -> String {
     let file = format!("{name}.fabro");
     sb.write(&file, source);
-    let run = sb.run(&["run", &file, "--json"]);
+    let run = sb.run(&["run", "--no-daemon", &file, "--json"]);
     assert!(
         run.code == 0 || run.code == 1,
         "the run ends (succeeded or failed): {run:?}"

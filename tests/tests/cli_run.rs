@@ -47,7 +47,7 @@ const LINEAR: &str = r#"digraph Linear {
 fn a_successful_run_exits_0_and_prints_its_conclusion() {
     let sb = Sandbox::new();
     sb.write("wf.fabro", LINEAR);
-    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let c = json(&run.stdout);
     assert_eq!(c["status"], "succeeded");
@@ -81,7 +81,7 @@ fn a_failed_run_exits_1_with_its_reason() {
            broken [shape=parallelogram, script="echo nope >&2; exit 4"]
            start -> broken -> exit }"#,
     );
-    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let c = json(&run.stdout);
     assert_eq!(c["status"], "failed");
@@ -97,7 +97,7 @@ fn a_failed_run_exits_1_with_its_reason() {
 fn an_invalid_workflow_does_not_start_and_exits_2() {
     let sb = Sandbox::new();
     sb.write("wf.fabro", "digraph X { start [shape=Mdiamond]; a -> b }");
-    let run = sb.run(&["run", "wf.fabro"]);
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("error["), "{}", run.stderr);
     assert!(only_run(&sb).is_none(), "no run was recorded");
@@ -117,7 +117,7 @@ fn a_run_configuration_file_supplies_graph_goal_and_inputs() {
         "run.toml",
         "_version = 1\n[workflow]\ngraph = \"flows/wf.fabro\"\n[run]\ngoal = \"from the file\"\n[run.inputs]\nword = \"toml\"\n",
     );
-    let run = sb.run(&["run", "run.toml", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "run.toml", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         std::fs::read_to_string(sb.path().join("said.txt"))
@@ -171,7 +171,7 @@ fn sigterm_cancels_the_run_kills_its_command_and_resume_finishes_it() {
     );
     let mut child = sb
         .weft()
-        .args(["run", "wf.fabro", "--json"])
+        .args(["run", "--no-daemon", "wf.fabro", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -211,7 +211,7 @@ fn sigterm_cancels_the_run_kills_its_command_and_resume_finishes_it() {
     assert_eq!(record.status, RunStatus::Cancelled);
     sb.write("resumed", "");
     let prefix = record.id[..8].to_lowercase();
-    let resumed = sb.run(&["resume", &prefix, "--json"]);
+    let resumed = sb.run(&["resume", "--no-daemon", &prefix, "--json"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     let c = json(&resumed.stdout);
     assert_eq!(c["status"], "succeeded");
@@ -221,7 +221,7 @@ fn sigterm_cancels_the_run_kills_its_command_and_resume_finishes_it() {
         "first ran once, slow ran to completion once"
     );
 
-    let again = sb.run(&["resume", &record.id]);
+    let again = sb.run(&["resume", "--no-daemon", &record.id]);
     assert_eq!(again.code, 2);
     assert!(
         again.stderr.contains("already succeeded"),
@@ -243,7 +243,7 @@ fn killed_during_two(sb: &Sandbox) -> RunRecord {
     );
     let mut child = sb
         .weft()
-        .args(["run", "wf.fabro"])
+        .args(["run", "--no-daemon", "wf.fabro"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -281,7 +281,7 @@ fn a_killed_run_resumes_without_rerunning_committed_stages() {
         "nobody recorded the crash"
     );
     sb.write("go", "");
-    let resumed = sb.run(&["resume", &record.id, "--json"]);
+    let resumed = sb.run(&["resume", "--no-daemon", &record.id, "--json"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(lines(&sb.path().join("side.log")), ["one", "two"]);
 }
@@ -297,7 +297,7 @@ fn a_torn_checkpoint_is_rebuilt_from_the_events() {
         let record = killed_during_two(&sb);
         sql(&sb, &format!("UPDATE runs SET checkpoint = {damage}"));
         sb.write("go", "");
-        let resumed = sb.run(&["resume", &record.id, "--json"]);
+        let resumed = sb.run(&["resume", "--no-daemon", &record.id, "--json"]);
         assert_eq!(resumed.code, 0, "{damage}: {}", resumed.stderr);
         assert_eq!(
             lines(&sb.path().join("side.log")),
@@ -316,7 +316,7 @@ fn a_checkpoint_that_cannot_be_rebuilt_is_refused_clearly() {
         "UPDATE runs SET checkpoint = '{\"version\": 1, \"next_node'",
     );
     sql(&sb, "DELETE FROM events WHERE event = 'checkpoint.saved'");
-    let resumed = sb.run(&["resume", &record.id]);
+    let resumed = sb.run(&["resume", "--no-daemon", &record.id]);
     assert_eq!(resumed.code, 2);
     assert!(
         resumed.stderr.contains("checkpoint is damaged"),
@@ -364,7 +364,7 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
     let reference = Sandbox::new();
     reference.write("wf.fabro", chain(NODES));
     let started = Instant::now();
-    let full = reference.run(&["run", "wf.fabro", "--json"]);
+    let full = reference.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
     let full_time = started.elapsed();
     assert_eq!(full.code, 0, "{}", full.stderr);
     let expected_stages: Vec<Value> = json(&full.stdout)["stages"]
@@ -386,7 +386,7 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
         );
         let mut child = sb
             .weft()
-            .args(["run", "wf.fabro"])
+            .args(["run", "--no-daemon", "wf.fabro"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -421,7 +421,7 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
             continue;
         }
         interrupted += 1;
-        let resumed = sb.run(&["resume", &record.id, "--json"]);
+        let resumed = sb.run(&["resume", "--no-daemon", &record.id, "--json"]);
         assert_eq!(resumed.code, 0, "seed {seed}: {}", resumed.stderr);
         let c = json(&resumed.stdout);
         assert_eq!(c["status"], "succeeded", "seed {seed}");
@@ -484,7 +484,7 @@ fn a_run_killed_during_a_parallel_stage_resumes_only_the_unfinished_branch() {
     );
     let mut child = sb
         .weft()
-        .args(["run", "wf.fabro"])
+        .args(["run", "--no-daemon", "wf.fabro"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -518,7 +518,7 @@ fn a_run_killed_during_a_parallel_stage_resumes_only_the_unfinished_branch() {
 
     let record = only_run(&sb).unwrap_or_else(|| panic!("a run"));
     sb.write("go", "");
-    let resumed = sb.run(&["resume", &record.id, "--json"]);
+    let resumed = sb.run(&["resume", "--no-daemon", &record.id, "--json"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(
         lines(&sb.path().join("side.log")),
@@ -557,7 +557,7 @@ fn resuming_a_parent_resumes_its_unfinished_child_run() {
     );
     let mut child = sb
         .weft()
-        .args(["run", "parent.fabro"])
+        .args(["run", "--no-daemon", "parent.fabro"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -584,7 +584,7 @@ fn resuming_a_parent_resumes_its_unfinished_child_run() {
         .find(|r| r.options.get("parent").is_none())
         .unwrap_or_else(|| panic!("the parent run"));
     sb.write("go", "");
-    let resumed = sb.run(&["resume", &parent.id, "--json"]);
+    let resumed = sb.run(&["resume", "--no-daemon", &parent.id, "--json"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(
         lines(&sb.path().join("side.log")),
@@ -612,7 +612,7 @@ fn files_named_by_run_artifacts_are_captured_after_each_stage() {
         "run.toml",
         "[workflow]\ngraph = \"wf.fabro\"\n[run.artifacts]\ninclude = [\"reports/*.txt\"]\n",
     );
-    let run = sb.run(&["run", "run.toml", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "run.toml", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let id = json(&run.stdout)["run_id"]
         .as_str()
@@ -658,7 +658,7 @@ fn files_named_by_run_artifacts_are_captured_after_each_stage() {
         "run.toml",
         "[workflow]\ngraph = \"wf.fabro\"\n[run.artifacts]\ninclude = [\"../outside/*\"]\n",
     );
-    let refused = bad.run(&["run", "run.toml"]);
+    let refused = bad.run(&["run", "--no-daemon", "run.toml"]);
     assert_eq!(
         refused.code, 2,
         "a pattern leaving the working directory is refused"
@@ -687,7 +687,7 @@ fn dump_writes_a_parallel_stages_results() {
            b -> merge
            merge -> exit }"#,
     );
-    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let id = json(&run.stdout)["run_id"]
         .as_str()
@@ -721,7 +721,7 @@ fn an_imported_workflow_runs_in_place_with_prefixed_stage_ids() {
            ship [shape=parallelogram, script="echo ship >> side.log"]
            start -> build -> checks -> ship -> exit }"#,
     );
-    let run = sb.run(&["run", "wf.fabro", "--json"]);
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let stages: Vec<String> = json(&run.stdout)["stages"]
         .as_array()

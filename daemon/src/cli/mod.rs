@@ -7,9 +7,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod control;
 mod daemon;
 mod graph;
 mod progress;
+mod remote;
 mod report;
 mod run;
 mod validate;
@@ -48,10 +50,19 @@ pub enum Command {
     Graph(GraphArgs),
     /// Run a workflow (or a run configuration `.toml`) with live progress.
     ///
-    /// Exits 0 when the run succeeds, 1 when it fails, 130 when it is
-    /// cancelled (Ctrl-C; resume it with `weft resume`), 2 when it cannot
-    /// start (invalid workflow, unreadable file).
+    /// The run executes in the daemon (weftd, started when it is not
+    /// running) in this directory with this environment; this command
+    /// follows it and asks its human gates here. Exits 0 when the run
+    /// succeeds, 1 when it fails, 130 when it is cancelled (Ctrl-C; resume
+    /// it with `weft resume`), 2 when it cannot start (invalid workflow,
+    /// unreadable file).
     Run(RunArgs),
+    /// Cancel a queued or running run (in the daemon).
+    Cancel(CancelArgs),
+    /// Answer a run's open human-gate question (in the daemon).
+    Answer(AnswerArgs),
+    /// List the human-gate questions waiting for an answer.
+    Questions(QuestionsArgs),
     /// Start, stop or ask about the background daemon (weftd) for WEFT_HOME.
     ///
     /// `status` exits 0 when the daemon is running and 3 when it is not.
@@ -168,6 +179,56 @@ pub struct RunArgs {
     /// Run commands in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Start the run in the daemon and print its id at once, without
+    /// following it.
+    #[arg(long, conflicts_with = "no_daemon")]
+    pub detach: bool,
+    /// Run in this process instead of the daemon (for CI scripts that want
+    /// no background process). Ctrl-C then cancels the run.
+    #[arg(long)]
+    pub no_daemon: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The run id, or any unique prefix of it.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The question, when the run has several open (see `weft questions`).
+    #[arg(long)]
+    pub question: Option<String>,
+    /// Pick the option with this accelerator key (`A` of `[A] Approve`).
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Pick the option with this label (with or without its accelerator).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Answer with text: an option's number, key or label, or free text.
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Print the answered question as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct QuestionsArgs {
+    /// Only this run's questions (id or unique prefix).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Include answered and closed questions.
+    #[arg(long)]
+    pub all: bool,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -201,6 +262,9 @@ pub struct ResumeArgs {
     /// Print the conclusion as JSON on stdout when the run ends.
     #[arg(long)]
     pub json: bool,
+    /// Resume in this process instead of the daemon.
+    #[arg(long)]
+    pub no_daemon: bool,
 }
 
 // ----- run inspection (ps, events, logs, dump) ------------------------------
@@ -356,6 +420,9 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => run::resume(&args),
         Command::Daemon(args) => daemon::run(&args),
+        Command::Cancel(args) => control::cancel(&args),
+        Command::Answer(args) => control::answer(&args),
+        Command::Questions(args) => control::questions(&args),
         Command::Ps(args) => ps::run(&args),
         Command::Events(args) => events::run(&args),
         Command::Logs(args) => logs::run(&args),
