@@ -133,6 +133,7 @@ fuzz-build:
 bench:
 	$(CARGO) bench -p weft --bench parse
 	$(CARGO) bench -p weft --bench engine
+	$(CARGO) bench -p weft --bench daemon
 
 clean:
 	$(CARGO) clean

@@ -480,7 +480,9 @@ fn stopping_the_daemon_interrupts_runs_and_the_next_start_resumes_them() {
 fn chain(nodes: usize) -> String {
     let mut dot = String::from("digraph Chain { start [shape=Mdiamond]; exit [shape=Msquare]\n");
     for i in 0..nodes {
-        dot.push_str(&format!("  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"));
+        dot.push_str(&format!(
+            "  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"
+        ));
     }
     dot.push_str("  start -> n0\n");
     for i in 1..nodes {
@@ -506,7 +508,10 @@ fn wait_for_status(home: &Home, run_id: &str, want: RunStatus) {
         if status == Some(want) {
             return;
         }
-        assert!(Instant::now() < deadline, "run {run_id} is {status:?}, not {want:?}");
+        assert!(
+            Instant::now() < deadline,
+            "run {run_id} is {status:?}, not {want:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -523,7 +528,9 @@ fn runs_survive_the_daemon_being_killed_at_random_moments() {
         let sb = Sandbox::new();
         let mut daemon = Daemon::start(&sb);
         let run_id = runtime().block_on(async {
-            let client = Client::connect(&daemon.home).await.unwrap_or_else(|e| panic!("{e}"));
+            let client = Client::connect(&daemon.home)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
             client
                 .call(start_params(&sb, &chain(NODES)))
                 .await
@@ -556,7 +563,10 @@ fn runs_survive_the_daemon_being_killed_at_random_moments() {
             .into_iter()
             .map(|s| s.node_id)
             .collect();
-        assert_eq!(stages, expected, "seed {seed}: the same stages as an uninterrupted run");
+        assert_eq!(
+            stages, expected,
+            "seed {seed}: the same stages as an uninterrupted run"
+        );
         let side = std::fs::read_to_string(sb.path().join("side.log")).unwrap_or_default();
         for i in 0..NODES {
             let node = format!("n{i}");
@@ -564,15 +574,24 @@ fn runs_survive_the_daemon_being_killed_at_random_moments() {
             let committed = before.iter().any(|(n, s)| *n == node && s == "succeeded");
             let in_flight = before.iter().any(|(n, s)| *n == node && s == "running");
             if committed {
-                assert_eq!(count, 1, "seed {seed}: {node} was committed before the kill and ran again");
+                assert_eq!(
+                    count, 1,
+                    "seed {seed}: {node} was committed before the kill and ran again"
+                );
             } else if in_flight {
-                assert!((1..=2).contains(&count), "seed {seed}: {node} ran {count} times");
+                assert!(
+                    (1..=2).contains(&count),
+                    "seed {seed}: {node} ran {count} times"
+                );
             } else {
                 assert_eq!(count, 1, "seed {seed}: {node} ran {count} times");
             }
         }
     }
-    assert!(interrupted >= 10, "only {interrupted} of 20 kills landed mid-run");
+    assert!(
+        interrupted >= 10,
+        "only {interrupted} of 20 kills landed mid-run"
+    );
 }
 
 #[test]
@@ -581,11 +600,19 @@ fn a_pending_gate_survives_a_daemon_crash_with_the_same_question_id() {
     let mut daemon = Daemon::start(&sb);
     let home = daemon.home.clone();
     let (run_id, question) = runtime().block_on(async {
-        let client = Client::connect(&home).await.unwrap_or_else(|e| panic!("{e}"));
-        let started = client.call(start_params(&sb, GATE)).await.unwrap_or_else(|e| panic!("{e}"));
+        let client = Client::connect(&home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let started = client
+            .call(start_params(&sb, GATE))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         loop {
             let open = client
-                .call(QuestionList { run: Some(started.run_id.clone()), pending_only: true })
+                .call(QuestionList {
+                    run: Some(started.run_id.clone()),
+                    pending_only: true,
+                })
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             if let Some(q) = open.into_iter().next() {
@@ -598,24 +625,39 @@ fn a_pending_gate_survives_a_daemon_crash_with_the_same_question_id() {
     let _ = daemon.child.wait();
     let _restarted = Daemon::start(&sb);
     runtime().block_on(async {
-        let client = Client::connect(&home).await.unwrap_or_else(|e| panic!("{e}"));
+        let client = Client::connect(&home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let deadline = Instant::now() + Duration::from_secs(20);
         // The resumed run asks again, under the same id.
         loop {
             let answered = client
-                .call(QuestionAnswer { question: question.id.clone(), answer: AnswerBy::Key("S".into()) })
+                .call(QuestionAnswer {
+                    question: question.id.clone(),
+                    answer: AnswerBy::Key("S".into()),
+                })
                 .await;
             if answered.is_ok() {
                 break;
             }
-            assert!(Instant::now() < deadline, "the question never came back: {answered:?}");
+            assert!(
+                Instant::now() < deadline,
+                "the question never came back: {answered:?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let open = client
-            .call(QuestionList { run: Some(run_id.clone()), pending_only: false })
+            .call(QuestionList {
+                run: Some(run_id.clone()),
+                pending_only: false,
+            })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(open.len(), 1, "still one question, not a second one: {open:?}");
+        assert_eq!(
+            open.len(),
+            1,
+            "still one question, not a second one: {open:?}"
+        );
     });
     wait_for_status(&home, &run_id, RunStatus::Succeeded);
     assert!(sb.path().join("shipped.txt").is_file());
