@@ -382,7 +382,7 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
         let sb = Sandbox::new();
         sb.write("wf.fabro", chain(NODES));
         let kill_after = Duration::from_millis(
-            20 + lcg(seed) % u64::try_from(full_time.as_millis()).unwrap_or(1).max(1),
+            lcg(seed) % u64::try_from(full_time.as_millis()).unwrap_or(1).max(1),
         );
         let mut child = sb
             .weft()
@@ -391,6 +391,12 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn: {e}"));
+        // Count the delay from when the run is recorded, so a slow start on
+        // a busy machine does not make every kill land before it.
+        let recorded = Instant::now() + Duration::from_secs(20);
+        while only_run(&sb).is_none() && Instant::now() < recorded {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         std::thread::sleep(kill_after);
         kill(&mut child, "-KILL");
         let _ = child.wait();

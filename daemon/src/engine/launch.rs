@@ -269,7 +269,12 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         .collect();
     let new = NewRun {
         id: run_id.clone(),
-        workflow_name: wf.name(),
+        // The graph was taken out of `wf`: name the run after it directly.
+        workflow_name: if graph.name.is_empty() {
+            wf.name()
+        } else {
+            graph.name.clone()
+        },
         workflow_path: request.workflow_path.clone(),
         goal: goal.clone(),
         run_dir: run_dir.path().to_path_buf(),

@@ -14,6 +14,7 @@
 mod connection;
 pub mod detach;
 pub mod gates;
+pub mod notify;
 mod settings;
 
 use std::cell::{Cell, RefCell};
@@ -27,7 +28,7 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::engine::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
-use crate::engine::event::Event;
+use crate::engine::event::{Event, EventKind};
 use crate::engine::interviewer::{AutoApprove, Interviewer};
 use crate::engine::launch::{Prepared, Services};
 use crate::ipc::paths::DaemonPaths;
@@ -98,6 +99,8 @@ pub struct Daemon {
     running: RefCell<HashMap<String, Cancel>>,
     idle: Notify,
     stopping: Cell<bool>,
+    /// Events that may call for a desktop notification.
+    notes: RefCell<Option<tokio::sync::mpsc::UnboundedSender<Event>>>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -132,6 +135,7 @@ impl Daemon {
             running: RefCell::default(),
             idle: Notify::new(),
             stopping: Cell::new(false),
+            notes: RefCell::new(None),
         }))
     }
 
@@ -234,6 +238,7 @@ impl Daemon {
             })
         };
         let hub = self.hub.clone();
+        let notes = self.notes.borrow().clone();
         let services = Services {
             home: self.home.clone(),
             store: self.store.clone(),
@@ -241,6 +246,16 @@ impl Daemon {
             clock: Clock::System,
             cancel,
             observer: Some(Arc::new(move |e: &Event| {
+                if let Some(notes) = &notes
+                    && matches!(
+                        e.kind,
+                        EventKind::InterviewStarted { .. }
+                            | EventKind::RunFailed { .. }
+                            | EventKind::RunCompleted { .. }
+                    )
+                {
+                    let _ = notes.send(e.clone());
+                }
                 let _ = hub.send(e.clone());
             })),
         };
@@ -346,6 +361,7 @@ pub async fn serve(home: Home) -> Result<(), DaemonError> {
     let paths = DaemonPaths::for_home(&home);
     let _lock = take_lock(&home, &paths)?;
     let daemon = Daemon::new(home)?;
+    *daemon.notes.borrow_mut() = Some(notify::spawn(&daemon));
     let listener = crate::ipc::socket::listen(&paths.socket)?;
     let resumed = daemon.reconcile()?;
     eprintln!(

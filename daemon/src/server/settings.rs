@@ -17,6 +17,12 @@ pub struct Settings {
     pub max_concurrent_runs: usize,
     /// Resume runs that a stopped or crashed daemon left unfinished.
     pub resume_interrupted: bool,
+    /// Desktop notification when a human gate opens.
+    pub notify_gates: bool,
+    /// Desktop notification when a run fails.
+    pub notify_failures: bool,
+    /// Desktop notification when a run succeeds.
+    pub notify_completions: bool,
 }
 
 impl Default for Settings {
@@ -24,6 +30,9 @@ impl Default for Settings {
         Settings {
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
             resume_interrupted: true,
+            notify_gates: true,
+            notify_failures: true,
+            notify_completions: true,
         }
     }
 }
@@ -63,7 +72,8 @@ mod tests {
             Settings::load(&home),
             Ok(Settings {
                 max_concurrent_runs: 1,
-                resume_interrupted: false
+                resume_interrupted: false,
+                ..Settings::default()
             })
         );
         std::fs::write(home.settings_path(), "max_concurrent_runs = \"many\"").expect("write");

@@ -1,0 +1,138 @@
+//! Desktop notifications from the daemon, through the platform's
+//! notification service (on Linux the session bus's
+//! `org.freedesktop.Notifications`, via notify-rust): when a human gate
+//! opens ("Weft: <workflow> needs you — <question>"), and when a run fails
+//! or completes. Each kind can be turned off in settings.toml.
+//!
+//! No notification carries a secret: the text is the workflow's name, the
+//! gate's question and the stage's id, never command output or a failure
+//! message (which can quote a command's stderr).
+
+use std::rc::Rc;
+
+use tokio::sync::mpsc;
+
+use super::Daemon;
+use crate::engine::event::{Event, EventKind};
+
+/// A notification to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub summary: String,
+    pub body: String,
+}
+
+/// The notification an event calls for, if any, given the run's workflow.
+#[must_use]
+pub fn note_for(event: &Event, workflow: &str, settings: &super::Settings) -> Option<Note> {
+    match &event.kind {
+        EventKind::InterviewStarted { question, .. } if settings.notify_gates => Some(Note {
+            summary: format!("Weft: {workflow} needs you"),
+            body: question.clone(),
+        }),
+        EventKind::RunFailed { .. } if settings.notify_failures => Some(Note {
+            summary: format!("Weft: {workflow} failed"),
+            body: match &event.node_id {
+                Some(node) => format!("Run {} stopped at {node}.", short(&event.run_id)),
+                None => format!("Run {} failed.", short(&event.run_id)),
+            },
+        }),
+        EventKind::RunCompleted { .. } if settings.notify_completions => Some(Note {
+            summary: format!("Weft: {workflow} finished"),
+            body: format!("Run {} succeeded.", short(&event.run_id)),
+        }),
+        _ => None,
+    }
+}
+
+fn short(run_id: &str) -> &str {
+    run_id.get(..10).unwrap_or(run_id)
+}
+
+/// Shows notifications for the events sent to the returned channel. The
+/// D-Bus call blocks, so it runs on the blocking pool; a missing
+/// notification service is not an error worth more than a log line.
+pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+    let daemon = daemon.clone();
+    tokio::task::spawn_local(async move {
+        while let Some(event) = rx.recv().await {
+            let workflow = daemon
+                .store()
+                .run(&event.run_id)
+                .ok()
+                .flatten()
+                .map_or_else(|| "a workflow".to_string(), |r| r.workflow_name);
+            let Some(note) = note_for(&event, &workflow, &daemon.settings) else {
+                continue;
+            };
+            let shown = tokio::task::spawn_blocking(move || show(&note)).await;
+            if let Ok(Err(e)) = shown {
+                eprintln!("weftd: notification not shown: {e}");
+            }
+        }
+    });
+    tx
+}
+
+fn show(note: &Note) -> Result<(), String> {
+    notify_rust::Notification::new()
+        .appname("Weft")
+        .summary(&note.summary)
+        .body(&note.body)
+        .show()
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind) -> Event {
+        Event {
+            seq: 1,
+            ts: String::new(),
+            run_id: "01ABCDEFGHJKMNPQRSTVWXYZ00".into(),
+            node_id: Some("deploy".into()),
+            visit: Some(1),
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_gate_names_the_workflow_and_asks_its_question() {
+        let note = note_for(
+            &event(EventKind::InterviewStarted {
+                question_id: "Q".into(),
+                question: "Ship it?".into(),
+                options: vec!["[Y] Yes".into()],
+                freeform: false,
+            }),
+            "Release",
+            &super::super::Settings::default(),
+        );
+        assert_eq!(
+            note,
+            Some(Note {
+                summary: "Weft: Release needs you".into(),
+                body: "Ship it?".into()
+            })
+        );
+    }
+
+    #[test]
+    fn failures_never_quote_the_failure_message_and_kinds_can_be_turned_off() {
+        let failed = event(EventKind::RunFailed {
+            reason: "command exited with status 1: TOKEN=hunter2".into(),
+            duration_ms: 5,
+        });
+        let note = note_for(&failed, "Release", &super::super::Settings::default()).expect("note");
+        assert!(!note.body.contains("hunter2") && !note.summary.contains("hunter2"));
+        let quiet = super::super::Settings {
+            notify_failures: false,
+            ..super::super::Settings::default()
+        };
+        assert_eq!(note_for(&failed, "Release", &quiet), None);
+    }
+}

@@ -1,0 +1,71 @@
+//! weftd's desktop notifications, observed on a private D-Bus session bus:
+//! `dbus-monitor` captures the `Notify` calls while a real notification
+//! server (dunst, on an Xvfb display) owns `org.freedesktop.Notifications`.
+
+use std::process::Command;
+
+use weft_tests::{Sandbox, binary};
+
+#[test]
+fn opening_a_gate_sends_one_notify_call_naming_the_workflow_with_the_question() {
+    let sb = Sandbox::new();
+    let workflow = sb.write(
+        "gate.fabro",
+        r#"digraph GateFlow { start [shape=Mdiamond]; exit [shape=Msquare]
+           approve [shape=hexagon, label="Ship release 2.0?"]
+           start -> approve
+           approve -> exit [label="[Y] Yes"] }"#,
+    );
+    let home = sb.path().join("home");
+    let monitor = sb.path().join("monitor.log");
+    let script = format!(
+        r#"set -u
+dbus-monitor --session "interface='org.freedesktop.Notifications',member='Notify'" > '{monitor}' 2>&1 &
+MON=$!
+dunst > /dev/null 2>&1 &
+DUNST=$!
+for i in $(seq 100); do
+  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications 2>/dev/null | grep -q 'boolean true' && break
+  sleep 0.1
+done
+export WEFT_HOME='{home}'
+'{weftd}' --foreground > '{home}/weftd.out' 2>&1 &
+D=$!
+for i in $(seq 100); do '{weft}' daemon status > /dev/null 2>&1 && break; sleep 0.1; done
+'{weft}' run '{workflow}' --detach > /dev/null
+for i in $(seq 100); do '{weft}' questions --json | grep -q 'Ship release' && break; sleep 0.1; done
+sleep 1
+kill -TERM $D; wait $D
+kill $DUNST $MON 2>/dev/null
+exit 0
+"#,
+        monitor = monitor.display(),
+        home = home.display(),
+        weftd = binary("weftd").display(),
+        weft = binary("weft").display(),
+        workflow = workflow.display(),
+    );
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+    let status = Command::new("xvfb-run")
+        .args(["-a", "dbus-run-session", "--", "bash", "-c", &script])
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
+        });
+    assert!(status.success());
+    let log = std::fs::read_to_string(&monitor).unwrap_or_default();
+    let calls = log.matches("member=Notify").count();
+    assert_eq!(
+        calls, 1,
+        "one Notify call for one gate; the monitor saw:\n{log}"
+    );
+    assert!(
+        log.contains("Weft: GateFlow needs you"),
+        "the summary names the workflow:\n{log}"
+    );
+    assert!(
+        log.contains("Ship release 2.0?"),
+        "the body holds the question:\n{log}"
+    );
+}
