@@ -355,9 +355,9 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
             )));
         }
         RunStatus::Running | RunStatus::Blocked
-            if run
-                .pid
-                .is_some_and(|pid| pid != std::process::id() && process_alive(pid)) =>
+            if run.pid.is_some_and(|pid| {
+                pid != std::process::id() && run_process_alive(pid, run.pid_start)
+            }) =>
         {
             return Err(EngineError::NotResumable(format!(
                 "run {} is still running (pid {})",
@@ -696,6 +696,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Whether the process recorded as executing a run is still that process:
+/// the pid exists and, where the start time was recorded, started then (a
+/// recycled pid belongs to another process).
+#[must_use]
+pub fn run_process_alive(pid: u32, started: Option<u64>) -> bool {
+    process_alive(pid)
+        && match (started, crate::store::process_start(pid)) {
+            (Some(recorded), Some(now)) => recorded == now,
+            _ => true,
+        }
+}
+
 /// Whether a process with this pid exists (signal 0).
 #[must_use]
 pub fn process_alive(pid: u32) -> bool {
@@ -704,4 +716,26 @@ pub fn process_alive(pid: u32) -> bool {
     };
     rustix::process::Pid::from_raw(raw)
         .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recycled_pid_is_not_taken_for_the_process_that_ran_the_run() {
+        let me = std::process::id();
+        let started = crate::store::process_start(me);
+        assert!(started.is_some(), "/proc gives this process's start time");
+        assert!(run_process_alive(me, started));
+        assert!(
+            run_process_alive(me, None),
+            "no recorded start time: the pid decides"
+        );
+        let other_start = started.map(|t| t + 1);
+        assert!(
+            !run_process_alive(me, other_start),
+            "same pid, another start: another process"
+        );
+    }
 }

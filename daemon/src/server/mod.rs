@@ -279,7 +279,8 @@ impl Daemon {
         for run in runs {
             let orphaned = match run.status {
                 RunStatus::Running | RunStatus::Blocked => !run.pid.is_some_and(|pid| {
-                    pid != std::process::id() && crate::engine::launch::process_alive(pid)
+                    pid != std::process::id()
+                        && crate::engine::launch::run_process_alive(pid, run.pid_start)
                 }),
                 RunStatus::Queued => true,
                 // Interrupted by a daemon shutdown: resumable as it is.

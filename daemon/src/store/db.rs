@@ -140,6 +140,10 @@ pub struct RunRecord {
     pub checkpoint: Option<String>,
     pub node_count: u32,
     pub edge_count: u32,
+    /// When the process executing it started (Linux: clock ticks since
+    /// boot), to tell it from a later process that got the same pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_start: Option<u64>,
 }
 
 /// One stage (node visit) as recorded.
@@ -294,7 +298,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 /// The `runs` columns in the order [`RunRow::read`] expects.
 const RUN_COLUMNS: &str = "id, workflow_name, workflow_path, goal, status, run_dir, work_dir, \
      inputs, options, labels, created_at, started_at, finished_at, failure_reason, pid, \
-     last_seq, checkpoint, node_count, edge_count";
+     last_seq, checkpoint, node_count, edge_count, pid_start";
 
 /// The `stages` columns in the order [`StageRow::read`] expects.
 const STAGE_COLUMNS: &str = "run_id, node_id, visit, rank, handler, status, attempts, \
@@ -411,9 +415,15 @@ impl Store {
             .conn
             .prepare_cached(
                 "UPDATE runs SET status = ?2, pid = ?3, started_at = coalesce(started_at, ?4), \
-                 finished_at = NULL, failure_reason = NULL WHERE id = ?1",
+                 finished_at = NULL, failure_reason = NULL, pid_start = ?5 WHERE id = ?1",
             )?
-            .execute(params![run_id, RunStatus::Running, pid, timestamp()])?;
+            .execute(params![
+                run_id,
+                RunStatus::Running,
+                pid,
+                timestamp(),
+                process_start(pid).map(|t| i64::try_from(t).unwrap_or(i64::MAX))
+            ])?;
         expect_run(changed, run_id)
     }
 
@@ -432,7 +442,8 @@ impl Store {
             .conn
             .prepare_cached(
                 "UPDATE runs SET status = ?2, failure_reason = ?3, finished_at = ?4, \
-                 pid = CASE WHEN ?5 THEN pid END WHERE id = ?1",
+                 pid = CASE WHEN ?5 THEN pid END, \
+                 pid_start = CASE WHEN ?5 THEN pid_start END WHERE id = ?1",
             )?
             .execute(params![
                 run_id,
@@ -1030,6 +1041,7 @@ struct RunRow {
     checkpoint: Option<String>,
     node_count: u32,
     edge_count: u32,
+    pid_start: Option<u64>,
 }
 
 impl RunRow {
@@ -1054,6 +1066,7 @@ impl RunRow {
             checkpoint: row.get(16)?,
             node_count: row.get(17)?,
             edge_count: row.get(18)?,
+            pid_start: row.get::<_, Option<U64>>(19)?.map(|v| v.0),
         })
     }
 
@@ -1079,6 +1092,7 @@ impl RunRow {
             checkpoint: self.checkpoint,
             node_count: self.node_count,
             edge_count: self.edge_count,
+            pid_start: self.pid_start,
         })
     }
 }
@@ -1206,6 +1220,16 @@ impl QuestionRow {
         }
         Ok(record)
     }
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/PID/stat`); `None` where there is no such file.
+#[must_use]
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 #[cfg(test)]

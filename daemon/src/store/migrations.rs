@@ -111,6 +111,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE stages ADD COLUMN branch TEXT;
     ",
+    // 4: when the process executing a run started (clock ticks since boot
+    // on Linux), so a recycled pid is not mistaken for that process.
+    r"
+    ALTER TABLE runs ADD COLUMN pid_start INTEGER;
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -13,6 +13,7 @@ mod run_dir;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
+pub use db::process_start;
 pub use db::{
     NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunStatus, StageCommit,
     StageRecord, Store,

@@ -24,6 +24,7 @@ fn event(seq: u64) -> Event {
 
 fn run_record() -> RunRecord {
     RunRecord {
+        pid_start: None,
         id: "01JRUN".into(),
         workflow_name: "ship".into(),
         workflow_path: Some("/w/ship.fabro".into()),
