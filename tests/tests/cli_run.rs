@@ -752,3 +752,31 @@ fn an_imported_workflow_runs_in_place_with_prefixed_stage_ids() {
         ["build", "lint", "test", "ship"]
     );
 }
+
+#[test]
+fn a_run_that_died_after_its_last_stage_resumes_to_its_recorded_end() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        r#"digraph E { start [shape=Mdiamond]; exit [shape=Msquare]
+           once [shape=parallelogram, script="echo once >> side.log"]
+           start -> once -> exit }"#,
+    );
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // As if the process had died between committing the exit stage and
+    // recording the run's end.
+    sql(
+        &sb,
+        "UPDATE runs SET status = 'running', pid = 999999, finished_at = NULL",
+    );
+    let id = only_run(&sb).map(|r| r.id).unwrap_or_default();
+    let resumed = sb.run(&["resume", "--no-daemon", &id, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(json(&resumed.stdout)["status"], "succeeded");
+    assert_eq!(
+        lines(&sb.path().join("side.log")),
+        ["once"],
+        "nothing ran again"
+    );
+}

@@ -212,7 +212,7 @@ impl Prepared {
             self.run_dir_handle,
             &self.options,
             (self.state, None),
-            self.start,
+            Ok(self.start),
             false,
         )
         .await
@@ -400,13 +400,13 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
 
     let (state, next, resume_parallel) = match restore(run, services)? {
         Some(cp) => {
-            let Some(next) = cp.next_node_id.clone() else {
-                return Err(EngineError::NotResumable(format!(
-                    "run {}'s checkpoint names no next node: the run had already ended",
-                    run.id
-                )));
-            };
             let stages = lock(&services.store).stages(&run.id)?;
+            // No next node: the run had ended but its end was not recorded
+            // (the process died in between). Record it now.
+            let next = match cp.next_node_id.clone() {
+                Some(next) => Ok(next),
+                None => Err(ended(&graph, cp.current_node.as_deref(), &stages)),
+            };
             let parallel = cp.parallel.clone();
             (State::restore(cp, &stages), next, parallel)
         }
@@ -434,7 +434,7 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
                     context,
                     ..State::default()
                 },
-                start,
+                Ok(start),
                 None,
             )
         }
@@ -494,7 +494,7 @@ async fn execute(
     run_dir: RunDir,
     options: &RunOptions,
     (state, resume_parallel): (State, Option<super::checkpoint::ParallelProgress>),
-    next: String,
+    next: Result<String, Finish>,
     resumed: bool,
 ) -> Result<Conclusion, EngineError> {
     let started = Instant::now();
@@ -564,6 +564,12 @@ async fn execute(
         branch: None,
         resume_parallel,
     };
+    let next = match next {
+        Ok(node) => node,
+        Err(finish) => {
+            return conclude(run_id, &recorder, run_dir_path, started, finish);
+        }
+    };
     let driving = runner.drive(next);
     let finish = if stall_secs == 0 {
         driving.await?
@@ -580,6 +586,37 @@ async fn execute(
     };
 
     runner.flush_checkpoint_file();
+    conclude(run_id, &recorder, run_dir_path, started, finish)
+}
+
+/// How a run whose checkpoint names no next node had ended: at the exit
+/// node it succeeded; elsewhere its last stage decides.
+fn ended(graph: &Graph, current: Option<&str>, stages: &[crate::store::StageRecord]) -> Finish {
+    if current
+        .and_then(|id| graph.node(id))
+        .is_some_and(|n| n.handler == crate::lang::graph::Handler::Exit)
+    {
+        return Finish::Succeeded;
+    }
+    let last = stages.iter().rev().find(|s| s.outcome.is_some());
+    match last {
+        Some(stage) if stage.status == "failed" => Finish::Failed(format!(
+            "stage {} failed: {}",
+            stage.node_id,
+            stage.failure_reason.as_deref().unwrap_or("no reason given")
+        )),
+        _ => Finish::Succeeded,
+    }
+}
+
+/// Records how the run ended: the final event, the status, conclusion.json.
+fn conclude(
+    run_id: &str,
+    recorder: &Recorder,
+    run_dir_path: PathBuf,
+    started: Instant,
+    finish: Finish,
+) -> Result<Conclusion, EngineError> {
     let duration_ms = millis(started.elapsed());
     let (status, reason, kind) = match &finish {
         Finish::Succeeded => (
