@@ -100,17 +100,17 @@ struct Options {
 async fn run(name: &str, options: Options) -> Run {
     let home = tempfile::tempdir().expect("home");
     let work = tempfile::tempdir().expect("work");
-    run_in(name, options, home, work).await
+    run_in(fixture(name), options, home, work).await
 }
 
+/// Runs the workflow at `path` in the given WEFT_HOME and working directory.
 async fn run_in(
-    name: &str,
+    path: PathBuf,
     options: Options,
     home: tempfile::TempDir,
     work: tempfile::TempDir,
 ) -> Run {
-    let path = fixture(name);
-    let source = std::fs::read_to_string(&path).expect("fixture");
+    let source = std::fs::read_to_string(&path).expect("workflow");
     let weft_home = Home::at(home.path());
     let store = Store::open(&weft_home).expect("store");
     let clock = Clock::fake();
@@ -655,7 +655,7 @@ async fn llm_nodes_fail_clearly_without_a_provider() {
         "digraph D { start [shape=Mdiamond]; exit [shape=Msquare]; plan [prompt=\"x\"]; start -> plan -> exit }",
     )
     .expect("write");
-    let r = run_path(work.path().join("w.fabro"), false, home, work).await;
+    let r = run_in(work.path().join("w.fabro"), Options::default(), home, work).await;
     assert_eq!(
         r.status(),
         RunStatus::Succeeded,
@@ -677,50 +677,11 @@ async fn run_source_dry(source: &str) -> Run {
     let work = tempfile::tempdir().expect("work");
     let path = work.path().join("w.fabro");
     std::fs::write(&path, source).expect("write");
-    run_path(path, true, home, work).await
-}
-
-async fn run_path(
-    path: PathBuf,
-    dry_run: bool,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-) -> Run {
-    let source = std::fs::read_to_string(&path).expect("source");
-    let weft_home = Home::at(home.path());
-    let store = Store::open(&weft_home).expect("store");
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let clock = Clock::fake();
-    let services = Services {
-        home: weft_home,
-        store: Arc::new(Mutex::new(store)),
-        interviewer: Arc::new(Scripted::new(Vec::<String>::new())),
-        clock: clock.clone(),
-        cancel: Cancel::new(),
-        observer: Some(Arc::new(move |e: &Event| {
-            sink.lock().expect("events").push(e.clone())
-        })),
+    let options = Options {
+        dry_run: true,
+        ..Options::default()
     };
-    let request = RunRequest {
-        workflow_path: Some(path),
-        source,
-        dry_run,
-        seed: Some(1),
-        work_dir: work.path().to_path_buf(),
-        ..RunRequest::default()
-    };
-    let conclusion = weft::engine::start(request, &services)
-        .await
-        .expect("starts");
-    let events = events.lock().expect("events").clone();
-    Run {
-        conclusion,
-        events,
-        clock,
-        home,
-        work,
-    }
+    run_in(path, options, home, work).await
 }
 
 fn read_time(dir: &Path, name: &str) -> f64 {
@@ -834,12 +795,14 @@ async fn first_success_cancels_the_slow_branch_and_kills_its_process() {
     let results = r.context()["parallel.results"].clone();
     assert_eq!(results[0]["status"], "succeeded");
     assert_eq!(results[1]["status"], "skipped", "{results}");
-    if let Ok(pid) = std::fs::read_to_string(r.work.path().join("slow.pid")) {
-        let pid: i32 = pid.trim().parse().expect("pid");
-        let alive = rustix::process::Pid::from_raw(pid)
-            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
-        assert!(!alive, "the losing branch's process was killed");
-    }
+    let pid: i32 = std::fs::read_to_string(r.work.path().join("slow.pid"))
+        .expect("the slow branch started before the fast one finished")
+        .trim()
+        .parse()
+        .expect("pid");
+    let alive = rustix::process::Pid::from_raw(pid)
+        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    assert!(!alive, "the losing branch's process was killed");
 }
 
 fn child_runs(r: &Run) -> Vec<weft::store::RunRecord> {

@@ -241,26 +241,13 @@ fn killed_during_two(sb: &Sandbox) -> RunRecord {
            two [shape=parallelogram, script="if [ -f go ]; then echo two >> side.log; else echo $$ > two.pid; sleep 30; fi"]
            start -> one -> two -> exit }"#,
     );
-    let mut child = sb
-        .weft()
-        .args(["run", "--no-daemon", "wf.fabro"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let pid_file = sb.path().join("two.pid");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pid_file.is_file() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    kill(&mut child, "-KILL");
-    let _ = child.wait();
-    // weft died without cleaning up; its command's process group lives on.
-    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
-        .status();
+    kill_run_when(
+        sb,
+        "wf.fabro",
+        "two.pid",
+        || true,
+        Duration::from_millis(50),
+    );
     only_run(sb).unwrap_or_else(|| panic!("a run was recorded"))
 }
 
@@ -323,6 +310,38 @@ fn a_checkpoint_that_cannot_be_rebuilt_is_refused_clearly() {
         "{}",
         resumed.stderr
     );
+}
+
+/// Runs `weft run --no-daemon WORKFLOW` until the command that writes its
+/// pid to `pid_file` runs and `ready` holds (at most 20 s), waits `settle`,
+/// then SIGKILLs weft — and that command's process group, which a killed
+/// weft leaves behind.
+fn kill_run_when(
+    sb: &Sandbox,
+    workflow: &str,
+    pid_file: &str,
+    ready: impl Fn() -> bool,
+    settle: Duration,
+) {
+    let mut child = sb
+        .weft()
+        .args(["run", "--no-daemon", workflow])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let pid_file = sb.path().join(pid_file);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(pid_file.is_file() && ready()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(settle);
+    kill(&mut child, "-KILL");
+    let _ = child.wait();
+    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
+        .status();
 }
 
 /// The 50-node workflow of the crash test: each command appends its name to
@@ -488,15 +507,6 @@ fn a_run_killed_during_a_parallel_stage_resumes_only_the_unfinished_branch() {
            slow -> merge
            merge -> report -> exit }"#,
     );
-    let mut child = sb
-        .weft()
-        .args(["run", "--no-daemon", "wf.fabro"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let pid_file = sb.path().join("slow.pid");
-    let deadline = Instant::now() + Duration::from_secs(20);
     // Wait until the slow branch runs and the quick one has been recorded.
     let quick_committed = || {
         Store::open_read_only(&home(&sb))
@@ -512,15 +522,7 @@ fn a_run_killed_during_a_parallel_stage_resumes_only_the_unfinished_branch() {
             })
             .unwrap_or(false)
     };
-    while !(pid_file.is_file() && quick_committed()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    kill(&mut child, "-KILL");
-    let _ = child.wait();
-    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
-        .status();
+    kill_run_when(&sb, "wf.fabro", "slow.pid", quick_committed, Duration::ZERO);
 
     let record = only_run(&sb).unwrap_or_else(|| panic!("a run"));
     sb.write("go", "");
@@ -561,25 +563,13 @@ fn resuming_a_parent_resumes_its_unfinished_child_run() {
            after [shape=parallelogram, script="echo parent-after >> side.log"]
            start -> before -> sub -> after -> exit }"#,
     );
-    let mut child = sb
-        .weft()
-        .args(["run", "--no-daemon", "parent.fabro"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let pid_file = sb.path().join("slow.pid");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pid_file.is_file() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    kill(&mut child, "-KILL");
-    let _ = child.wait();
-    let pgid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", pgid.trim())])
-        .status();
+    kill_run_when(
+        &sb,
+        "parent.fabro",
+        "slow.pid",
+        || true,
+        Duration::from_millis(100),
+    );
 
     let store = Store::open_read_only(&home(&sb)).unwrap_or_else(|e| panic!("{e}"));
     let runs = store.list_runs(&Default::default()).unwrap_or_default();

@@ -499,7 +499,9 @@ fn lcg(seed: u64) -> u64 {
 }
 
 fn wait_for_status(home: &Home, run_id: &str, want: RunStatus) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Generous: on a loaded 2-core machine a restarted daemon's resume can
+    // take a while; the run must still end in `want`.
+    let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let status = weft::store::Store::open_read_only(home)
             .ok()

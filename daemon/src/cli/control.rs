@@ -4,31 +4,18 @@
 use super::{AnswerArgs, CancelArgs, EXIT_OK, EXIT_USAGE, QuestionsArgs};
 use crate::ipc::client::{Client, ClientError};
 use crate::ipc::protocol::{AnswerBy, QuestionAnswer, QuestionList, RunCancel};
-use crate::store::Home;
 
+/// Runs `body` with a client of the daemon (started when not running).
 fn with_client<F, Fut>(body: F) -> u8
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = u8>,
 {
-    let home = match Home::from_env() {
+    let home = match super::home() {
         Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    runtime.block_on(async {
+    super::with_runtime(|| async {
         match super::remote::connect(&home).await {
             Ok(client) => body(client).await,
             Err(e) => {

@@ -13,24 +13,11 @@ pub const EXIT_NOT_RUNNING: u8 = 3;
 
 /// Runs one `weft daemon` action.
 pub fn run(args: &DaemonArgs) -> u8 {
-    let home = match Home::from_env() {
+    let home = match super::home() {
         Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    runtime.block_on(async {
+    super::with_runtime(|| async {
         match args.action {
             DaemonAction::Start => start(&home, args.json).await,
             DaemonAction::Stop => stop(&home, args.json).await,

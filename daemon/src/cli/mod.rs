@@ -404,6 +404,33 @@ fn parse_input(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Runs an async CLI body on a current-thread runtime.
+pub(crate) fn with_runtime<F: std::future::Future<Output = u8>>(body: impl FnOnce() -> F) -> u8 {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => {
+            let code = rt.block_on(body());
+            // A console question may still be blocked reading stdin.
+            rt.shutdown_timeout(std::time::Duration::from_millis(100));
+            code
+        }
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// `WEFT_HOME` (or the default), or the exit code after saying why not.
+pub(crate) fn home() -> Result<crate::store::Home, u8> {
+    crate::store::Home::from_env().map_err(|e| {
+        eprintln!("error: {e}");
+        EXIT_USAGE
+    })
+}
+
 /// Runs the CLI with the process's arguments.
 #[must_use]
 pub fn main() -> ExitCode {

@@ -54,12 +54,9 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
     params.labels = request.labels;
     params.artifacts = request.artifacts;
     params.env = CallerEnv::current();
-    let home = match Home::from_env() {
+    let home = match super::home() {
         Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
     let client = match connect(&home).await {
         Ok(c) => c,
@@ -114,12 +111,9 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
 
 /// `weft resume` through the daemon.
 pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
-    let home = match Home::from_env() {
+    let home = match super::home() {
         Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
     let client = match connect(&home).await {
         Ok(c) => c,

@@ -61,7 +61,7 @@ pub fn run(args: &RunArgs) -> u8 {
         }
     };
     if !args.no_daemon {
-        return with_runtime(|| super::remote::run(request, args.json, args.detach));
+        return super::with_runtime(|| super::remote::run(request, args.json, args.detach));
     }
     let interviewer: Arc<dyn Interviewer> = if args.auto_approve {
         Arc::new(AutoApprove)
@@ -80,29 +80,12 @@ pub fn run(args: &RunArgs) -> u8 {
     })
 }
 
-/// Runs an async CLI body on a current-thread runtime.
-fn with_runtime<F: std::future::Future<Output = u8>>(body: impl FnOnce() -> F) -> u8 {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => {
-            let code = rt.block_on(body());
-            // A console question may still be blocked reading stdin.
-            rt.shutdown_timeout(std::time::Duration::from_millis(100));
-            code
-        }
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            EXIT_USAGE
-        }
-    }
-}
-
 /// `weft resume`.
 pub fn resume(args: &ResumeArgs) -> u8 {
     if !args.no_daemon {
-        return with_runtime(|| super::remote::resume(&args.run, args.auto_approve, args.json));
+        return super::with_runtime(|| {
+            super::remote::resume(&args.run, args.auto_approve, args.json)
+        });
     }
     let home = match Home::from_env() {
         Ok(h) => h,

@@ -119,7 +119,7 @@ pub struct Runner<'a> {
     pub resume_parallel: Option<super::checkpoint::ParallelProgress>,
 }
 
-impl Runner<'_> {
+impl<'a> Runner<'a> {
     /// Runs from `next` until the run ends.
     pub async fn drive(&mut self, mut next: String) -> Result<Finish, StoreError> {
         loop {
@@ -194,18 +194,7 @@ impl Runner<'_> {
         exit: &Node,
     ) -> Result<Option<Result<String, String>>, StoreError> {
         let graph = self.graph;
-        let unsatisfied = graph.nodes.iter().find(|n| {
-            n.attrs
-                .value("goal_gate")
-                .and_then(crate::lang::value::Value::as_bool)
-                == Some(true)
-                && !self
-                    .state
-                    .outcomes
-                    .get(&*n.id)
-                    .is_some_and(|o| o.status.satisfies_goal_gate())
-        });
-        let Some(gate) = unsatisfied else {
+        let Some(gate) = self.unsatisfied_goal_gate() else {
             return Ok(None);
         };
         let status = self
@@ -660,7 +649,20 @@ impl Runner<'_> {
             return Finish::Succeeded;
         }
         // A dead end: the run is over. Goal gates still decide success.
-        let unsatisfied = self.graph.nodes.iter().find(|n| {
+        match self.unsatisfied_goal_gate() {
+            Some(gate) => Finish::Failed(format!(
+                "the run ended at {} (no outgoing edge) with goal gate {} unsatisfied",
+                node.id, gate.id
+            )),
+            None => Finish::Succeeded,
+        }
+    }
+
+    /// The first `goal_gate=true` node (in declaration order) whose latest
+    /// outcome is neither succeeded nor partially succeeded; one that never
+    /// ran counts as unsatisfied.
+    fn unsatisfied_goal_gate(&self) -> Option<&'a Node> {
+        self.graph.nodes.iter().find(|n| {
             n.attrs
                 .value("goal_gate")
                 .and_then(crate::lang::value::Value::as_bool)
@@ -670,14 +672,7 @@ impl Runner<'_> {
                     .outcomes
                     .get(&*n.id)
                     .is_some_and(|o| o.status.satisfies_goal_gate())
-        });
-        match unsatisfied {
-            Some(gate) => Finish::Failed(format!(
-                "the run ended at {} (no outgoing edge) with goal gate {} unsatisfied",
-                node.id, gate.id
-            )),
-            None => Finish::Succeeded,
-        }
+        })
     }
 
     fn signature_limit(&self) -> u32 {

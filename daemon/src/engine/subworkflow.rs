@@ -41,6 +41,14 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(45);
 /// `manager.max_cycles` when unset.
 pub const DEFAULT_MAX_CYCLES: u64 = 1000;
 
+/// The manager's settings from the node's `manager.*` attributes.
+#[derive(Debug)]
+struct Manager {
+    stop_condition: Option<condition::Condition>,
+    poll: Duration,
+    max_cycles: u64,
+}
+
 /// Why the manager stopped the child.
 #[derive(Debug, Clone, PartialEq)]
 enum Stopped {
@@ -93,9 +101,14 @@ impl Runner<'_> {
             .map_or(DEFAULT_MAX_CYCLES, |n| {
                 u64::try_from(n.max(1)).unwrap_or(u64::MAX)
             });
+        let limits = Manager {
+            stop_condition,
+            poll,
+            max_cycles,
+        };
 
-        let child_result: Result<Conclusion, EngineError> = match existing {
-            Some(record) if record.status.is_terminal() => Ok(concluded(&record)),
+        let (result, stopped) = match existing {
+            Some(record) if record.status.is_terminal() => (Ok(concluded(&record)), None),
             Some(record) => {
                 let _ = self.recorder.emit(
                     EventKind::RunNotice {
@@ -104,16 +117,8 @@ impl Runner<'_> {
                     at,
                 );
                 let child = super::launch::resume(&record, &services);
-                self.manage(
-                    child,
-                    &services,
-                    &parent_context,
-                    stop_condition.as_ref(),
-                    poll,
-                    max_cycles,
-                )
-                .await
-                .0
+                self.manage(child, &services, &link, &parent_context, &limits)
+                    .await
             }
             None => {
                 let request = RunRequest {
@@ -126,7 +131,7 @@ impl Runner<'_> {
                     seed: Some(self.rng.random()),
                     work_dir: self.env.work_dir.clone(),
                     labels: Vec::new(),
-                    parent: Some(link),
+                    parent: Some(link.clone()),
                     run_dir: Some(dir.join("child")),
                     context: Some(parent_context.clone()),
                     base_dir: Some(base_dir),
@@ -134,20 +139,11 @@ impl Runner<'_> {
                     env: self.env.env.clone(),
                 };
                 let child = super::launch::start(request, &services);
-                let (result, stopped) = self
-                    .manage(
-                        child,
-                        &services,
-                        &parent_context,
-                        stop_condition.as_ref(),
-                        poll,
-                        max_cycles,
-                    )
-                    .await;
-                return Ok(self.outcome(result, stopped, &parent_context));
+                self.manage(child, &services, &link, &parent_context, &limits)
+                    .await
             }
         };
-        Ok(self.outcome(child_result, None, &parent_context))
+        Ok(self.outcome(result, stopped, &parent_context))
     }
 
     /// Runs the child while polling the stop condition and the cycle limit.
@@ -155,11 +151,17 @@ impl Runner<'_> {
         &self,
         child: impl std::future::Future<Output = Result<Conclusion, EngineError>>,
         services: &Services,
+        link: &ParentLink,
         parent_context: &Map<String, Value>,
-        stop_condition: Option<&condition::Condition>,
-        poll: Duration,
-        max_cycles: u64,
+        limits: &Manager,
     ) -> (Result<Conclusion, EngineError>, Option<Stopped>) {
+        let Manager {
+            stop_condition,
+            poll,
+            max_cycles,
+        } = limits;
+        let (poll, max_cycles) = (*poll, *max_cycles);
+        let stop_condition = stop_condition.as_ref();
         let stopped: Mutex<Option<Stopped>> = Mutex::new(None);
         let manager = async {
             let mut cycles = 0u64;
@@ -167,7 +169,7 @@ impl Runner<'_> {
                 tokio::time::sleep(poll).await;
                 cycles += 1;
                 if let Some(cond) = stop_condition {
-                    let watched = self.watched_context(services, parent_context);
+                    let watched = self.watched_context(link, parent_context);
                     let env = condition::Env {
                         outcome: "",
                         preferred_label: "",
@@ -209,30 +211,18 @@ impl Runner<'_> {
     /// The parent's context overlaid with the child's latest checkpoint.
     fn watched_context(
         &self,
-        services: &Services,
+        link: &ParentLink,
         parent_context: &Map<String, Value>,
     ) -> Map<String, Value> {
         let mut watched = parent_context.clone();
-        let store = services
-            .store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let runs = store.list_runs(&RunFilter::default()).unwrap_or_default();
-        if let Some(child) = runs.iter().find(|r| {
-            r.options
-                .get("parent")
-                .and_then(|p| p.get("run_id"))
-                .and_then(Value::as_str)
-                == Some(self.env.run_id.as_str())
-                && !r.status.is_terminal()
-        }) && let Some(cp) = child
-            .checkpoint
-            .as_deref()
-            .and_then(|c| Checkpoint::parse(c).ok())
-        {
-            for (k, v) in cp.context_values {
-                watched.insert(k, v);
-            }
+        let latest = self
+            .child_of(link)
+            .ok()
+            .flatten()
+            .and_then(|child| child.checkpoint)
+            .and_then(|c| Checkpoint::parse(&c).ok());
+        if let Some(cp) = latest {
+            watched.extend(cp.context_values);
         }
         watched
     }
