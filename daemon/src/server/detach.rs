@@ -46,10 +46,17 @@ pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bo
         if let Some(info) = status(home).await {
             return Ok((info, true));
         }
+        // Our weftd may have exited because another client started one at
+        // the same moment (it lost the lock): wait for that one to answer.
         if let Ok(Some(exit)) = child.try_wait() {
             let tail = std::fs::read_to_string(&paths.log).unwrap_or_default();
             let last: Vec<&str> = tail.lines().rev().take(5).collect();
             let last: Vec<&str> = last.into_iter().rev().collect();
+            let lost_the_race = last.iter().any(|l| l.contains("already running"));
+            if lost_the_race && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
             return Err(format!(
                 "weftd exited ({exit}) before it answered; its log says:\n{}",
                 last.join("\n")
