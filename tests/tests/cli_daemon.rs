@@ -160,3 +160,76 @@ fn a_detached_run_returns_its_id_at_once_and_weft_cancel_stops_it() {
         followed.stdout
     );
 }
+
+#[test]
+fn ps_starts_the_daemon_whose_reconciliation_shows_a_crashed_run_as_interrupted() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("home")).unwrap_or_else(|e| panic!("{e}"));
+    sb.write("home/settings.toml", "resume_interrupted = false\n");
+    let workflow = sb.write(
+        "slow.fabro",
+        r#"digraph Slow { start [shape=Mdiamond]; exit [shape=Msquare]
+           wait [shape=parallelogram, script="echo $$ > pgid; sleep 30"]
+           start -> wait -> exit }"#,
+    );
+    // A run in the weft process, killed mid-stage: the database still says
+    // `running`.
+    let mut child = sb
+        .weft()
+        .args(["run", "--no-daemon"])
+        .arg(&workflow)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pgid = sb.path().join("pgid");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pgid.is_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let group = std::fs::read_to_string(&pgid).unwrap_or_default();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", group.trim())])
+        .status();
+
+    let offline = sb.run(&["ps", "--json", "--no-daemon"]);
+    assert_eq!(json(&offline.stdout)[0]["status"], "running", "{offline:?}");
+    assert!(
+        !offline.stderr.contains("weftd"),
+        "--no-daemon never starts the daemon: {}",
+        offline.stderr
+    );
+
+    let listed = sb.run(&["ps", "--json"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(
+        listed.stderr.contains("started weftd"),
+        "ps started the daemon and said so: {}",
+        listed.stderr
+    );
+    assert_eq!(
+        json(&listed.stdout)[0]["status"],
+        "interrupted",
+        "the daemon reconciled the dead run before listing it"
+    );
+    let run_id = json(&listed.stdout)[0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let logs = sb.run(&["logs", &run_id, "wait"]);
+    assert_eq!(logs.code, 0, "{logs:?}");
+    assert!(
+        logs.stdout.contains("== wait@1 (interrupted"),
+        "{}",
+        logs.stdout
+    );
+    let events = sb.run(&["events", &run_id, "--follow"]);
+    assert_eq!(events.code, 0, "{events:?}");
+    assert!(
+        events.stdout.contains("run.interrupted"),
+        "following an interrupted run ends at its interruption: {}",
+        events.stdout
+    );
+}

@@ -146,9 +146,26 @@ fn ps_lists_runs_newest_first_in_a_table_and_as_json() {
 #[test]
 fn without_a_database_ps_is_empty_and_runs_are_not_found() {
     let sb = Sandbox::new();
-    let table = sb.run(&["ps"]);
+    let table = sb.run(&["ps", "--no-daemon"]);
     assert_eq!(table.code, 0, "{table:?}");
     assert_eq!(table.stdout.trim(), "no runs yet");
+    let json = sb.run(&["ps", "--json", "--no-daemon"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    assert_eq!(json.stdout.trim(), "[]");
+    for command in ["events", "logs"] {
+        let run = sb.run(&[command, "01ABC", "--no-daemon"]);
+        assert_eq!(run.code, 2, "{command}: {run:?}");
+        assert!(
+            run.stderr.contains("no run matches `01ABC`"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(
+        !sb.path().join("home/weft.db").exists(),
+        "inspection with --no-daemon is read-only and never creates the database"
+    );
+    // Through the daemon (the default), the same answers.
     let json = sb.run(&["ps", "--json"]);
     assert_eq!(json.code, 0, "{json:?}");
     assert_eq!(json.stdout.trim(), "[]");
@@ -161,10 +178,6 @@ fn without_a_database_ps_is_empty_and_runs_are_not_found() {
             run.stderr
         );
     }
-    assert!(
-        !sb.path().join("home/weft.db").exists(),
-        "inspection is read-only and never creates the database"
-    );
 }
 
 #[test]

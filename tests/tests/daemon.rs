@@ -664,3 +664,61 @@ fn a_pending_gate_survives_a_daemon_crash_with_the_same_question_id() {
     wait_for_status(&home, &run_id, RunStatus::Succeeded);
     assert!(sb.path().join("shipped.txt").is_file());
 }
+
+#[test]
+fn a_connection_from_another_user_is_refused_even_when_the_socket_is_opened_up() {
+    if !rustix_is_root() {
+        eprintln!("skipped: only root can connect as another user");
+        return;
+    }
+    let sb = Sandbox::new();
+    let daemon = Daemon::start(&sb);
+    let socket = daemon.socket();
+    // Loosen every permission on the way to the socket, as a careless
+    // `chmod -R` would: only the peer check is left to keep others out.
+    use std::os::unix::fs::PermissionsExt;
+    let mut dir = Some(socket.as_path());
+    while let Some(path) = dir {
+        if !path.starts_with(sb.path()) && path != socket {
+            break;
+        }
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))
+            .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+        dir = path.parent();
+    }
+    let client = |user: &[&str]| {
+        let script = format!(
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({socket:?})\n\
+             s.settimeout(5)\ntry:\n    \
+             s.sendall(b'{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.status\"}}\\n')\n    \
+             print(s.recv(65536).decode() or 'closed')\n\
+             except (ConnectionResetError, BrokenPipeError):\n    print('closed')",
+            socket = socket.display().to_string()
+        );
+        let output = Command::new("setpriv")
+            .args(user)
+            .args(["--", "/usr/bin/python3", "-c", &script])
+            .output()
+            .unwrap_or_else(|e| panic!("setpriv: {e}"));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+            + &String::from_utf8_lossy(&output.stderr)
+    };
+    let nobody = client(&["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    assert_eq!(
+        nobody, "closed",
+        "another user's connection is closed unanswered"
+    );
+    let me = client(&[]);
+    assert!(
+        me.contains("\"result\""),
+        "the daemon's own user is still served: {me}"
+    );
+}
+
+/// Whether this test runs as root (uid 0).
+fn rustix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}

@@ -69,3 +69,85 @@ exit 0
         "the body holds the question:\n{log}"
     );
 }
+
+#[test]
+fn clicking_a_gate_notification_opens_the_app_at_that_question() {
+    let sb = Sandbox::new();
+    let workflow = sb.write(
+        "gate.fabro",
+        r#"digraph GateFlow { start [shape=Mdiamond]; exit [shape=Msquare]
+           approve [shape=hexagon, label="Ship release 2.0?"]
+           start -> approve
+           approve -> exit [label="[Y] Yes"] }"#,
+    );
+    let home = sb.path().join("home");
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+    // The "app": records the arguments it was started with.
+    let opened = sb.path().join("opened.txt");
+    let app = sb.write(
+        "fake-app.sh",
+        format!("#!/bin/sh\necho \"$@\" > '{}'\n", opened.display()),
+    );
+    let make_executable = Command::new("chmod").arg("+x").arg(&app).status();
+    assert!(make_executable.is_ok_and(|s| s.success()));
+    std::fs::write(
+        home.join("settings.toml"),
+        format!("app = '{}'\n", app.display()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let questions = sb.path().join("questions.json");
+    // dunstctl's `action` performs the notification's default action, as a
+    // click on it does.
+    let script = format!(
+        r#"set -u
+dunst > /dev/null 2>&1 &
+DUNST=$!
+for i in $(seq 100); do
+  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications 2>/dev/null | grep -q 'boolean true' && break
+  sleep 0.1
+done
+export WEFT_HOME='{home}'
+'{weftd}' --foreground > '{home}/weftd.out' 2>&1 &
+D=$!
+for i in $(seq 100); do '{weft}' daemon status > /dev/null 2>&1 && break; sleep 0.1; done
+'{weft}' run '{workflow}' --detach > /dev/null
+for i in $(seq 100); do '{weft}' questions --json > '{questions}'; grep -q 'Ship release' '{questions}' && break; sleep 0.1; done
+for i in $(seq 50); do [ "$(dunstctl count displayed)" -ge 1 ] && break; sleep 0.1; done
+dunstctl action 0
+for i in $(seq 100); do [ -s '{opened}' ] && break; sleep 0.1; done
+kill -TERM $D; wait $D
+kill $DUNST 2>/dev/null
+exit 0
+"#,
+        home = home.display(),
+        weftd = binary("weftd").display(),
+        weft = binary("weft").display(),
+        workflow = workflow.display(),
+        questions = questions.display(),
+        opened = opened.display(),
+    );
+    let status = Command::new("xvfb-run")
+        .args(["-a", "dbus-run-session", "--", "bash", "-c", &script])
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
+        });
+    assert!(status.success());
+    let listed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&questions).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("weft questions --json: {e}"));
+    let question = &listed[0];
+    let expected = format!(
+        "--run {} --question {}",
+        question["run_id"].as_str().unwrap_or("?"),
+        question["id"].as_str().unwrap_or("?")
+    );
+    let args = std::fs::read_to_string(&opened).unwrap_or_default();
+    assert_eq!(
+        args.trim(),
+        expected,
+        "the click started the app at the gate's question; weftd said:\n{}",
+        std::fs::read_to_string(home.join("weftd.out")).unwrap_or_default()
+    );
+}

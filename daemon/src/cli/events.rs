@@ -5,11 +5,14 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::progress::seconds;
+use super::reader::Reader;
 use super::{EXIT_USAGE, EventsArgs};
 use crate::engine::event::{Event, EventKind};
+use crate::store::RunStatus;
 
-/// How often `--follow` looks for new events. Each look is one indexed
-/// query on a read-only connection, cheap enough to do five times a second.
+/// How often `--follow --no-daemon` looks for new events. Each look is one
+/// indexed query on a read-only connection, cheap enough to do five times a
+/// second.
 const POLL: Duration = Duration::from_millis(200);
 
 /// At most this many events are held in memory at a time.
@@ -20,56 +23,117 @@ const OUTPUT_WIDTH: usize = 100;
 
 /// `weft events`.
 pub fn run(args: &EventsArgs) -> u8 {
-    let (store, record) = match super::open_run(&args.run) {
-        Ok(found) => found,
+    let home = match super::home() {
+        Ok(h) => h,
         Err(code) => return code,
     };
-    let mut out = std::io::stdout().lock();
+    super::with_runtime(|| async {
+        let reader = match Reader::open(&home, args.no_daemon).await {
+            Ok(reader) => reader,
+            Err(e) => return fail(&e),
+        };
+        let run_id = match reader.get(&args.run).await {
+            Ok(detail) => detail.run.id,
+            Err(e) => return fail(&e),
+        };
+        let mut out = std::io::stdout().lock();
+        match print(&reader, &run_id, args, &mut out).await {
+            Ok(code) => code,
+            Err(Failure::Read(e)) => fail(&e),
+            Err(Failure::Write(e)) => super::output_done(Err(e)),
+        }
+    })
+}
+
+fn fail(message: &str) -> u8 {
+    eprintln!("error: {message}");
+    EXIT_USAGE
+}
+
+enum Failure {
+    Read(String),
+    Write(std::io::Error),
+}
+
+/// Prints the recorded events after `--after`, then with `--follow` the
+/// live ones until the run ends: from the daemon's subscription (which
+/// sends each event once, in order, with no gap), or by polling the
+/// database.
+async fn print(
+    reader: &Reader,
+    run_id: &str,
+    args: &EventsArgs,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
     let mut after = args.after;
+    // A run that has ended (or was interrupted) has nothing live to follow:
+    // print what was recorded. One that ends from here on records its last
+    // event before its status changes, so the subscription sees that event.
+    let live = args.follow && active(reader.status(run_id).await.map_err(Failure::Read)?);
+    if live
+        && let Some(mut live) = reader
+            .subscribe(run_id, after)
+            .await
+            .map_err(Failure::Read)?
+    {
+        while let Some(event) = live.next().await {
+            after = event.seq;
+            write_event(out, &event, args.json)
+                .and_then(|()| out.flush())
+                .map_err(Failure::Write)?;
+            if ends_run(&event.kind) {
+                return Ok(super::EXIT_OK);
+            }
+        }
+        return Err(Failure::Read(format!(
+            "lost the connection to weftd; `weft events {run_id} --follow --after {after}` \
+                 continues"
+        )));
+    }
     loop {
         // Status before events: the engine records the run's last event
         // before marking it ended, so once an ended status has been read the
         // events query that follows sees every event there will be.
-        let ended = if args.follow {
-            match store.run(&record.id) {
-                Ok(Some(run)) => run.status.is_terminal(),
-                Ok(None) => true,
-                Err(e) => {
-                    eprintln!("error: cannot read run {}: {e}", record.id);
-                    return EXIT_USAGE;
-                }
-            }
-        } else {
-            true
-        };
+        let ended = !live || !active(reader.status(run_id).await.map_err(Failure::Read)?);
         let mut printed = false;
         loop {
-            let page = match store.events(&record.id, after, Some(PAGE)) {
-                Ok(page) => page,
-                Err(e) => {
-                    eprintln!("error: cannot read the events of run {}: {e}", record.id);
-                    return EXIT_USAGE;
-                }
-            };
+            let page = reader
+                .events(run_id, after, PAGE)
+                .await
+                .map_err(Failure::Read)?;
             let Some(last) = page.last() else { break };
             after = last.seq;
             printed = true;
-            let written = page
-                .iter()
-                .try_for_each(|event| write_event(&mut out, event, args.json))
-                .and_then(|()| out.flush());
-            if written.is_err() {
-                return super::output_done(written);
-            }
+            page.iter()
+                .try_for_each(|event| write_event(out, event, args.json))
+                .and_then(|()| out.flush())
+                .map_err(Failure::Write)?;
         }
-        if ended && !printed {
-            return super::EXIT_OK;
+        if !live || (ended && !printed) {
+            return Ok(super::EXIT_OK);
         }
-        if !args.follow {
-            return super::EXIT_OK;
-        }
-        std::thread::sleep(POLL);
+        tokio::time::sleep(POLL).await;
     }
+}
+
+/// Whether a run with `status` may still record events (without being
+/// resumed first).
+fn active(status: RunStatus) -> bool {
+    matches!(
+        status,
+        RunStatus::Queued | RunStatus::Running | RunStatus::Blocked
+    )
+}
+
+/// Whether `kind` is the last event of a run (until it is resumed).
+fn ends_run(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::RunCompleted { .. }
+            | EventKind::RunFailed { .. }
+            | EventKind::RunCancelled { .. }
+            | EventKind::RunInterrupted { .. }
+    )
 }
 
 fn write_event(out: &mut impl Write, event: &Event, json: bool) -> std::io::Result<()> {

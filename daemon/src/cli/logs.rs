@@ -6,35 +6,43 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::progress::seconds;
+use super::reader::Reader;
 use super::{EXIT_USAGE, LogsArgs};
+use crate::ipc::protocol::RunDetail;
 use crate::store::{RunDir, StageRecord};
 
 /// `weft logs`.
 pub fn run(args: &LogsArgs) -> u8 {
-    let (store, record) = match super::open_run(&args.run) {
-        Ok(found) => found,
+    let home = match super::home() {
+        Ok(h) => h,
         Err(code) => return code,
     };
-    let stages = match store.stages(&record.id) {
-        Ok(stages) => stages,
-        Err(e) => {
-            eprintln!("error: cannot read the stages of run {}: {e}", record.id);
-            return EXIT_USAGE;
-        }
-    };
-    let chosen = match choose(&stages, args.node.as_deref(), args.visit) {
-        Ok(chosen) => chosen,
-        Err(message) => {
-            eprintln!("error: run {}: {message}", record.id);
-            return EXIT_USAGE;
-        }
-    };
-    let dir = RunDir::open(&record.run_dir);
-    let mut out = std::io::stdout().lock();
-    let written = chosen
-        .iter()
-        .try_for_each(|stage| write_stage(&mut out, &dir, stage));
-    super::output_done(written)
+    super::with_runtime(|| async {
+        let detail = match Reader::open(&home, args.no_daemon).await {
+            Ok(reader) => reader.get(&args.run).await,
+            Err(e) => Err(e),
+        };
+        let RunDetail { run, stages } = match detail {
+            Ok(detail) => detail,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        };
+        let chosen = match choose(&stages, args.node.as_deref(), args.visit) {
+            Ok(chosen) => chosen,
+            Err(message) => {
+                eprintln!("error: run {}: {message}", run.id);
+                return EXIT_USAGE;
+            }
+        };
+        let dir = RunDir::open(&run.run_dir);
+        let mut out = std::io::stdout().lock();
+        let written = chosen
+            .iter()
+            .try_for_each(|stage| write_stage(&mut out, &dir, stage));
+        super::output_done(written)
+    })
 }
 
 /// The stages to show: all, or NODE's (one visit with `--visit`). A node or

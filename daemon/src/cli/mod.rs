@@ -11,6 +11,7 @@ mod control;
 mod daemon;
 mod graph;
 mod progress;
+mod reader;
 mod remote;
 mod report;
 mod run;
@@ -287,6 +288,10 @@ pub struct PsArgs {
     /// Show at most N runs.
     #[arg(long, value_name = "N")]
     pub limit: Option<u32>,
+    /// Read the run store directly instead of asking weftd (works without a
+    /// daemon, and does not start one).
+    #[arg(long)]
+    pub no_daemon: bool,
 }
 
 #[derive(Debug, Args)]
@@ -304,6 +309,10 @@ pub struct EventsArgs {
     /// Only events after this sequence number.
     #[arg(long, value_name = "SEQ", default_value_t = 0)]
     pub after: u64,
+    /// Read the run store directly instead of asking weftd (works without a
+    /// daemon, and does not start one).
+    #[arg(long)]
+    pub no_daemon: bool,
 }
 
 #[derive(Debug, Args)]
@@ -317,6 +326,10 @@ pub struct LogsArgs {
     /// Only this visit of NODE (1 is the first).
     #[arg(long, value_name = "N", requires = "node")]
     pub visit: Option<u32>,
+    /// Read the run store directly instead of asking weftd (works without a
+    /// daemon, and does not start one).
+    #[arg(long)]
+    pub no_daemon: bool,
 }
 
 #[derive(Debug, Args)]

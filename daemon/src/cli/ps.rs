@@ -6,8 +6,10 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use super::progress::seconds;
+use super::reader::Reader;
 use super::{EXIT_USAGE, PsArgs};
-use crate::store::{Home, RunFilter, RunRecord, RunStatus, Store};
+use crate::ipc::protocol::{RunList, RunSummary};
+use crate::store::RunStatus;
 
 /// Without `--all`, how many of the most recent runs are listed besides the
 /// active ones.
@@ -18,7 +20,7 @@ const GOAL_WIDTH: usize = 48;
 
 /// A run as `weft ps --json` prints it.
 #[derive(Debug, Serialize)]
-struct RunSummary<'a> {
+struct PsRow<'a> {
     id: &'a str,
     status: RunStatus,
     workflow_name: &'a str,
@@ -33,9 +35,9 @@ struct RunSummary<'a> {
     labels: &'a [String],
 }
 
-impl<'a> RunSummary<'a> {
-    fn of(run: &'a RunRecord) -> RunSummary<'a> {
-        RunSummary {
+impl<'a> PsRow<'a> {
+    fn of(run: &'a RunSummary) -> PsRow<'a> {
+        PsRow {
             id: &run.id,
             status: run.status,
             workflow_name: &run.workflow_name,
@@ -53,29 +55,30 @@ impl<'a> RunSummary<'a> {
 
 /// `weft ps`.
 pub fn run(args: &PsArgs) -> u8 {
-    let home = match Home::from_env() {
+    let home = match super::home() {
         Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+        Err(code) => return code,
     };
-    // No database means nothing has run yet: an empty list, not an error.
-    let runs = if home.db_path().is_file() {
-        match Store::open_read_only(&home).and_then(|store| select(&store, args)) {
-            Ok(runs) => runs,
+    super::with_runtime(|| async {
+        let runs = match Reader::open(&home, args.no_daemon).await {
+            Ok(reader) => select(&reader, args).await,
+            Err(e) => Err(e),
+        };
+        match runs {
+            Ok(runs) => print(args, &runs),
             Err(e) => {
-                eprintln!("error: cannot read the run store: {e}");
-                return EXIT_USAGE;
+                eprintln!("error: {e}");
+                EXIT_USAGE
             }
         }
-    } else {
-        Vec::new()
-    };
+    })
+}
+
+fn print(args: &PsArgs, runs: &[RunSummary]) -> u8 {
     let mut out = std::io::stdout().lock();
     let written = if args.json {
-        let summaries: Vec<RunSummary<'_>> = runs.iter().map(RunSummary::of).collect();
-        serde_json::to_string_pretty(&summaries)
+        let rows: Vec<PsRow<'_>> = runs.iter().map(PsRow::of).collect();
+        serde_json::to_string_pretty(&rows)
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else if runs.is_empty() {
@@ -90,7 +93,7 @@ pub fn run(args: &PsArgs) -> u8 {
             }
         )
     } else {
-        write_table(&mut out, &runs, SystemTime::now())
+        write_table(&mut out, runs, SystemTime::now())
     };
     super::output_done(written)
 }
@@ -98,22 +101,22 @@ pub fn run(args: &PsArgs) -> u8 {
 /// The runs to list, newest first: with `--all` every run matching the
 /// filters; otherwise the active ones (queued, running, blocked) plus the
 /// [`RECENT`] most recent, so a long-running run never scrolls out of view.
-fn select(store: &Store, args: &PsArgs) -> crate::store::Result<Vec<RunRecord>> {
-    let filter = |status: Option<RunStatus>, limit: Option<u32>| RunFilter {
+async fn select(reader: &Reader, args: &PsArgs) -> Result<Vec<RunSummary>, String> {
+    let query = |status: Option<RunStatus>, limit: Option<u32>| RunList {
         status,
         workflow: args.workflow.clone(),
         limit,
-        ..RunFilter::default()
+        ..RunList::default()
     };
     let mut runs = if args.all {
-        store.list_runs(&filter(args.status, None))?
+        reader.list(query(args.status, None)).await?
     } else {
-        let mut runs = store.list_runs(&filter(args.status, Some(RECENT)))?;
+        let mut runs = reader.list(query(args.status, Some(RECENT))).await?;
         for active in [RunStatus::Queued, RunStatus::Running, RunStatus::Blocked] {
             if args.status.is_some_and(|wanted| wanted != active) {
                 continue;
             }
-            for run in store.list_runs(&filter(Some(active), None))? {
+            for run in reader.list(query(Some(active), None)).await? {
                 if !runs.iter().any(|seen| seen.id == run.id) {
                     runs.push(run);
                 }
@@ -132,7 +135,7 @@ fn select(store: &Store, args: &PsArgs) -> crate::store::Result<Vec<RunRecord>> 
 }
 
 /// The table: one header line, one line per run, columns padded to fit.
-fn write_table(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> std::io::Result<()> {
+fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> std::io::Result<()> {
     let header = ["ID", "STATUS", "WORKFLOW", "STARTED", "DURATION", "GOAL"];
     let rows: Vec<[String; 6]> = runs
         .iter()
@@ -142,12 +145,10 @@ fn write_table(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> std
                 run.id.clone(),
                 run.status.to_string(),
                 // A sub-workflow's child run names the stage it runs under.
-                match run.options.get("parent") {
+                match &run.parent {
                     Some(parent) => format!(
                         "{} (child of {}@{})",
-                        run.workflow_name,
-                        parent["node_id"].as_str().unwrap_or("?"),
-                        parent["visit"].as_u64().unwrap_or(1)
+                        run.workflow_name, parent.node_id, parent.visit
                     ),
                     None => run.workflow_name.clone(),
                 },
@@ -189,7 +190,7 @@ fn write_table(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> std
 }
 
 /// How long the run took, once it has both started and finished.
-fn duration(run: &RunRecord) -> Option<Duration> {
+fn duration(run: &RunSummary) -> Option<Duration> {
     let started = parse_time(run.started_at.as_deref()?)?;
     let finished = parse_time(run.finished_at.as_deref()?)?;
     Some(finished.duration_since(started).unwrap_or_default())

@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::engine::event::Event;
-use crate::engine::{EngineError, RunRequest};
+use crate::engine::{EngineError, ParentLink, RunRequest};
 use crate::store::{QuestionRecord, RunFilter, RunRecord, RunStatus, StageRecord, StoreError};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
@@ -835,6 +835,9 @@ pub struct RunSummary {
     /// The last event's sequence number (0 before any event).
     pub last_seq: u64,
     pub node_count: u32,
+    /// For a sub-workflow's child run, the stage it runs under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
 }
 
 impl RunSummary {
@@ -847,7 +850,12 @@ impl RunSummary {
 
 impl From<RunRecord> for RunSummary {
     fn from(r: RunRecord) -> RunSummary {
+        let parent = r
+            .options
+            .get("parent")
+            .and_then(|link| serde_json::from_value(link.clone()).ok());
         RunSummary {
+            parent,
             id: r.id,
             workflow_name: r.workflow_name,
             workflow_path: r.workflow_path,

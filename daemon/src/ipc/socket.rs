@@ -80,6 +80,21 @@ pub fn listen(socket: &Path) -> Result<Listener, ListenError> {
     }
 }
 
+/// Whether the peer of `stream` is this process's user. The socket's 0600
+/// mode inside a 0700 directory already keeps other users out; this is the
+/// second lock, for a socket whose permissions were loosened by hand.
+/// Where the platform cannot tell the peer's uid, the permissions alone
+/// decide (the peer is allowed).
+#[must_use]
+pub fn peer_is_same_user(stream: &Stream) -> bool {
+    match stream.peer_creds() {
+        Ok(creds) => creds
+            .euid()
+            .is_none_or(|uid| uid == rustix::process::geteuid().as_raw()),
+        Err(_) => true,
+    }
+}
+
 fn bind(socket: &Path) -> io::Result<Listener> {
     let options = || -> io::Result<ListenerOptions<'_>> {
         Ok(ListenerOptions::new()

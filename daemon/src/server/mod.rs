@@ -288,11 +288,20 @@ impl Daemon {
                 _ => continue,
             };
             if orphaned {
-                self.store().set_status(
+                // Recorded like an interruption the run saw itself, so its
+                // history says how it ended and followers stop there.
+                let reason = "the process running it stopped";
+                let mut store = self.store();
+                store.interrupt_running_stages(&run.id)?;
+                store.append_event(
                     &run.id,
-                    RunStatus::Interrupted,
-                    Some("the process running it stopped"),
+                    &EventKind::RunInterrupted {
+                        reason: reason.to_string(),
+                        duration_ms: since(run.started_at.as_deref()),
+                    },
+                    None,
                 )?;
+                store.set_status(&run.id, RunStatus::Interrupted, Some(reason))?;
             } else if run.status != RunStatus::Interrupted {
                 continue;
             }
@@ -383,6 +392,10 @@ pub async fn serve(home: Home) -> Result<(), DaemonError> {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok(stream) if !crate::ipc::socket::peer_is_same_user(&stream) => {
+                    // Dropped unanswered: another user has no business here.
+                    eprintln!("weftd: refused a connection from another user");
+                }
                 Ok(stream) => {
                     let me = daemon.clone();
                     tokio::task::spawn_local(async move {
@@ -402,4 +415,12 @@ pub async fn serve(home: Home) -> Result<(), DaemonError> {
     let _ = std::fs::remove_file(&paths.pid);
     eprintln!("weftd stopped ({interrupted} run(s) interrupted, to resume at the next start)");
     Ok(())
+}
+
+/// Milliseconds from the RFC 3339 time `started` until now (0 if unknown).
+fn since(started: Option<&str>) -> u64 {
+    started
+        .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+        .and_then(|t| t.elapsed().ok())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

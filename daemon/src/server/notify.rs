@@ -8,6 +8,8 @@
 //! gate's question and the stage's id, never command output or a failure
 //! message (which can quote a command's stderr).
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::rc::Rc;
 
 use tokio::sync::mpsc;
@@ -20,15 +22,40 @@ use crate::engine::event::{Event, EventKind};
 pub struct Note {
     pub summary: String,
     pub body: String,
+    /// The question a click opens in the app (gate notifications only).
+    pub opens: Option<OpenQuestion>,
+}
+
+/// What clicking a gate's notification opens: the app, at this question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenQuestion {
+    pub run_id: String,
+    pub question_id: String,
+}
+
+impl OpenQuestion {
+    /// The app's command-line arguments that open it at the question.
+    #[must_use]
+    pub fn args(&self) -> [&str; 4] {
+        ["--run", &self.run_id, "--question", &self.question_id]
+    }
 }
 
 /// The notification an event calls for, if any, given the run's workflow.
 #[must_use]
 pub fn note_for(event: &Event, workflow: &str, settings: &super::Settings) -> Option<Note> {
     match &event.kind {
-        EventKind::InterviewStarted { question, .. } if settings.notify_gates => Some(Note {
+        EventKind::InterviewStarted {
+            question,
+            question_id,
+            ..
+        } if settings.notify_gates => Some(Note {
             summary: format!("Weft: {workflow} needs you"),
             body: question.clone(),
+            opens: Some(OpenQuestion {
+                run_id: event.run_id.clone(),
+                question_id: question_id.clone(),
+            }),
         }),
         EventKind::RunFailed { .. } if settings.notify_failures => Some(Note {
             summary: format!("Weft: {workflow} failed"),
@@ -36,10 +63,12 @@ pub fn note_for(event: &Event, workflow: &str, settings: &super::Settings) -> Op
                 Some(node) => format!("Run {} stopped at {node}.", short(&event.run_id)),
                 None => format!("Run {} failed.", short(&event.run_id)),
             },
+            opens: None,
         }),
         EventKind::RunCompleted { .. } if settings.notify_completions => Some(Note {
             summary: format!("Weft: {workflow} finished"),
             body: format!("Run {} succeeded.", short(&event.run_id)),
+            opens: None,
         }),
         _ => None,
     }
@@ -66,7 +95,8 @@ pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
             let Some(note) = note_for(&event, &workflow, &daemon.settings) else {
                 continue;
             };
-            let shown = tokio::task::spawn_blocking(move || show(&note)).await;
+            let app = daemon.settings.app.clone().or_else(default_app);
+            let shown = tokio::task::spawn_blocking(move || show(note, app)).await;
             if let Ok(Err(e)) = shown {
                 eprintln!("weftd: notification not shown: {e}");
             }
@@ -75,14 +105,59 @@ pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
     tx
 }
 
-fn show(note: &Note) -> Result<(), String> {
-    notify_rust::Notification::new()
+/// Shows `note`. A gate's notification gets a default action ("Open in
+/// Weft"); a thread waits for it (until the notification is clicked,
+/// dismissed or expires) and then starts `app` at the question.
+fn show(note: Note, app: Option<PathBuf>) -> Result<(), String> {
+    let mut notification = notify_rust::Notification::new();
+    notification
         .appname("Weft")
         .summary(&note.summary)
-        .body(&note.body)
-        .show()
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+        .body(&note.body);
+    let opens = note.opens.zip(app);
+    if opens.is_some() {
+        notification.action("default", "Open in Weft");
+    }
+    let handle = notification.show().map_err(|e| e.to_string())?;
+    if let Some((question, app)) = opens {
+        std::thread::spawn(move || {
+            handle.wait_for_action(|action| {
+                if action == "default" {
+                    open_app(&app, &question);
+                }
+            });
+        });
+    }
+    Ok(())
+}
+
+/// The desktop app installed beside weftd (`weft-desktop`), if any.
+fn default_app() -> Option<PathBuf> {
+    let name = format!("weft-desktop{}", std::env::consts::EXE_SUFFIX);
+    std::env::current_exe()
+        .ok()?
+        .parent()
+        .map(|dir| dir.join(name))
+        .filter(|path| path.is_file())
+}
+
+/// Starts the app at `question`, in its own process group (so signals
+/// meant for the daemon do not reach it), and reaps it when it exits.
+fn open_app(app: &Path, question: &OpenQuestion) {
+    use std::os::unix::process::CommandExt;
+    let started = Command::new(app)
+        .args(question.args())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    match started {
+        Ok(mut child) => {
+            let _ = child.wait();
+        }
+        Err(e) => eprintln!("weftd: cannot open the app {}: {e}", app.display()),
+    }
 }
 
 #[cfg(test)]
@@ -116,7 +191,11 @@ mod tests {
             note,
             Some(Note {
                 summary: "Weft: Release needs you".into(),
-                body: "Ship it?".into()
+                body: "Ship it?".into(),
+                opens: Some(OpenQuestion {
+                    run_id: "01ABCDEFGHJKMNPQRSTVWXYZ00".into(),
+                    question_id: "Q".into()
+                }),
             })
         );
     }

@@ -23,6 +23,10 @@ pub struct Settings {
     pub notify_failures: bool,
     /// Desktop notification when a run succeeds.
     pub notify_completions: bool,
+    /// The desktop app a click on a gate's notification starts (with
+    /// `--run RUN --question QUESTION`); by default `weft-desktop` beside
+    /// weftd, when it is installed.
+    pub app: Option<std::path::PathBuf>,
 }
 
 impl Default for Settings {
@@ -33,6 +37,7 @@ impl Default for Settings {
             notify_gates: true,
             notify_failures: true,
             notify_completions: true,
+            app: None,
         }
     }
 }
