@@ -5,11 +5,14 @@
 //! - [`lang`]: the workflow language (lexer, parser, graph model, stylesheet,
 //!   conditions, templates, validation rules).
 //! - [`store`]: the durable run store (SQLite, blobs, run directories).
+//! - [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//!   OpenAI-compatible servers), the model catalog, retries and failover.
 //! - [`engine`]: executes runs: the run loop, routing, handlers.
 
 pub mod cli;
 pub mod engine;
 pub mod ipc;
 pub mod lang;
+pub mod llm;
 pub mod server;
 pub mod store;
