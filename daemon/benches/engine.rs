@@ -45,6 +45,7 @@ fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::Temp
     let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let sink = starts.clone();
     let services = Services {
+        caller_env: None,
         home,
         store: Arc::new(Mutex::new(store)),
         interviewer: Arc::new(AutoApprove),

@@ -118,6 +118,7 @@ async fn run_in(
     let sink = events.clone();
     let interviewer: Arc<dyn Interviewer> = Arc::new(Scripted::new(options.answers.clone()));
     let services = Services {
+        caller_env: None,
         home: weft_home,
         store: Arc::new(Mutex::new(store)),
         interviewer,
@@ -647,7 +648,7 @@ async fn dry_run_simulates_llm_nodes_and_approves_gates() {
 }
 
 #[tokio::test]
-async fn llm_nodes_fail_clearly_without_a_provider() {
+async fn agent_nodes_fail_clearly_until_agents_have_tools() {
     let home = tempfile::tempdir().expect("home");
     let work = tempfile::tempdir().expect("work");
     std::fs::write(
@@ -668,7 +669,7 @@ async fn llm_nodes_fail_clearly_without_a_provider() {
     assert!(
         outcome
             .failure_reason()
-            .is_some_and(|r| r.starts_with("no LLM provider configured"))
+            .is_some_and(|r| r.contains("needs an agent with tools"))
     );
 }
 

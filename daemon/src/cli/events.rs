@@ -276,6 +276,43 @@ fn summary(kind: &EventKind) -> String {
                 .unwrap_or("");
             format!("{name}: {}", one_line(first, OUTPUT_WIDTH))
         }
+        EventKind::LlmCompleted {
+            provider,
+            model,
+            input_tokens,
+            output_tokens,
+            cost,
+            duration_ms,
+            ..
+        } => format!(
+            "{provider}/{model}: {} in {}",
+            crate::llm::cost::describe(
+                &crate::llm::Usage {
+                    input: *input_tokens,
+                    output: *output_tokens,
+                    ..crate::llm::Usage::default()
+                },
+                *cost
+            ),
+            seconds(Duration::from_millis(*duration_ms))
+        ),
+        EventKind::LlmRetry {
+            provider,
+            model,
+            retry,
+            wait_ms,
+            error,
+            ..
+        } => format!(
+            "{provider}/{model}: retry {retry} in {}: {}",
+            seconds(Duration::from_millis(*wait_ms)),
+            one_line(error, OUTPUT_WIDTH)
+        ),
+        EventKind::LlmFailover {
+            from, to, error, ..
+        } => {
+            format!("{from} → {to}: {}", one_line(error, OUTPUT_WIDTH))
+        }
         EventKind::InterviewStarted {
             question_id,
             question,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::progress::seconds;
 use super::reader::Reader;
 use super::{EXIT_USAGE, LogsArgs};
+use crate::engine::outcome::LlmUsage;
 use crate::ipc::protocol::RunDetail;
 use crate::store::{RunDir, StageRecord};
 
@@ -95,9 +96,17 @@ fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::
         || "running".to_string(),
         |ms| seconds(Duration::from_millis(ms)),
     );
+    // An LLM stage's header names the model and what it spent.
+    let llm = stage
+        .outcome
+        .as_ref()
+        .and_then(|o| o.get("llm"))
+        .and_then(|l| serde_json::from_value::<LlmUsage>(l.clone()).ok())
+        .map(|l| format!(", {}", l.describe()))
+        .unwrap_or_default();
     writeln!(
         out,
-        "== {}@{} ({}, {duration}) ==",
+        "== {}@{} ({}, {duration}{llm}) ==",
         stage.node_id, stage.visit, stage.status
     )?;
     let folder = dir.node_dir(&stage.node_id, stage.visit);

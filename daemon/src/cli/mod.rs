@@ -171,6 +171,14 @@ pub struct RunArgs {
     /// Seed for `selection="random"` edges and retry jitter, for repeatable runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// The model for prompt and agent nodes that name none (an id or alias
+    /// from `weft`'s catalog, or any id the provider accepts).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The provider for those nodes (`anthropic`, `openai`, `gemini`, or one
+    /// named in settings.toml); inferred from the model when omitted.
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<String>,
     /// Print the conclusion as JSON on stdout when the run ends.
     #[arg(long)]
     pub json: bool,

@@ -33,6 +33,9 @@ struct PsRow<'a> {
     failure_reason: Option<&'a str>,
     run_dir: String,
     labels: &'a [String],
+    /// Language-model calls, tokens and dollars; absent when none was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llm: Option<crate::store::RunSpend>,
 }
 
 impl<'a> PsRow<'a> {
@@ -49,6 +52,7 @@ impl<'a> PsRow<'a> {
             failure_reason: run.failure_reason.as_deref(),
             run_dir: run.run_dir.display().to_string(),
             labels: &run.labels,
+            llm: run.llm,
         }
     }
 }
@@ -136,12 +140,18 @@ async fn select(reader: &Reader, args: &PsArgs) -> Result<Vec<RunSummary>, Strin
 
 /// The table: one header line, one line per run, columns padded to fit.
 fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> std::io::Result<()> {
-    let header = ["ID", "STATUS", "WORKFLOW", "STARTED", "DURATION", "GOAL"];
-    let rows: Vec<[String; 6]> = runs
+    // The LLM column only when some listed run called a model.
+    let with_llm = runs.iter().any(|run| run.llm.is_some());
+    let mut header = vec!["ID", "STATUS", "WORKFLOW", "STARTED", "DURATION"];
+    if with_llm {
+        header.push("LLM");
+    }
+    header.push("GOAL");
+    let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
             let since = run.started_at.as_deref().unwrap_or(&run.created_at);
-            [
+            let mut row = vec![
                 run.id.clone(),
                 run.status.to_string(),
                 // A sub-workflow's child run names the stage it runs under.
@@ -160,19 +170,32 @@ fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> st
                     }
                     None => "-".to_string(),
                 },
-                run.goal.as_deref().map(truncate).unwrap_or_default(),
-            ]
+            ];
+            if with_llm {
+                row.push(run.llm.map_or_else(
+                    || "-".to_string(),
+                    |spend| {
+                        format!(
+                            "{} tok, {}",
+                            crate::llm::cost::tokens(spend.input_tokens + spend.output_tokens),
+                            crate::llm::cost::dollars(spend.cost)
+                        )
+                    },
+                ));
+            }
+            row.push(run.goal.as_deref().map(truncate).unwrap_or_default());
+            row
         })
         .collect();
-    let mut widths = header.map(str::len);
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 6]| -> String {
+    let line = |cells: &[&str]| -> String {
         let mut text = String::new();
-        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
             if i > 0 {
                 text.push_str("  ");
             }
@@ -182,9 +205,10 @@ fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> st
         }
         text.trim_end().to_string()
     };
-    writeln!(out, "{}", line(header))?;
+    writeln!(out, "{}", line(&header))?;
     for row in &rows {
-        writeln!(out, "{}", line(row.each_ref().map(String::as_str)))?;
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        writeln!(out, "{}", line(&cells))?;
     }
     Ok(())
 }

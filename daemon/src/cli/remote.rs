@@ -53,6 +53,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
     params.seed = request.seed;
     params.labels = request.labels;
     params.artifacts = request.artifacts;
+    params.model = request.model;
     params.env = CallerEnv::current();
     let home = match super::home() {
         Ok(h) => h,

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
+use crate::engine::models::ModelChoice;
+
 use super::progress::Progress;
 use super::report::{self, Style};
 use super::{EXIT_USAGE, ResumeArgs, RunArgs};
@@ -49,6 +51,17 @@ struct RunSection {
     labels: Vec<String>,
     #[serde(default)]
     artifacts: crate::engine::artifacts::ArtifactsConfig,
+    #[serde(default)]
+    model: ModelSection,
+}
+
+/// `[run.model]` (core-concepts/models.mdx).
+#[derive(Debug, Default, Deserialize)]
+struct ModelSection {
+    name: Option<String>,
+    provider: Option<String>,
+    #[serde(default)]
+    fallbacks: Vec<String>,
 }
 
 /// `weft run`.
@@ -158,6 +171,7 @@ fn execute(
     let cancel = Cancel::new();
     let services = Services {
         home,
+        caller_env: None,
         store: Arc::new(Mutex::new(store)),
         interviewer,
         clock: Clock::System,
@@ -234,6 +248,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut labels = Vec::new();
     let mut work_dir = None;
     let mut artifacts = Vec::new();
+    let mut model = ModelChoice::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = std::fs::read_to_string(&file)
             .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
@@ -251,6 +266,11 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         goal = config.run.goal;
         labels = config.run.labels;
         artifacts = config.run.artifacts.include;
+        model = ModelChoice {
+            model: config.run.model.name,
+            provider: config.run.model.provider,
+            fallbacks: config.run.model.fallbacks,
+        };
         work_dir = config
             .run
             .working_dir
@@ -283,6 +303,13 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     if let Some(dir) = &args.work_dir {
         work_dir = Some(absolute(&cwd, dir));
     }
+    // Flags override the file, as for the goal and inputs.
+    if args.model.is_some() {
+        model.model.clone_from(&args.model);
+    }
+    if args.provider.is_some() {
+        model.provider.clone_from(&args.provider);
+    }
     Ok(RunRequest {
         workflow_path: Some(workflow_path),
         source,
@@ -294,6 +321,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         work_dir: work_dir.unwrap_or(cwd),
         labels,
         artifacts,
+        model,
         ..RunRequest::default()
     })
 }

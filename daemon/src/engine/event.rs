@@ -181,6 +181,47 @@ pub enum EventKind {
     },
     #[serde(rename = "watchdog.timeout")]
     WatchdogTimeout { idle_secs: u64 },
+    /// A language-model call answered (one per call; a repair turn is a
+    /// call of its own).
+    #[serde(rename = "llm.completed")]
+    LlmCompleted {
+        provider: String,
+        model: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        #[serde(default)]
+        reasoning_tokens: u64,
+        #[serde(default)]
+        cache_read_tokens: u64,
+        #[serde(default)]
+        cache_write_tokens: u64,
+        /// US dollars; absent when the catalog has no price for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
+        finish: String,
+        duration_ms: u64,
+    },
+    /// A call failed and is tried again after `wait_ms`.
+    #[serde(rename = "llm.retry")]
+    LlmRetry {
+        provider: String,
+        model: String,
+        retry: u32,
+        wait_ms: u64,
+        /// The error's stable code (`llm.rate_limited`, ...) and message,
+        /// which never holds a key.
+        code: String,
+        error: String,
+    },
+    /// A provider failed for good; the call moves to a fallback
+    /// (`[run.model] fallbacks`).
+    #[serde(rename = "llm.failover")]
+    LlmFailover {
+        from: String,
+        to: String,
+        code: String,
+        error: String,
+    },
 }
 
 impl EventKind {
@@ -201,6 +242,9 @@ impl EventKind {
             EventKind::EdgeSelected { .. } => "edge.selected",
             EventKind::CheckpointSaved { .. } => "checkpoint.saved",
             EventKind::CommandOutput { .. } => "command.output",
+            EventKind::LlmCompleted { .. } => "llm.completed",
+            EventKind::LlmRetry { .. } => "llm.retry",
+            EventKind::LlmFailover { .. } => "llm.failover",
             EventKind::InterviewStarted { .. } => "interview.started",
             EventKind::InterviewCompleted { .. } => "interview.completed",
             EventKind::InterviewTimeout { .. } => "interview.timeout",

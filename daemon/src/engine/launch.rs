@@ -19,6 +19,7 @@ use super::context::Context;
 use super::event::EventKind;
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
+use super::models::{ModelChoice, Models};
 use super::recorder::{Observer, Recorder};
 use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
 use crate::lang::diagnostic::{Diagnostic, Severity};
@@ -56,6 +57,8 @@ pub struct RunRequest {
     /// The caller's environment, for commands (the daemon runs runs for
     /// callers with other environments); `None` uses this process's.
     pub env: Option<Vec<(String, String)>>,
+    /// The run-wide model (`--model`, `--provider`, `[run.model]`).
+    pub model: ModelChoice,
 }
 
 /// The parent stage of a child run (a sub-workflow node's stage).
@@ -85,11 +88,18 @@ pub struct RunOptions {
     /// get), kept so a resume runs commands as the start did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<(String, String)>>,
+    /// The run-wide model choice.
+    #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
+    pub model: ModelChoice,
 }
 
 /// What a run uses from its surroundings.
 pub struct Services {
     pub home: Home,
+    /// The whole environment of whoever asked for the run (API keys
+    /// included), kept in memory only; `None` means this process's. A new
+    /// run's request carries its own ([`RunRequest::env`]).
+    pub caller_env: Option<Vec<(String, String)>>,
     pub store: Arc<Mutex<Store>>,
     pub interviewer: Arc<dyn Interviewer>,
     pub clock: Clock,
@@ -199,6 +209,8 @@ pub struct Prepared {
     options: RunOptions,
     state: State,
     start: String,
+    /// The caller's whole environment (not stored: it holds keys).
+    caller_env: Option<Vec<(String, String)>>,
 }
 
 impl Prepared {
@@ -214,6 +226,7 @@ impl Prepared {
             (self.state, None),
             Ok(self.start),
             false,
+            self.caller_env.or_else(|| services.caller_env.clone()),
         )
         .await
     }
@@ -252,6 +265,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
                 .cloned()
                 .collect()
         }),
+        model: request.model.clone(),
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
@@ -336,6 +350,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         options,
         state,
         start,
+        caller_env: request.env,
     })
 }
 
@@ -454,6 +469,7 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
         (state, resume_parallel),
         next,
         true,
+        services.caller_env.clone(),
     )
     .await
 }
@@ -496,6 +512,7 @@ async fn execute(
     (state, resume_parallel): (State, Option<super::checkpoint::ParallelProgress>),
     next: Result<String, Finish>,
     resumed: bool,
+    caller_env: Option<Vec<(String, String)>>,
 ) -> Result<Conclusion, EngineError> {
     let started = Instant::now();
     let run_dir_path = run_dir.path().to_path_buf();
@@ -528,6 +545,11 @@ async fn execute(
         clock: services.clock.clone(),
         cancel: services.cancel.clone(),
         blobs: Blobs::new(&services.home),
+        models: Models::new(
+            options.model.clone(),
+            caller_env,
+            services.home.settings_path(),
+        ),
     };
     recorder.emit(
         EventKind::RunStarted {
@@ -563,6 +585,8 @@ async fn execute(
         pending_checkpoint: None,
         branch: None,
         resume_parallel,
+        entered_by: None,
+        resumed,
     };
     let next = match next {
         Ok(node) => node,

@@ -135,6 +135,32 @@ pub struct Outcome {
     /// Free-form remarks recorded with the stage (which policy promoted it, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the stage spent on language models, over all its attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmUsage>,
+}
+
+/// A stage's language-model spend: the model that answered last and the
+/// tokens and dollars of every call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmUsage {
+    pub provider: String,
+    pub model: String,
+    #[serde(flatten)]
+    pub spend: crate::llm::Spend,
+}
+
+impl LlmUsage {
+    /// `claude-sonnet-4-5, 12.4k in / 3.2k out, $0.05`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let cost = (self.spend.unpriced_calls == 0).then_some(self.spend.cost);
+        format!(
+            "{}, {}",
+            self.model,
+            crate::llm::cost::describe(&self.spend.usage, cost)
+        )
+    }
 }
 
 impl Outcome {
@@ -155,6 +181,7 @@ impl Outcome {
             jump_to_node: None,
             context_updates: Map::new(),
             notes: Vec::new(),
+            llm: None,
         }
     }
 

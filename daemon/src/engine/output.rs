@@ -149,6 +149,77 @@ pub fn apply_routing(directive: &Map<String, Value>, outcome: &mut Outcome) -> R
     Ok(())
 }
 
+/// Why output failed a custom `output_schema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaProblem {
+    /// The schema itself cannot be used (missing, not JSON, not a schema):
+    /// asking the model again cannot help.
+    Schema(String),
+    /// The output does not match: a repair turn may fix it.
+    Invalid(String),
+}
+
+impl SchemaProblem {
+    /// The message, whichever kind.
+    #[must_use]
+    pub fn into_message(self) -> String {
+        match self {
+            SchemaProblem::Schema(m) | SchemaProblem::Invalid(m) => m,
+        }
+    }
+}
+
+/// Checks the last JSON object of `text` against the schema file `schema`
+/// (`@path`, relative to `base_dir`) and returns it. `source` says where
+/// the text came from ("the command printed", "the response has").
+pub fn check_schema(
+    base_dir: &std::path::Path,
+    schema: &str,
+    text: &str,
+    source: &str,
+) -> Result<Value, SchemaProblem> {
+    let written = schema.trim();
+    let path = crate::lang::workflow::resolve_path(base_dir, written.trim_start_matches('@'));
+    let schema_text = std::fs::read_to_string(&path).map_err(|e| {
+        SchemaProblem::Schema(format!("cannot read output schema {}: {e}", path.display()))
+    })?;
+    let schema_json: Value = serde_json::from_str(&schema_text).map_err(|e| {
+        SchemaProblem::Schema(format!("output schema {} is not JSON: {e}", path.display()))
+    })?;
+    let validator = jsonschema::validator_for(&schema_json).map_err(|e| {
+        SchemaProblem::Schema(format!(
+            "output schema {} is not a valid JSON Schema: {e}",
+            path.display()
+        ))
+    })?;
+    let Some(found) = last_object(text) else {
+        return Err(SchemaProblem::Invalid(format!(
+            "output schema validation failed: {source} no JSON object to check against {written}"
+        )));
+    };
+    let value = Value::Object(found);
+    let problems: Vec<String> = validator
+        .iter_errors(&value)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(SchemaProblem::Invalid(format!(
+            "output schema validation failed against {written}: {}",
+            problems.join("; ")
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -224,6 +224,8 @@ impl Runner<'_> {
                     template: template.clone(),
                 }),
                 resume_parallel: None,
+                entered_by: None,
+                resumed: false,
             };
             let permits = &permits;
             running.push(async move {

@@ -117,9 +117,39 @@ pub struct Runner<'a> {
     /// Branch progress from the checkpoint of a resumed run, for the
     /// parallel node it names.
     pub resume_parallel: Option<super::checkpoint::ParallelProgress>,
+    /// The edge that led to the next node (its `fidelity` applies there);
+    /// `None` at the start, after a jump or a resume.
+    pub entered_by: Option<usize>,
+    /// Set until the first stage after a resume has started: it cannot
+    /// continue a conversation that is no longer in memory, so `full`
+    /// fidelity degrades to `summary:high` there (execution/context.mdx).
+    pub resumed: bool,
 }
 
 impl<'a> Runner<'a> {
+    /// Records the fidelity the stage of `node` runs at as
+    /// `internal.fidelity`: the entering edge's, else the node's, else the
+    /// graph's `default_fidelity`, else `compact`.
+    fn set_fidelity(&mut self, node: &Node) {
+        let graph = self.graph;
+        let edge = self
+            .entered_by
+            .take()
+            .and_then(|i| graph.edges.get(i))
+            .and_then(|e| e.attrs.non_empty("fidelity"));
+        let mut fidelity = super::preamble::Fidelity::resolve(
+            edge.as_deref(),
+            node.attrs.non_empty("fidelity").as_deref(),
+            graph.attrs.non_empty("default_fidelity").as_deref(),
+        );
+        if std::mem::take(&mut self.resumed) {
+            fidelity = fidelity.after_resume();
+        }
+        self.state
+            .context
+            .set("internal.fidelity", fidelity.as_str());
+    }
+
     /// Runs from `next` until the run ends.
     pub async fn drive(&mut self, mut next: String) -> Result<Finish, StoreError> {
         loop {
@@ -243,6 +273,7 @@ impl<'a> Runner<'a> {
         let started = Instant::now();
         self.state.context.set("current_node", id);
         self.state.context.set("internal.node_visit_count", visit);
+        self.set_fidelity(node);
         let branch = self.branch.as_ref().map(|b| b.id.clone());
         self.recorder.store().stage_started_in(
             self.recorder.run_id(),
@@ -378,6 +409,7 @@ impl<'a> Runner<'a> {
                     }
                     if finish.is_none() {
                         next = Some(sel.target.clone());
+                        self.entered_by = sel.edge;
                     }
                 }
                 Route::Stop => {
@@ -481,6 +513,8 @@ impl<'a> Runner<'a> {
     ) -> Result<(Outcome, u32), StoreError> {
         let policy = RetryPolicy::for_node(node, self.graph);
         let mut attempt = 1u32;
+        // Model spend of the attempts so far: the stage's is their sum.
+        let mut spent: Option<crate::engine::outcome::LlmUsage> = None;
         loop {
             self.recorder.emit(
                 EventKind::StageStarted {
@@ -501,6 +535,18 @@ impl<'a> Runner<'a> {
                 recorder: self.recorder,
             };
             let mut outcome = handlers::execute(&cx).await;
+            if let Some(before) = spent.take() {
+                let mut total = outcome
+                    .llm
+                    .take()
+                    .unwrap_or(crate::engine::outcome::LlmUsage {
+                        spend: crate::llm::Spend::default(),
+                        ..before.clone()
+                    });
+                total.spend.merge(&before.spend);
+                outcome.llm = Some(total);
+            }
+            spent.clone_from(&outcome.llm);
             if self.env.cancel.reason().is_some() || !outcome.wants_retry() {
                 return Ok((outcome, attempt));
             }

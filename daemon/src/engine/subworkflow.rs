@@ -77,6 +77,7 @@ impl Runner<'_> {
         let existing = self.child_of(&link)?;
         let services = Services {
             home: self.env.home.clone(),
+            caller_env: Some(self.env.models.env()),
             store: self.recorder.store_handle(),
             interviewer: self.env.interviewer.clone(),
             clock: self.env.clock.clone(),
@@ -136,7 +137,11 @@ impl Runner<'_> {
                     context: Some(parent_context.clone()),
                     base_dir: Some(base_dir),
                     artifacts: self.env.artifacts.patterns().to_vec(),
-                    env: self.env.env.clone(),
+                    // The whole environment, keys included: the child's
+                    // prompt nodes call models as the parent's do (what is
+                    // stored is filtered as always).
+                    env: Some(self.env.models.env()),
+                    model: self.env.models.choice().clone(),
                 };
                 let child = super::launch::start(request, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)

@@ -21,8 +21,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::engine::event::Event;
+use crate::engine::models::ModelChoice;
 use crate::engine::{EngineError, ParentLink, RunRequest};
-use crate::store::{QuestionRecord, RunFilter, RunRecord, RunStatus, StageRecord, StoreError};
+use crate::store::{
+    QuestionRecord, RunFilter, RunRecord, RunSpend, RunStatus, StageRecord, StoreError,
+};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
 /// change would break an existing client (a removed method or field).
@@ -266,7 +269,8 @@ impl Notification {
 #[serde(untagged)]
 pub enum ServerMessage {
     Response(Response),
-    Notification(Notification),
+    /// Boxed: events make notifications much larger than replies.
+    Notification(Box<Notification>),
 }
 
 impl From<Response> for ServerMessage {
@@ -277,7 +281,7 @@ impl From<Response> for ServerMessage {
 
 impl From<Notification> for ServerMessage {
     fn from(n: Notification) -> ServerMessage {
-        ServerMessage::Notification(n)
+        ServerMessage::Notification(Box::new(n))
     }
 }
 
@@ -286,7 +290,7 @@ impl ServerMessage {
     /// a notification, anything else must be a response.
     pub fn from_value(value: Value) -> Result<ServerMessage, serde_json::Error> {
         if value.get("method").is_some() {
-            serde_json::from_value(value).map(ServerMessage::Notification)
+            serde_json::from_value(value).map(|n| ServerMessage::Notification(Box::new(n)))
         } else {
             serde_json::from_value(value).map(ServerMessage::Response)
         }
@@ -675,6 +679,10 @@ pub struct RunStart {
     /// Artifact globs (`[run.artifacts] include`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<String>,
+    /// The run-wide model: `{"model": "sonnet", "provider": "anthropic",
+    /// "fallbacks": ["openai"]}`, every field optional.
+    #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
+    pub model: ModelChoice,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     pub env: CallerEnv,
@@ -696,6 +704,7 @@ impl RunStart {
             seed: None,
             labels: Vec::new(),
             artifacts: Vec::new(),
+            model: ModelChoice::default(),
             env: CallerEnv::default(),
         }
     }
@@ -737,6 +746,7 @@ impl RunStart {
             labels: self.labels.clone(),
             base_dir: self.base_dir.clone(),
             artifacts: self.artifacts.clone(),
+            model: self.model.clone(),
             ..RunRequest::default()
         })
     }
@@ -838,6 +848,9 @@ pub struct RunSummary {
     /// For a sub-workflow's child run, the stage it runs under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
+    /// Language-model tokens and cost over its stages, when any called one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<RunSpend>,
 }
 
 impl RunSummary {
@@ -856,6 +869,7 @@ impl From<RunRecord> for RunSummary {
             .and_then(|link| serde_json::from_value(link.clone()).ok());
         RunSummary {
             parent,
+            llm: r.llm,
             id: r.id,
             workflow_name: r.workflow_name,
             workflow_path: r.workflow_path,

@@ -154,7 +154,8 @@ async fn dispatch(daemon: &Rc<Daemon>, call: Call) -> Result<Value, RpcError> {
                 run_dir: record.run_dir.clone(),
                 status: record.status,
             };
-            daemon.enqueue_resume(record);
+            let caller_env = (!params.env.is_empty()).then(|| params.env.0.clone());
+            daemon.enqueue_resume(record, caller_env);
             value(serde_json::to_value(started))
         }
         Call::RunList(params) => {
@@ -381,6 +382,7 @@ async fn forward(
 fn daemon_services(daemon: &Rc<Daemon>) -> crate::engine::launch::Services {
     crate::engine::launch::Services {
         home: daemon.home.clone(),
+        caller_env: None,
         store: daemon.store.clone(),
         interviewer: std::sync::Arc::new(crate::engine::interviewer::AutoApprove),
         clock: crate::engine::clock::Clock::System,

@@ -78,7 +78,8 @@ impl DaemonError {
 /// Work waiting for a slot.
 enum Job {
     Start(Box<Prepared>, bool),
-    Resume(Box<RunRecord>),
+    /// With the environment of the client that asked (`None`: the daemon's).
+    Resume(Box<RunRecord>, Option<Vec<(String, String)>>),
 }
 
 /// The daemon's state, shared by connections and run tasks (one thread).
@@ -172,11 +173,15 @@ impl Daemon {
     }
 
     /// Queues the resume of an interrupted or cancelled run.
-    pub fn enqueue_resume(self: &Rc<Self>, record: RunRecord) {
+    pub fn enqueue_resume(
+        self: &Rc<Self>,
+        record: RunRecord,
+        caller_env: Option<Vec<(String, String)>>,
+    ) {
         let id = record.id.clone();
         self.queue
             .borrow_mut()
-            .push_back((id, Job::Resume(Box::new(record))));
+            .push_back((id, Job::Resume(Box::new(record), caller_env)));
         self.schedule();
     }
 
@@ -224,7 +229,7 @@ impl Daemon {
     async fn execute(&self, run_id: &str, job: Job, cancel: Cancel) {
         let auto = match &job {
             Job::Start(_, auto) => *auto,
-            Job::Resume(record) => record
+            Job::Resume(record, _) => record
                 .options
                 .get("auto_approve")
                 .and_then(serde_json::Value::as_bool)
@@ -239,8 +244,13 @@ impl Daemon {
         };
         let hub = self.hub.clone();
         let notes = self.notes.borrow().clone();
+        let caller_env = match &job {
+            Job::Start(..) => None,
+            Job::Resume(_, env) => env.clone(),
+        };
         let services = Services {
             home: self.home.clone(),
+            caller_env,
             store: self.store.clone(),
             interviewer,
             clock: Clock::System,
@@ -261,7 +271,7 @@ impl Daemon {
         };
         let result = match job {
             Job::Start(prepared, _) => prepared.run(&services).await,
-            Job::Resume(record) => crate::engine::resume(&record, &services).await,
+            Job::Resume(record, _) => crate::engine::resume(&record, &services).await,
         };
         if let Err(e) = result {
             eprintln!("weftd: run {run_id} could not run: {e}");
@@ -312,7 +322,7 @@ impl Daemon {
             }
             if self.settings.resume_interrupted {
                 let record = self.store().find_run(&run.id)?;
-                self.enqueue_resume(record);
+                self.enqueue_resume(record, None);
                 resumed += 1;
             }
         }

@@ -144,6 +144,19 @@ pub struct RunRecord {
     /// boot), to tell it from a later process that got the same pid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_start: Option<u64>,
+    /// What its stages spent on language models; `None` when none called one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<RunSpend>,
+}
+
+/// A run's language-model spend, summed over its committed stages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSpend {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// US dollars, over the calls the catalog prices.
+    pub cost: f64,
 }
 
 /// One stage (node visit) as recorded.
@@ -298,7 +311,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 /// The `runs` columns in the order [`RunRow::read`] expects.
 const RUN_COLUMNS: &str = "id, workflow_name, workflow_path, goal, status, run_dir, work_dir, \
      inputs, options, labels, created_at, started_at, finished_at, failure_reason, pid, \
-     last_seq, checkpoint, node_count, edge_count, pid_start";
+     last_seq, checkpoint, node_count, edge_count, pid_start, \
+     (SELECT json_object('calls', SUM(json_extract(s.outcome, '$.llm.calls')), \
+                         'input', SUM(json_extract(s.outcome, '$.llm.usage.input')), \
+                         'output', SUM(json_extract(s.outcome, '$.llm.usage.output')), \
+                         'cost', SUM(json_extract(s.outcome, '$.llm.cost'))) \
+        FROM stages s WHERE s.run_id = runs.id AND json_extract(s.outcome, '$.llm') IS NOT NULL)";
 
 /// The `stages` columns in the order [`StageRow::read`] expects.
 const STAGE_COLUMNS: &str = "run_id, node_id, visit, rank, handler, status, attempts, \
@@ -1042,6 +1060,7 @@ struct RunRow {
     node_count: u32,
     edge_count: u32,
     pid_start: Option<u64>,
+    llm: Option<String>,
 }
 
 impl RunRow {
@@ -1067,6 +1086,7 @@ impl RunRow {
             node_count: row.get(17)?,
             edge_count: row.get(18)?,
             pid_start: row.get::<_, Option<U64>>(19)?.map(|v| v.0),
+            llm: row.get(20)?,
         })
     }
 
@@ -1093,8 +1113,22 @@ impl RunRow {
             node_count: self.node_count,
             edge_count: self.edge_count,
             pid_start: self.pid_start,
+            llm: self.llm.as_deref().and_then(spend_of),
         })
     }
+}
+
+/// The spend the runs query sums up (`{"calls":…,"input":…,…}`, with
+/// nulls when no stage called a model).
+fn spend_of(json: &str) -> Option<RunSpend> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let int = |k: &str| v[k].as_f64().map(|n| n.max(0.0) as u64);
+    Some(RunSpend {
+        calls: int("calls")?,
+        input_tokens: int("input").unwrap_or(0),
+        output_tokens: int("output").unwrap_or(0),
+        cost: v["cost"].as_f64().unwrap_or(0.0),
+    })
 }
 
 /// A `stages` row as stored.

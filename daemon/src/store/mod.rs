@@ -15,7 +15,7 @@ pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
 pub use db::process_start;
 pub use db::{
-    NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunStatus, StageCommit,
+    NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunSpend, RunStatus, StageCommit,
     StageRecord, Store,
 };
 pub use home::Home;

@@ -185,7 +185,14 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                 },
             }
         }
-        Some(schema) => match validate_custom(cx, &schema, &result.merged) {
+        Some(schema) => match output::check_schema(
+            &cx.run.base_dir,
+            &schema,
+            &result.merged,
+            "the command printed",
+        )
+        .map_err(output::SchemaProblem::into_message)
+        {
             Ok(value) => {
                 outcome
                     .context_updates
@@ -194,49 +201,6 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             }
             Err(why) => failed(FailureClass::Deterministic, why),
         },
-    }
-}
-
-/// Checks the last JSON object of the output against the schema file.
-fn validate_custom(cx: &StageCx<'_>, schema: &str, text: &str) -> Result<Value, String> {
-    let written = schema.trim();
-    let path =
-        crate::lang::workflow::resolve_path(&cx.run.base_dir, written.trim_start_matches('@'));
-    let schema_text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read output schema {}: {e}", path.display()))?;
-    let schema_json: Value = serde_json::from_str(&schema_text)
-        .map_err(|e| format!("output schema {} is not JSON: {e}", path.display()))?;
-    let validator = jsonschema::validator_for(&schema_json).map_err(|e| {
-        format!(
-            "output schema {} is not a valid JSON Schema: {e}",
-            path.display()
-        )
-    })?;
-    let Some(found) = output::last_object(text) else {
-        return Err(format!(
-            "output schema validation failed: the command printed no JSON object to check against {written}"
-        ));
-    };
-    let value = Value::Object(found);
-    let problems: Vec<String> = validator
-        .iter_errors(&value)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(value)
-    } else {
-        Err(format!(
-            "output schema validation failed against {written}: {}",
-            problems.join("; ")
-        ))
     }
 }
 

@@ -1,6 +1,8 @@
-//! Agent (`box`) and prompt (`tab`) nodes. Until Weft has LLM providers
-//! they fail with a clear error, except under `--dry-run`, where they are
-//! simulated: succeeded, with a placeholder response.
+//! Agent (`box`) nodes, and every LLM node under `--dry-run`, where they
+//! are simulated: succeeded, with a placeholder response. Agents need tools
+//! (an agentic loop), which this version of Weft does not have yet, so a
+//! real agent stage fails with a clear error; prompt nodes (`tab`) make
+//! real calls (see `prompt.rs`).
 
 use serde_json::json;
 
@@ -16,8 +18,9 @@ pub fn run(cx: &StageCx<'_>) -> Outcome {
         return Outcome::failed(
             FailureClass::Deterministic,
             format!(
-                "no LLM provider configured: {kind} node `{}` needs a language model, and this \
-                 version of Weft has no providers yet; run with --dry-run to simulate LLM nodes",
+                "{kind} node `{}` needs an agent with tools, which this version of Weft does \
+                 not have yet; use a prompt node (shape=tab) for a single model call, or run \
+                 with --dry-run to simulate it",
                 cx.node.id
             ),
         );

@@ -8,6 +8,7 @@ mod exit;
 mod fan_in;
 mod human;
 mod llm;
+mod prompt;
 mod start;
 mod wait;
 
@@ -47,6 +48,8 @@ pub struct RunEnv {
     pub clock: Clock,
     pub cancel: Cancel,
     pub blobs: Blobs,
+    /// The run's language models (prompt and agent nodes).
+    pub models: super::models::Models,
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -103,7 +106,8 @@ pub async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Wait => wait::run(cx).await,
         Handler::Command => command::run(cx).await,
         Handler::Human => human::run(cx).await,
-        Handler::Agent | Handler::Prompt => llm::run(cx),
+        Handler::Prompt => prompt::run(cx).await,
+        Handler::Agent => llm::run(cx),
         Handler::FanIn => fan_in::run(cx),
         other => Outcome::failed(
             FailureClass::Deterministic,

@@ -44,6 +44,7 @@ fn run_record() -> RunRecord {
         checkpoint: Some("{\"next_node_id\":\"test\"}".into()),
         node_count: 5,
         edge_count: 4,
+        llm: None,
     }
 }
 
@@ -350,7 +351,7 @@ fn a_notification_reads_back_as_a_notification() {
     let sent = Notification::event("s1", event(1));
     let value = serde_json::to_value(&sent).expect("serialises");
     let back = ServerMessage::from_value(value).expect("reads back");
-    assert_eq!(back, ServerMessage::Notification(sent));
+    assert_eq!(back, ServerMessage::Notification(Box::new(sent)));
 }
 
 #[test]

@@ -1,0 +1,147 @@
+//! A run's language models: the run-level model choice (`--model`,
+//! `--provider`, `[run.model]`) and the [`LlmClient`] its prompt nodes call,
+//! built on first use from the environment the run was started with and
+//! `$WEFT_HOME/settings.toml`.
+//!
+//! The environment here is the caller's whole environment, API keys
+//! included. It lives in memory only: what is stored with the run
+//! ([`super::RunOptions::env`]) has secrets filtered out, so a run resumed
+//! later takes its keys from whoever resumes it (or, for a run the daemon
+//! resumes on its own, from the daemon's environment and settings.toml).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::{LlmClient, LlmSettings, Message};
+
+/// The run-wide model, below node attributes and stylesheets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    /// A model id or alias (`--model`, `[run.model] name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// A provider name (`--provider`, `[run.model] provider`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Tried in order when the model's provider is unavailable
+    /// (`[run.model] fallbacks`): provider names, aliases or
+    /// `provider/model`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
+}
+
+impl ModelChoice {
+    /// True when nothing is chosen (defaults apply).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.model.is_none() && self.provider.is_none() && self.fallbacks.is_empty()
+    }
+}
+
+/// The models of one run. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Models {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    choice: ModelChoice,
+    env: Vec<(String, String)>,
+    settings: PathBuf,
+    client: OnceLock<Result<LlmClient, String>>,
+    /// Conversations of `thread_id`s at full fidelity, in memory only (a
+    /// resumed run starts them over, at `summary:high`).
+    threads: Mutex<HashMap<String, Vec<Message>>>,
+}
+
+impl std::fmt::Debug for Models {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the environment: it holds keys.
+        f.debug_struct("Models")
+            .field("choice", &self.inner.choice)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Models {
+    /// The models for a run with `choice`, taking keys and base URLs from
+    /// `env` (`None`: this process's environment) and providers from the
+    /// settings file at `settings`.
+    #[must_use]
+    pub fn new(
+        choice: ModelChoice,
+        env: Option<Vec<(String, String)>>,
+        settings: PathBuf,
+    ) -> Models {
+        let env = env.unwrap_or_else(|| {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        });
+        Models {
+            inner: Arc::new(Inner {
+                choice,
+                env,
+                settings,
+                client: OnceLock::new(),
+                threads: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The run-level choice.
+    #[must_use]
+    pub fn choice(&self) -> &ModelChoice {
+        &self.inner.choice
+    }
+
+    /// The environment keys come from (for a child run's models).
+    #[must_use]
+    pub fn env(&self) -> Vec<(String, String)> {
+        self.inner.env.clone()
+    }
+
+    /// The conversation so far of thread `id` (empty when new).
+    #[must_use]
+    pub fn thread(&self, id: &str) -> Vec<Message> {
+        self.threads().get(id).cloned().unwrap_or_default()
+    }
+
+    /// Adds a finished exchange to thread `id`.
+    pub fn extend_thread(&self, id: &str, messages: impl IntoIterator<Item = Message>) {
+        self.threads()
+            .entry(id.to_string())
+            .or_default()
+            .extend(messages);
+    }
+
+    fn threads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Message>>> {
+        self.inner
+            .threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The client, built on first use. The error (an invalid settings
+    /// file, say) is worded for a stage's failure reason.
+    pub fn client(&self) -> Result<&LlmClient, String> {
+        self.inner
+            .client
+            .get_or_init(|| {
+                let settings = if self.inner.settings.is_file() {
+                    LlmSettings::load(&self.inner.settings).map_err(|e| e.to_string())?
+                } else {
+                    LlmSettings::default()
+                };
+                let env: BTreeMap<String, String> = self.inner.env.iter().cloned().collect();
+                LlmClient::new(&env, &settings)
+                    .map(|client| client.with_fallbacks(self.inner.choice.fallbacks.clone()))
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}

@@ -1,0 +1,537 @@
+//! Prompt nodes (`shape=tab`) in real runs against the fake provider server
+//! over loopback HTTP: what is sent (model, reasoning effort, preamble),
+//! what the response does (context keys, files, routing directives,
+//! output schemas with repair turns), what is recorded (usage, cost,
+//! retries, failover) and what never is (the API key).
+//!
+//! Hermetic: keys and base URLs are given to each run as its caller
+//! environment; each test scripts its own random key.
+
+#![allow(clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+use weft::engine::cancel::Cancel;
+use weft::engine::clock::Clock;
+use weft::engine::event::{Event, EventKind};
+use weft::engine::interviewer::{Interviewer, Scripted};
+use weft::engine::models::ModelChoice;
+use weft::engine::{Conclusion, RunRequest, Services};
+use weft::store::{Home, RunStatus, Store};
+use weft_fakellm::{FakeLlm, Recorded, Reply, Usage as FakeUsage};
+
+fn server() -> &'static FakeLlm {
+    static SERVER: OnceLock<FakeLlm> = OnceLock::new();
+    SERVER.get_or_init(FakeLlm::start)
+}
+
+fn fresh_key(tag: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "sk-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+struct Run {
+    conclusion: Conclusion,
+    events: Vec<Event>,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Run {
+    fn sequence(&self) -> Vec<String> {
+        self.conclusion
+            .stages
+            .iter()
+            .map(|s| s.node_id.clone())
+            .collect()
+    }
+
+    fn named(&self, name: &str) -> Vec<&Event> {
+        self.events
+            .iter()
+            .filter(|e| e.kind.name() == name)
+            .collect()
+    }
+
+    /// The committed outcome of `node`'s (last) stage.
+    fn outcome(&self, node: &str) -> weft::engine::outcome::Outcome {
+        self.events
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                EventKind::StageCompleted { outcome, .. }
+                | EventKind::StageFailed { outcome, .. }
+                    if e.node_id.as_deref() == Some(node) =>
+                {
+                    Some(outcome.clone())
+                }
+                _ => None,
+            })
+            .expect("the node ran")
+    }
+
+    fn stage_file(&self, node: &str, file: &str) -> String {
+        std::fs::read_to_string(self.conclusion.run_dir.join("nodes").join(node).join(file))
+            .unwrap_or_default()
+    }
+}
+
+/// Who the run's caller is: keys and base URLs of the fake server.
+fn caller(key: &str) -> Vec<(String, String)> {
+    let url = server().url();
+    vec![
+        ("ANTHROPIC_API_KEY".into(), key.into()),
+        ("ANTHROPIC_BASE_URL".into(), url.clone()),
+        ("OPENAI_API_KEY".into(), key.into()),
+        ("OPENAI_BASE_URL".into(), format!("{url}/v1")),
+        ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+    ]
+}
+
+async fn run(source: &str, key: &str, settings: &str, model: ModelChoice) -> Run {
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    std::fs::write(home.path().join("settings.toml"), settings).expect("settings");
+    let path = work.path().join("flow.fabro");
+    std::fs::write(&path, source).expect("workflow");
+    let weft_home = Home::at(home.path());
+    let store = Store::open(&weft_home).expect("store");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let interviewer: Arc<dyn Interviewer> = Arc::new(Scripted::new(Vec::<&str>::new()));
+    let services = Services {
+        caller_env: None,
+        home: weft_home,
+        store: Arc::new(Mutex::new(store)),
+        interviewer,
+        clock: Clock::fake(),
+        cancel: Cancel::new(),
+        observer: Some(Arc::new(move |e: &Event| {
+            sink.lock().expect("events").push(e.clone());
+        })),
+    };
+    let request = RunRequest {
+        workflow_path: Some(path),
+        source: source.to_string(),
+        seed: Some(1),
+        work_dir: work.path().to_path_buf(),
+        env: Some(caller(key)),
+        model,
+        ..RunRequest::default()
+    };
+    let conclusion = weft::engine::start(request, &services)
+        .await
+        .expect("the run starts");
+    let events = events.lock().expect("events").clone();
+    Run {
+        conclusion,
+        events,
+        home,
+        work,
+    }
+}
+
+fn bodies(key: &str) -> Vec<Value> {
+    server()
+        .requests(key)
+        .into_iter()
+        .map(|r: Recorded| r.body)
+        .collect()
+}
+
+/// Every file under `dir`, as bytes.
+fn every_file(dir: &Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            every_file(&path, out);
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, bytes));
+        }
+    }
+}
+
+const REVIEW: &str = r##"digraph Review {
+    graph [goal="Ship the health endpoint",
+           model_stylesheet="#review { model: claude-haiku-4-5; reasoning_effort: high; }"]
+    start [shape=Mdiamond]; exit [shape=Msquare]
+    build  [shape=parallelogram, script="echo 41 passed, 1 failed"]
+    review [shape=tab, prompt="Review the build. Say fix or ship."]
+    fix    [shape=parallelogram, script="echo fixing"]
+    start -> build -> review
+    review -> fix  [label="Fix"]
+    review -> exit [label="Ship"]
+    fix -> exit
+}"##;
+
+#[tokio::test]
+async fn a_prompt_node_sends_the_styled_model_and_preamble_and_records_the_response_and_usage() {
+    let key = fresh_key("basic");
+    server().script(
+        &key,
+        [Reply::Turn {
+            text: Some("Looks good.\n{\"preferred_next_label\": \"Ship\"}".into()),
+            tool_calls: Vec::new(),
+            usage: Some(FakeUsage {
+                input: 1200,
+                output: 300,
+                reasoning: 0,
+                cache_read: 1000,
+                cache_write: 0,
+            }),
+            finish: None,
+        }],
+    );
+    let r = run(REVIEW, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded);
+    assert_eq!(
+        r.sequence(),
+        ["start", "build", "review", "exit"],
+        "the routing directive chose the Ship edge"
+    );
+
+    let sent = bodies(&key);
+    assert_eq!(sent.len(), 1, "one call");
+    assert_eq!(
+        sent[0]["model"], "claude-haiku-4-5",
+        "the stylesheet's model"
+    );
+    assert!(
+        sent[0]["thinking"]["budget_tokens"].as_u64().is_some(),
+        "reasoning_effort=high reached the request: {}",
+        sent[0]
+    );
+    let prompt = sent[0]["messages"][0]["content"].to_string();
+    assert!(
+        prompt.contains("Goal: Ship the health endpoint"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("41 passed, 1 failed"),
+        "the compact preamble shows the command's output: {prompt}"
+    );
+    assert!(prompt.contains("Review the build. Say fix or ship."));
+
+    assert!(
+        r.stage_file("review", "prompt.md")
+            .contains("## Completed stages")
+    );
+    assert!(
+        r.stage_file("review", "response.md")
+            .starts_with("Looks good.")
+    );
+    let outcome = r.outcome("review");
+    assert_eq!(outcome.context_updates["last_stage"], "review");
+    assert_eq!(
+        outcome.context_updates["response.review"],
+        "Looks good.\n{\"preferred_next_label\": \"Ship\"}"
+    );
+    let llm = outcome.llm.expect("usage recorded with the stage");
+    assert_eq!(llm.model, "claude-haiku-4-5");
+    assert_eq!(llm.spend.calls, 1);
+    assert_eq!(llm.spend.usage.input, 1200);
+    assert_eq!(llm.spend.usage.output, 300);
+    assert_eq!(llm.spend.usage.cache_read, 1000);
+    assert!(llm.spend.cost > 0.0, "the catalog prices claude-haiku-4-5");
+    let status: Value =
+        serde_json::from_str(&r.stage_file("review", "status.json")).expect("status.json");
+    assert_eq!(status["status"], "succeeded");
+    assert_eq!(r.named("llm.completed").len(), 1);
+}
+
+#[tokio::test]
+async fn routing_schema_output_is_repaired_in_the_same_conversation() {
+    let key = fresh_key("repair");
+    server().script(
+        &key,
+        [
+            Reply::Text("I think we should fix it.".into()),
+            Reply::Text("{\"preferred_next_label\": \"Fix\"}".into()),
+        ],
+    );
+    let source = REVIEW.replace(
+        "prompt=\"Review the build. Say fix or ship.\"",
+        "prompt=\"Review.\", output_schema=\"routing\"",
+    );
+    let r = run(&source, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.sequence(), ["start", "build", "review", "fix", "exit"]);
+    let sent = bodies(&key);
+    assert_eq!(sent.len(), 2, "one repair turn");
+    let messages = sent[1]["messages"].as_array().expect("messages");
+    assert_eq!(
+        messages.len(),
+        3,
+        "prompt, the invalid reply, the correction"
+    );
+    assert_eq!(messages[1]["role"], "assistant");
+    assert!(
+        messages[2]["content"]
+            .to_string()
+            .contains("did not pass validation"),
+        "{}",
+        messages[2]
+    );
+    assert_eq!(
+        r.outcome("review").llm.expect("usage").spend.calls,
+        2,
+        "the repair turn counts towards the stage's spend"
+    );
+}
+
+#[tokio::test]
+async fn schema_output_still_invalid_after_the_repairs_fails_the_node() {
+    let key = fresh_key("norepair");
+    server().script(
+        &key,
+        [
+            Reply::Text("no json here".into()),
+            Reply::Text("still none".into()),
+        ],
+    );
+    let source = REVIEW.replace(
+        "prompt=\"Review the build. Say fix or ship.\"",
+        "prompt=\"Review.\", output_schema=\"routing\", output_retries=1",
+    );
+    let r = run(&source, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.named("stage.failed").len(), 1, "the review stage failed");
+    let reason = r
+        .outcome("review")
+        .failure_reason()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        reason.starts_with("output schema validation failed after 1 repair attempt(s)"),
+        "{reason}"
+    );
+    assert_eq!(bodies(&key).len(), 2);
+}
+
+#[tokio::test]
+async fn a_custom_schema_puts_the_parsed_output_in_context() {
+    let key = fresh_key("custom");
+    server().script(
+        &key,
+        [Reply::Text(
+            "Audit done: {\"risk\": \"low\", \"findings\": 2}".into(),
+        )],
+    );
+    let source = r#"digraph A { start [shape=Mdiamond]; exit [shape=Msquare]
+        audit [shape=tab, prompt="Audit.", output_schema="@audit.schema.json"]
+        start -> audit -> exit }"#;
+    // The schema sits beside the workflow.
+    let r = run_with_file(
+        source,
+        &key,
+        "audit.schema.json",
+        r#"{"type":"object","required":["risk","findings"],
+            "properties":{"risk":{"enum":["low","high"]},"findings":{"type":"integer"}}}"#,
+    )
+    .await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded);
+    let outcome = r.outcome("audit");
+    assert_eq!(outcome.context_updates["output.audit"]["risk"], "low");
+    assert_eq!(outcome.context_updates["output.audit"]["findings"], 2);
+}
+
+async fn run_with_file(source: &str, key: &str, name: &str, contents: &str) -> Run {
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    std::fs::write(work.path().join(name), contents).expect("file");
+    let path = work.path().join("flow.fabro");
+    std::fs::write(&path, source).expect("workflow");
+    let weft_home = Home::at(home.path());
+    let store = Store::open(&weft_home).expect("store");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let services = Services {
+        caller_env: None,
+        home: weft_home,
+        store: Arc::new(Mutex::new(store)),
+        interviewer: Arc::new(Scripted::new(Vec::<&str>::new())),
+        clock: Clock::fake(),
+        cancel: Cancel::new(),
+        observer: Some(Arc::new(move |e: &Event| {
+            sink.lock().expect("events").push(e.clone());
+        })),
+    };
+    let request = RunRequest {
+        workflow_path: Some(path),
+        source: source.to_string(),
+        seed: Some(1),
+        work_dir: work.path().to_path_buf(),
+        env: Some(caller(key)),
+        ..RunRequest::default()
+    };
+    let conclusion = weft::engine::start(request, &services)
+        .await
+        .expect("the run starts");
+    let events = events.lock().expect("events").clone();
+    Run {
+        conclusion,
+        events,
+        home,
+        work,
+    }
+}
+
+#[tokio::test]
+async fn an_auth_error_fails_the_stage_once_and_the_key_is_never_recorded() {
+    let key = fresh_key("auth");
+    server().script(
+        &key,
+        [Reply::Error {
+            status: 401,
+            retry_after: None,
+            message: "invalid x-api-key".into(),
+        }],
+    );
+    let r = run(REVIEW, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.named("stage.failed").len(), 1, "the review stage failed");
+    assert_eq!(bodies(&key).len(), 1, "a 401 is not retried");
+    let reason = r
+        .outcome("review")
+        .failure_reason()
+        .unwrap_or_default()
+        .to_string();
+    assert!(reason.starts_with("model call failed"), "{reason}");
+
+    let mut files = Vec::new();
+    every_file(r.home.path(), &mut files);
+    every_file(r.work.path(), &mut files);
+    assert!(
+        files.len() > 5,
+        "the run wrote its database and run directory"
+    );
+    for (path, bytes) in files {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&key), "{} holds the API key", path.display());
+    }
+}
+
+#[tokio::test]
+async fn a_provider_that_keeps_failing_fails_over_to_the_fallback_and_says_so() {
+    let key = fresh_key("failover");
+    server().script(
+        &key,
+        [
+            Reply::Error {
+                status: 500,
+                retry_after: None,
+                message: "overloaded".into(),
+            },
+            Reply::Text("{\"preferred_next_label\": \"Ship\"}".into()),
+        ],
+    );
+    let r = run(
+        REVIEW,
+        &key,
+        "[llm]\nmax_retries = 0\n",
+        ModelChoice {
+            fallbacks: vec!["openai".into()],
+            ..ModelChoice::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.conclusion.status,
+        RunStatus::Succeeded,
+        "{:?}",
+        r.conclusion
+    );
+    let sent = server().requests(&key);
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].path.ends_with("/v1/messages"));
+    assert!(sent[1].path.ends_with("/v1/responses"), "{}", sent[1].path);
+    let failover = r.named("llm.failover");
+    assert_eq!(failover.len(), 1, "the failover is an event");
+    let EventKind::LlmFailover { from, to, code, .. } = &failover[0].kind else {
+        panic!("llm.failover");
+    };
+    assert!(from.starts_with("anthropic/") && to.starts_with("openai/"));
+    assert_eq!(code, "llm.server");
+    assert_eq!(
+        r.outcome("review").llm.expect("usage").provider,
+        "openai",
+        "the stage names who answered"
+    );
+}
+
+#[tokio::test]
+async fn the_run_model_applies_to_nodes_without_one_and_truncate_fidelity_sends_only_the_goal() {
+    let key = fresh_key("runmodel");
+    server().script(&key, [Reply::Text("ok".into())]);
+    let source = r#"digraph T { graph [goal="Tidy up"]
+        start [shape=Mdiamond]; exit [shape=Msquare]
+        build [shape=parallelogram, script="echo secret-build-log"]
+        ask [shape=tab, prompt="Summarise.", fidelity="truncate"]
+        start -> build -> ask -> exit }"#;
+    let r = run(
+        source,
+        &key,
+        "",
+        ModelChoice {
+            model: Some("gpt-5.2".into()),
+            ..ModelChoice::default()
+        },
+    )
+    .await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded);
+    let sent = server().requests(&key);
+    assert!(
+        sent[0].path.ends_with("/v1/responses"),
+        "gpt-5.2 is OpenAI's"
+    );
+    assert_eq!(sent[0].body["model"], "gpt-5.2");
+    let input = sent[0].body["input"].to_string();
+    assert!(input.contains("Tidy up") && input.contains("Summarise."));
+    assert!(
+        !input.contains("secret-build-log"),
+        "truncate fidelity leaves earlier stages out: {input}"
+    );
+}
+
+#[tokio::test]
+async fn nodes_sharing_a_thread_at_full_fidelity_continue_one_conversation() {
+    let key = fresh_key("thread");
+    server().script(
+        &key,
+        [
+            Reply::Text("Plan: add the route.".into()),
+            Reply::Text("Done.".into()),
+        ],
+    );
+    let source = r#"digraph T { graph [goal="Add /health"]
+        start [shape=Mdiamond]; exit [shape=Msquare]
+        plan [shape=tab, prompt="Plan it.", fidelity="full", thread_id="impl"]
+        implement [shape=tab, prompt="Now do it.", fidelity="full", thread_id="impl"]
+        start -> plan -> implement -> exit }"#;
+    let r = run(source, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded);
+    let sent = bodies(&key);
+    let first = sent[0]["messages"].as_array().expect("messages");
+    assert_eq!(first.len(), 1, "full fidelity: no preamble, a new thread");
+    assert!(
+        !first[0]["content"].to_string().contains("Goal:"),
+        "no preamble at full fidelity"
+    );
+    let second = sent[1]["messages"].as_array().expect("messages");
+    assert_eq!(
+        second.len(),
+        3,
+        "the thread's exchange, then the new prompt"
+    );
+    assert!(second[0]["content"].to_string().contains("Plan it."));
+    assert!(
+        second[1]["content"]
+            .to_string()
+            .contains("Plan: add the route.")
+    );
+    assert!(second[2]["content"].to_string().contains("Now do it."));
+}
