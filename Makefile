@@ -95,6 +95,27 @@ demo: deps build
 	  echo "  $(WEFT) dump $$run --out /tmp/weft-dump"; \
 	  echo "  ls $$dir"; \
 	  echo "The run executed in weftd, which keeps running: $(WEFT) daemon status / $(WEFT) daemon stop"
+	@echo
+	@home="$${WEFT_HOME:-$${XDG_DATA_HOME:-$$HOME/.local/share}/weft}"; \
+	if [ -n "$${ANTHROPIC_API_KEY:-}$${OPENAI_API_KEY:-}$${GEMINI_API_KEY:-}" ] || \
+	   grep -qs '^\[providers\.' "$$home/settings.toml"; then \
+	  echo "==> running examples/summarize-repo.fabro in the daemon (a prompt node: calls your model)"; \
+	  if $(WEFT) run $(CURDIR)/examples/summarize-repo.fabro --json > $(DEMO_DIR)/llm-conclusion.json; then \
+	    run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/llm-conclusion.json); \
+	    echo "The model's answer, with its tokens and cost: $(WEFT) logs $$run summarize"; \
+	  else \
+	    echo "The LLM example did not succeed (a wrong key or an unreachable server?): $(WEFT) logs <run> shows why"; \
+	  fi; \
+	else \
+	  echo "==> skipping examples/summarize-repo.fabro: no language model is configured"; \
+	  echo "    To run it, set one of ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY,"; \
+	  echo "    or point Weft at a local server (Ollama, vLLM, ...) in $$home/settings.toml:"; \
+	  echo "        [providers.ollama]"; \
+	  echo "        base_url = \"http://localhost:11434/v1\""; \
+	  echo "        models = [\"llama3.1\"]"; \
+	  echo "    then: make demo   (or: $(WEFT) run examples/summarize-repo.fabro --model llama3.1)"; \
+	  echo "    Check the setup with: $(WEFT) model test"; \
+	fi
 	@if [ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
 	  $(MAKE) --no-print-directory build-app; \
 	  echo "==> opening the Weft app"; \

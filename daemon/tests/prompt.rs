@@ -96,9 +96,25 @@ fn caller(key: &str) -> Vec<(String, String)> {
 }
 
 async fn run(source: &str, key: &str, settings: &str, model: ModelChoice) -> Run {
+    run_with(source, key, settings, model, &[]).await
+}
+
+/// Runs `source` as `flow.fabro` in a fresh working directory holding
+/// `files` too, with `settings` as settings.toml and the fake server's keys
+/// as the caller's environment.
+async fn run_with(
+    source: &str,
+    key: &str,
+    settings: &str,
+    model: ModelChoice,
+    files: &[(&str, &str)],
+) -> Run {
     let home = tempfile::tempdir().expect("home");
     let work = tempfile::tempdir().expect("work");
     std::fs::write(home.path().join("settings.toml"), settings).expect("settings");
+    for (name, contents) in files {
+        std::fs::write(work.path().join(name), contents).expect("file");
+    }
     let path = work.path().join("flow.fabro");
     std::fs::write(&path, source).expect("workflow");
     let weft_home = Home::at(home.path());
@@ -326,59 +342,22 @@ async fn a_custom_schema_puts_the_parsed_output_in_context() {
         audit [shape=tab, prompt="Audit.", output_schema="@audit.schema.json"]
         start -> audit -> exit }"#;
     // The schema sits beside the workflow.
-    let r = run_with_file(
+    let r = run_with(
         source,
         &key,
-        "audit.schema.json",
-        r#"{"type":"object","required":["risk","findings"],
-            "properties":{"risk":{"enum":["low","high"]},"findings":{"type":"integer"}}}"#,
+        "",
+        ModelChoice::default(),
+        &[(
+            "audit.schema.json",
+            r#"{"type":"object","required":["risk","findings"],
+                "properties":{"risk":{"enum":["low","high"]},"findings":{"type":"integer"}}}"#,
+        )],
     )
     .await;
     assert_eq!(r.conclusion.status, RunStatus::Succeeded);
     let outcome = r.outcome("audit");
     assert_eq!(outcome.context_updates["output.audit"]["risk"], "low");
     assert_eq!(outcome.context_updates["output.audit"]["findings"], 2);
-}
-
-async fn run_with_file(source: &str, key: &str, name: &str, contents: &str) -> Run {
-    let home = tempfile::tempdir().expect("home");
-    let work = tempfile::tempdir().expect("work");
-    std::fs::write(work.path().join(name), contents).expect("file");
-    let path = work.path().join("flow.fabro");
-    std::fs::write(&path, source).expect("workflow");
-    let weft_home = Home::at(home.path());
-    let store = Store::open(&weft_home).expect("store");
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let services = Services {
-        caller_env: None,
-        home: weft_home,
-        store: Arc::new(Mutex::new(store)),
-        interviewer: Arc::new(Scripted::new(Vec::<&str>::new())),
-        clock: Clock::fake(),
-        cancel: Cancel::new(),
-        observer: Some(Arc::new(move |e: &Event| {
-            sink.lock().expect("events").push(e.clone());
-        })),
-    };
-    let request = RunRequest {
-        workflow_path: Some(path),
-        source: source.to_string(),
-        seed: Some(1),
-        work_dir: work.path().to_path_buf(),
-        env: Some(caller(key)),
-        ..RunRequest::default()
-    };
-    let conclusion = weft::engine::start(request, &services)
-        .await
-        .expect("the run starts");
-    let events = events.lock().expect("events").clone();
-    Run {
-        conclusion,
-        events,
-        home,
-        work,
-    }
 }
 
 #[tokio::test]
@@ -422,7 +401,7 @@ async fn a_provider_that_keeps_failing_fails_over_to_the_fallback_and_says_so() 
         &key,
         [
             Reply::Error {
-                status: 500,
+                status: 503,
                 retry_after: None,
                 message: "overloaded".into(),
             },
@@ -534,4 +513,69 @@ async fn nodes_sharing_a_thread_at_full_fidelity_continue_one_conversation() {
             .contains("Plan: add the route.")
     );
     assert!(second[2]["content"].to_string().contains("Now do it."));
+}
+
+#[tokio::test]
+async fn context_updates_from_a_response_reach_the_next_conditions_and_outcome_failed_fails_the_stage()
+ {
+    let key = fresh_key("ctx");
+    server().script(
+        &key,
+        [
+            Reply::Text("Tests pass. {\"context_updates\": {\"tests_passed\": true}}".into()),
+            Reply::Text(
+                "{\"outcome\": \"failed\", \"failure_reason\": \"coverage is 40%\"}".into(),
+            ),
+        ],
+    );
+    let source = r#"digraph C { start [shape=Mdiamond]; exit [shape=Msquare]
+        check [shape=tab, prompt="Did the tests pass?"]
+        gate [shape=diamond]
+        audit [shape=tab, prompt="Audit coverage."]
+        deploy [shape=parallelogram, script="echo deploy"]
+        retreat [shape=parallelogram, script="echo retreat"]
+        start -> check -> gate
+        gate -> audit [condition="context.tests_passed=true"]
+        gate -> exit
+        audit -> retreat [condition="outcome=failed"]
+        audit -> deploy
+        deploy -> exit
+        retreat -> exit }"#;
+    let r = run(source, &key, "", ModelChoice::default()).await;
+    assert_eq!(
+        r.sequence(),
+        ["start", "check", "gate", "audit", "retreat", "exit"],
+        "tests_passed routed to audit; audit's outcome=failed routed to retreat"
+    );
+    let audit = r.outcome("audit");
+    assert_eq!(audit.status, weft::engine::outcome::Status::Failed);
+    assert_eq!(audit.failure_reason(), Some("coverage is 40%"));
+}
+
+#[tokio::test]
+async fn a_stylesheet_sends_two_nodes_to_two_providers() {
+    let key = fresh_key("twoproviders");
+    server().script(&key, [Reply::Text("one".into()), Reply::Text("two".into())]);
+    let source = r##"digraph S {
+        graph [model_stylesheet=".cheap { model: claude-haiku-4-5; } #critic { model: gpt-5.2; }"]
+        start [shape=Mdiamond]; exit [shape=Msquare]
+        draft [shape=tab, class="cheap", prompt="Draft."]
+        critic [shape=tab, prompt="Critique."]
+        start -> draft -> critic -> exit }"##;
+    let r = run(source, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded);
+    let sent = server().requests(&key);
+    assert_eq!(sent.len(), 2);
+    assert!(
+        sent[0].path.ends_with("/v1/messages"),
+        "draft went to Anthropic"
+    );
+    assert_eq!(sent[0].body["model"], "claude-haiku-4-5");
+    assert!(
+        sent[1].path.ends_with("/v1/responses"),
+        "critic went to OpenAI"
+    );
+    assert_eq!(sent[1].body["model"], "gpt-5.2");
+    assert_eq!(r.outcome("draft").llm.expect("usage").provider, "anthropic");
+    assert_eq!(r.outcome("critic").llm.expect("usage").provider, "openai");
 }

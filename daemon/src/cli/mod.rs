@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 mod control;
 mod daemon;
 mod graph;
+mod model;
 mod progress;
 mod reader;
 mod remote;
@@ -108,6 +109,13 @@ pub enum Command {
     /// of PATH to DEST (a file, or an existing directory to copy into).
     /// Exits 2 when RUN is unknown or ambiguous, or the run has no PATH.
     Artifacts(ArtifactsArgs),
+    /// List the model catalog or test that providers answer.
+    ///
+    /// `list` shows models, aliases, context windows, prices and whether
+    /// each provider's API key is set; `test` sends one tiny request per
+    /// model and exits 0 when all answer, 1 when any fails, 2 on usage
+    /// errors.
+    Model(ModelArgs),
 }
 
 /// Options shared by commands that load a workflow.
@@ -367,6 +375,51 @@ pub struct ArtifactsArgs {
     pub cp: Option<Vec<String>>,
 }
 
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    #[command(subcommand)]
+    pub action: ModelAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelAction {
+    /// List the models of the catalog (built-in plus settings.toml).
+    List(ModelListArgs),
+    /// Send one tiny request to a model (or to the default model of every
+    /// provider with a key) and report whether it answered.
+    Test(ModelTestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelListArgs {
+    /// Only models of this provider.
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// Only models whose id or an alias contains this text (any case).
+    #[arg(long, short = 'q', value_name = "TEXT")]
+    pub query: Option<String>,
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelTestArgs {
+    /// The model (an id or alias); without it, the default model of every
+    /// provider whose key is set (or of `--provider`).
+    #[arg(value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Same as MODEL.
+    #[arg(long = "model", value_name = "MODEL", conflicts_with = "model")]
+    pub model_flag: Option<String>,
+    /// The provider to test (its default model unless MODEL is given).
+    #[arg(long, value_name = "PROVIDER")]
+    pub provider: Option<String>,
+    /// Print a JSON array of results instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn parse_status(s: &str) -> Result<crate::store::RunStatus, String> {
     crate::store::RunStatus::parse(s).ok_or_else(|| {
         let names: Vec<&str> = crate::store::RunStatus::ALL
@@ -476,6 +529,7 @@ pub fn main() -> ExitCode {
         Command::Logs(args) => logs::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::Artifacts(args) => artifacts::run(&args),
+        Command::Model(args) => model::run(&args),
     };
     ExitCode::from(code)
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
     #[error(
-        "no API key for provider `{provider}`: set {env_var} in the environment of the run (or `api_key` under [providers.{provider}] in settings.toml)"
+        "no API key for provider `{provider}`: set {env_var} in the shell that runs weft (or `api_key` under [providers.{provider}] in settings.toml)"
     )]
     MissingKey { provider: String, env_var: String },
     #[error(
