@@ -1,12 +1,19 @@
 //! The Weft desktop app.
 //!
-//! For now one window that shows the app's name and version; the UI lives in
-//! `ui/` and is embedded from `ui/dist` at compile time (there is no dev
-//! server). Commands stay a few lines each: the app reads and asks, the
-//! daemon does the work.
+//! A thin shell: the UI lives in `ui/` and is embedded from `ui/dist` at
+//! compile time (there is no dev server). Commands stay a few lines each
+//! ([`commands`], [`bridge`]): history is read straight from the SQLite
+//! database (read-only, so it browses with the daemon stopped); everything
+//! live goes to weftd over its socket. The app reads and asks, the daemon
+//! does the work.
 
 // Release builds on Windows get no console window.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+mod bridge;
+mod commands;
+
+use weft::store::views::InitialRoute;
 
 /// The version of this build of the app (the crate version, which is the
 /// workspace version), shown by the UI under the header.
@@ -16,8 +23,36 @@ fn app_version() -> String {
 }
 
 fn main() {
+    // weftd opens the app at a question with `--run RUN --question ID`.
+    let route = InitialRoute::from_args(std::env::args().skip(1));
     let result = tauri::Builder::default()
-        .invoke_handler(tauri::generate_handler![app_version])
+        .manage(route)
+        .manage(bridge::Bridges::default())
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::Destroyed = event {
+                use tauri::Manager;
+                window.state::<bridge::Bridges>().stop_all();
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            app_version,
+            commands::initial_route,
+            commands::runs_page,
+            commands::run_view,
+            commands::run_events,
+            commands::stage_files,
+            commands::search_logs,
+            commands::daemon_status,
+            commands::daemon_start,
+            commands::run_start,
+            commands::run_cancel,
+            commands::run_resume,
+            commands::question_list,
+            commands::question_answer,
+            commands::validate_workflow,
+            bridge::subscribe,
+            bridge::unsubscribe,
+        ])
         .run(tauri::generate_context!());
     if let Err(e) = result {
         eprintln!("weft-desktop: could not start the app window: {e}");

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::outcome::{Outcome, Status};
 
 /// One recorded event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Event {
     /// 1-based, gap-free within a run.
     pub seq: u64,
@@ -26,7 +26,7 @@ pub struct Event {
 
 /// Why an edge (or a jump without an edge) was chosen
 /// (workflows/transitions.mdx, in selection order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum EdgeReason {
     Jump,
@@ -40,7 +40,7 @@ pub enum EdgeReason {
 }
 
 /// Which output stream a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Stream {
     Stdout,
@@ -48,7 +48,7 @@ pub enum Stream {
 }
 
 /// What happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "event", content = "properties")]
 pub enum EventKind {
     #[serde(rename = "run.started")]

@@ -62,7 +62,7 @@ pub struct RunRequest {
 }
 
 /// The parent stage of a child run (a sub-workflow node's stage).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ParentLink {
     pub run_id: String,
     pub node_id: String,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::{LlmClient, LlmSettings, Message};
 
 /// The run-wide model, below node attributes and stylesheets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ModelChoice {
     /// A model id or alias (`--model`, `[run.model] name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,7 @@ use std::fmt;
 
 /// The four externally visible stage outcomes. Retry intent is internal to
 /// the engine and never appears here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Succeeded,
@@ -56,7 +56,7 @@ impl fmt::Display for Status {
 
 /// Why a stage failed, in the six classes of execution/failures.mdx. The
 /// class decides retries, the circuit breaker and `loop_restart` crossings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureClass {
     /// Likely to pass on a retry: timeouts, rate limits, network errors.
@@ -102,7 +102,7 @@ impl fmt::Display for FailureClass {
 }
 
 /// A failure's details.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Failure {
     pub class: FailureClass,
     /// What went wrong, in plain words ("command exited with status 1").
@@ -114,7 +114,7 @@ pub struct Failure {
 }
 
 /// The result of one stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Outcome {
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,7 +142,7 @@ pub struct Outcome {
 
 /// A stage's language-model spend: the model that answered last and the
 /// tokens and dollars of every call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct LlmUsage {
     pub provider: String,
     pub model: String,

@@ -603,7 +603,7 @@ methods! {
 
 /// Where the workflow of a new run comes from. On the wire:
 /// `{"path": "/abs/flow.fabro"}` or `{"source": "digraph { … }"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkflowSource {
     /// An absolute path; the daemon reads the file (it runs as the same
@@ -652,7 +652,7 @@ impl std::fmt::Debug for CallerEnv {
 
 /// `run.start` params. Paths must be absolute: the daemon's working
 /// directory is not the caller's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunStart {
     pub workflow: WorkflowSource,
     /// Where commands run (the caller's working directory for `weft run`).
@@ -685,6 +685,7 @@ pub struct RunStart {
     pub model: ModelChoice,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
+    #[ts(as = "Option<Vec<(String, String)>>", optional)]
     pub env: CallerEnv,
 }
 
@@ -765,7 +766,7 @@ fn require_absolute(what: &str, path: &Path) -> Result<(), RpcError> {
 
 /// The result of `run.start` and `run.resume`, sent as soon as the run is
 /// recorded (before it executes).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunStarted {
     pub run_id: String,
     pub run_dir: PathBuf,
@@ -774,7 +775,7 @@ pub struct RunStarted {
 }
 
 /// `run.resume` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunResume {
     /// A run id or a unique prefix of one.
     pub run: String,
@@ -784,6 +785,7 @@ pub struct RunResume {
     pub auto_approve: bool,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
+    #[ts(as = "Option<Vec<(String, String)>>", optional)]
     pub env: CallerEnv,
 }
 
@@ -791,7 +793,7 @@ pub struct RunResume {
 
 /// `run.list` params; absent filters match everything, filters combine with
 /// AND.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunList {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<RunStatus>,
@@ -828,7 +830,7 @@ impl RunList {
 
 /// One line of `run.list`: a [`RunRecord`] without the bulky parts
 /// (checkpoint, options, inputs); `run.get` has those.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunSummary {
     pub id: String,
     pub workflow_name: String,
@@ -914,7 +916,7 @@ pub struct RunCancel {
 /// A queued run is `cancelled` at once; a running one stays `running` until
 /// its stage stops, and its subscribers then see `run.cancelled`. Cancelling
 /// a run that already ended changes nothing and returns its final status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct CancelRequested {
     pub run_id: String,
     pub status: RunStatus,
@@ -988,7 +990,7 @@ pub struct Unsubscribed {
 // ----- questions -----------------------------------------------------------
 
 /// `question.list` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct QuestionList {
     /// A run id or a unique prefix of one; absent for every run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1013,7 +1015,7 @@ fn yes() -> bool {
 
 /// How a question is answered. On the wire: `{"key": "A"}`,
 /// `{"label": "Approve"}` or `{"text": "ship it, but …"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerBy {
     /// An option's accelerator key (`A` of `[A] Approve`), ignoring case.
@@ -1027,7 +1029,7 @@ pub enum AnswerBy {
 
 /// `question.answer` params. Answering a question that was already
 /// answered returns the recorded answer unchanged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct QuestionAnswer {
     /// The question id (from `question.list` or an `interview.started`
     /// event).
@@ -1042,7 +1044,7 @@ pub struct QuestionAnswer {
 pub struct DaemonStatus {}
 
 /// The result of `daemon.status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct DaemonInfo {
     /// The weftd crate version.
     pub version: String,

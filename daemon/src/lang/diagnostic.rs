@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::span::Span;
 
 /// How serious a diagnostic is. Only errors make a workflow invalid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -29,7 +29,7 @@ impl Severity {
 ///
 /// `rule` is a stable machine-readable id (`syntax`, `start_node`,
 /// `undeclared_node`, ...): scripts and the UI match on it, never on `message`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct Diagnostic {
     pub rule: &'static str,
     pub severity: Severity,

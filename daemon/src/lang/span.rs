@@ -5,7 +5,7 @@ use serde::Serialize;
 
 /// A region of the source text: byte offsets plus the 1-based line and column
 /// (in characters) of its first byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, ts_rs::TS)]
 pub struct Span {
     /// Byte offset of the first byte.
     pub start: u32,

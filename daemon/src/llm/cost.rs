@@ -7,7 +7,7 @@ use super::client::Completion;
 use super::types::Usage;
 
 /// Tokens and dollars spent by a number of calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Spend {
     /// Successful calls counted.
     pub calls: u32,

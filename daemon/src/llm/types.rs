@@ -293,7 +293,7 @@ pub enum FinishReason {
 /// Tokens used by one call (or summed over many). Totals include their
 /// breakdowns: `cache_read` and `cache_write` are part of `input`,
 /// `reasoning` is part of `output`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Usage {
     pub input: u64,
     pub output: u64,

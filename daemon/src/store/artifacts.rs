@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{BLOB_PREFIX, BlobRef, Result, Store, StoreError, timestamp};
 
 /// One captured file as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ArtifactRecord {
     pub run_id: String,
     /// The stage whose post-stage scan captured it.

@@ -13,7 +13,7 @@ use super::{Home, Result, StoreError, migrations, timestamp};
 use crate::engine::event::{Event, EventKind};
 
 /// A run's lifecycle state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Accepted, not started (the daemon's queue).
@@ -150,7 +150,7 @@ pub struct RunRecord {
 }
 
 /// A run's language-model spend, summed over its committed stages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunSpend {
     pub calls: u64,
     pub input_tokens: u64,
@@ -160,7 +160,7 @@ pub struct RunSpend {
 }
 
 /// One stage (node visit) as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct StageRecord {
     pub run_id: String,
     pub node_id: String,
@@ -216,7 +216,7 @@ pub struct RunFilter {
 }
 
 /// Where a human gate's question stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum QuestionStatus {
     /// Asked, waiting for an answer.
@@ -269,7 +269,7 @@ impl FromSql for QuestionStatus {
 }
 
 /// A human gate's question.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct QuestionRecord {
     pub id: String,
     pub run_id: String,

@@ -10,6 +10,7 @@ mod db;
 mod home;
 mod migrations;
 mod run_dir;
+pub mod views;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};

@@ -1,0 +1,466 @@
+//! The desktop app's read queries: one method per screen, each reading one
+//! consistent snapshot of the database (one read transaction) plus the run
+//! directory's files.
+//!
+//! [`Views`] opens the database read-only with a busy timeout, so history
+//! browses while weftd writes, and also while it is stopped. A home with no
+//! database yet (nothing ever ran) is not an error: lists are empty and a
+//! run lookup is [`StoreError::RunNotFound`].
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::{ArtifactRecord, Home, QuestionRecord, Result, RunDir, StageRecord, Store, StoreError};
+use crate::engine::event::Event;
+use crate::engine::models::ModelChoice;
+use crate::ipc::protocol::{RunList, RunSummary};
+
+/// The most a text read from a stage folder holds (1 MiB); longer files are
+/// cut and named in [`StageFiles::truncated`].
+pub const STAGE_TEXT_MAX: u64 = 1024 * 1024;
+
+/// The most events one [`Views::events`] page returns.
+pub const EVENTS_PAGE_MAX: u32 = 10_000;
+
+/// The most matches one [`Views::search_logs`] returns.
+pub const LOG_MATCHES_MAX: u32 = 5_000;
+
+/// A log line in a [`LogMatch`] is cut to this many characters.
+const LOG_LINE_MAX: usize = 1_000;
+
+/// A page of the run list (`runs` screen).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunsPage {
+    /// Newest first.
+    pub runs: Vec<RunSummary>,
+    /// How many runs match the filters in all (for the virtualised list).
+    pub total: u64,
+    /// Pending questions per listed run; runs without any are absent.
+    pub open_questions: BTreeMap<String, u32>,
+}
+
+/// The run options the detail screen shows (never the stored environment).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunViewOptions {
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub auto_approve: bool,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    #[serde(default)]
+    pub model: ModelChoice,
+}
+
+/// Everything the run detail screen shows, from one snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunView {
+    pub run: RunSummary,
+    /// `--input` values as given.
+    #[ts(type = "Record<string, JsonValue>")]
+    pub inputs: serde_json::Map<String, serde_json::Value>,
+    pub options: RunViewOptions,
+    pub edge_count: u32,
+    /// In execution order (`rank`).
+    pub stages: Vec<StageRecord>,
+    /// Every question of the run, oldest first.
+    pub questions: Vec<QuestionRecord>,
+    /// The run directory's `graph.fabro` (the workflow as it ran); empty
+    /// when the file is missing.
+    pub graph_source: String,
+    /// In capture order.
+    pub artifacts: Vec<ArtifactRecord>,
+}
+
+/// One stage's files from its folder in the run directory; `None` for a
+/// file the stage did not write.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct StageFiles {
+    /// `prompt.md`.
+    pub prompt: Option<String>,
+    /// `response.md`.
+    pub response: Option<String>,
+    /// `stdout.log`.
+    pub stdout: Option<String>,
+    /// `stderr.log`.
+    pub stderr: Option<String>,
+    /// `status.json`, when it parses.
+    pub status: Option<serde_json::Value>,
+    /// The command a command stage ran (from `script_invocation.json`).
+    pub script: Option<String>,
+    /// The fields above that were cut to [`STAGE_TEXT_MAX`] bytes: logs keep
+    /// their end (where failures are), other texts their start.
+    pub truncated: Vec<String>,
+}
+
+/// Which stored text a [`LogMatch`] is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+    Response,
+}
+
+impl LogStream {
+    const ALL: [LogStream; 3] = [LogStream::Stdout, LogStream::Stderr, LogStream::Response];
+
+    fn file_name(self) -> &'static str {
+        match self {
+            LogStream::Stdout => "stdout.log",
+            LogStream::Stderr => "stderr.log",
+            LogStream::Response => "response.md",
+        }
+    }
+}
+
+/// One line of a stage's stored output that contains the searched text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct LogMatch {
+    pub node_id: String,
+    pub visit: u32,
+    pub stream: LogStream,
+    /// 1-based.
+    pub line_number: u32,
+    /// The line, cut to 1,000 characters.
+    pub line: String,
+}
+
+/// The error every desktop-app command returns: a stable, machine-readable
+/// `code` the UI matches on (`run.not_found`, `daemon.not_running`, ...)
+/// and a `message` for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AppError {
+    pub code: String,
+    pub message: String,
+}
+
+impl AppError {
+    /// An error with this code and message.
+    #[must_use]
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> AppError {
+        AppError {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> AppError {
+        AppError::new(e.code(), e.to_string())
+    }
+}
+
+impl From<crate::ipc::client::ClientError> for AppError {
+    /// Keeps the client's code: `daemon.not_running` (the UI offers to
+    /// start the daemon), or the daemon's own (`run.not_found`, ...).
+    fn from(e: crate::ipc::client::ClientError) -> AppError {
+        AppError::new(e.code(), e.to_string())
+    }
+}
+
+/// Where the app opens when weftd starts it from a gate notification
+/// (`--run RUN --question QUESTION`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct InitialRoute {
+    pub run: String,
+    pub question: String,
+}
+
+impl InitialRoute {
+    /// Reads `--run RUN --question QUESTION` (either order, also
+    /// `--run=RUN`) from the app's arguments, without the program name.
+    /// Both must be present and non-empty; anything else is ignored.
+    #[must_use]
+    pub fn from_args<I, S>(args: I) -> Option<InitialRoute>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut run = None;
+        let mut question = None;
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let arg = arg.as_ref();
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_string())),
+                None => (arg, None),
+            };
+            let slot = match flag {
+                "--run" => &mut run,
+                "--question" => &mut question,
+                _ => continue,
+            };
+            let value = inline.or_else(|| args.next().map(|v| v.as_ref().to_string()));
+            *slot = value.filter(|v| !v.is_empty() && !v.starts_with("--"));
+        }
+        Some(InitialRoute {
+            run: run?,
+            question: question?,
+        })
+    }
+}
+
+/// The app's read-only view of a home's run history.
+#[derive(Debug)]
+pub struct Views {
+    /// `None` when the home has no database yet.
+    store: Option<Store>,
+}
+
+impl Views {
+    /// Opens `home`'s database read-only (busy timeout, no migration). A
+    /// missing database gives empty views; a database from a newer Weft is
+    /// [`StoreError::SchemaTooNew`].
+    pub fn open(home: &Home) -> Result<Views> {
+        if !home.db_path().is_file() {
+            return Ok(Views { store: None });
+        }
+        Ok(Views {
+            store: Some(Store::open_read_only(home)?),
+        })
+    }
+
+    /// The run list: runs matching `query`'s filters (status, workflow,
+    /// label, text), newest first, paged by `limit`/`offset`, with the
+    /// number of matching runs and each listed run's pending questions.
+    pub fn runs(&self, query: &RunList) -> Result<RunsPage> {
+        let Some(store) = &self.store else {
+            return Ok(RunsPage {
+                runs: Vec::new(),
+                total: 0,
+                open_questions: BTreeMap::new(),
+            });
+        };
+        let tx = store.conn.unchecked_transaction()?;
+        let text = query.text.as_deref().map(str::to_ascii_lowercase);
+        let filters = params![query.status, query.workflow, text, query.label];
+        let total: i64 = tx
+            .prepare_cached(&format!("SELECT count(*) FROM runs WHERE {RUN_MATCH}"))?
+            .query_row(filters, |row| row.get(0))?;
+        let limit = query.limit.map_or(-1, i64::from);
+        let offset = i64::from(query.offset.unwrap_or(0));
+        let ids = tx
+            .prepare_cached(&format!(
+                "SELECT id FROM runs WHERE {RUN_MATCH} \
+                 ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
+            ))?
+            .query_map(
+                params![
+                    query.status,
+                    query.workflow,
+                    text,
+                    query.label,
+                    limit,
+                    offset
+                ],
+                |row| row.get::<_, String>(0),
+            )?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        let mut runs = Vec::with_capacity(ids.len());
+        let mut open_questions = BTreeMap::new();
+        let mut pending = tx.prepare_cached(
+            "SELECT count(*) FROM questions WHERE run_id = ?1 AND status = 'pending'",
+        )?;
+        for id in ids {
+            let Some(record) = store.run(&id)? else {
+                continue;
+            };
+            let open: u32 = pending.query_row([&id], |row| row.get(0))?;
+            if open > 0 {
+                open_questions.insert(id, open);
+            }
+            runs.push(RunSummary::from(record));
+        }
+        Ok(RunsPage {
+            runs,
+            total: u64::try_from(total).unwrap_or(0),
+            open_questions,
+        })
+    }
+
+    /// One run (by id or unique prefix) with its stages, questions,
+    /// artifacts and workflow source.
+    pub fn run(&self, id_or_prefix: &str) -> Result<RunView> {
+        let store = self.store(id_or_prefix)?;
+        let _tx = store.conn.unchecked_transaction()?;
+        let record = store.find_run(id_or_prefix)?;
+        let stages = store.stages(&record.id)?;
+        let questions = store.questions(Some(&record.id), false)?;
+        let artifacts = store.artifacts(&record.id)?;
+        let graph_source =
+            std::fs::read_to_string(record.run_dir.join("graph.fabro")).unwrap_or_default();
+        let options = serde_json::from_value(record.options.clone()).unwrap_or_default();
+        Ok(RunView {
+            inputs: record.inputs.clone(),
+            options,
+            edge_count: record.edge_count,
+            stages,
+            questions,
+            graph_source,
+            artifacts,
+            run: RunSummary::from(record),
+        })
+    }
+
+    /// The run's events with `seq > after_seq`, ascending, at most `limit`
+    /// (capped at [`EVENTS_PAGE_MAX`]).
+    pub fn events(&self, id_or_prefix: &str, after_seq: u64, limit: u32) -> Result<Vec<Event>> {
+        let store = self.store(id_or_prefix)?;
+        let _tx = store.conn.unchecked_transaction()?;
+        let record = store.find_run(id_or_prefix)?;
+        store.events(&record.id, after_seq, Some(limit.min(EVENTS_PAGE_MAX)))
+    }
+
+    /// The files of stage `node_id@visit` of the run. A stage that wrote
+    /// nothing (or never ran) has every field `None`.
+    pub fn stage_files(&self, id_or_prefix: &str, node_id: &str, visit: u32) -> Result<StageFiles> {
+        let dir = self.run_dir(id_or_prefix)?;
+        let folder = dir.node_dir(node_id, visit);
+        let mut files = StageFiles::default();
+        let mut text = |name: &str, field: &str, keep_end: bool| {
+            let (text, cut) = read_capped(&folder.join(name), STAGE_TEXT_MAX, keep_end)?;
+            if cut {
+                files.truncated.push(field.to_string());
+            }
+            Some(text)
+        };
+        let prompt = text("prompt.md", "prompt", false);
+        let response = text("response.md", "response", false);
+        let stdout = text("stdout.log", "stdout", true);
+        let stderr = text("stderr.log", "stderr", true);
+        files.prompt = prompt;
+        files.response = response;
+        files.stdout = stdout;
+        files.stderr = stderr;
+        files.status = std::fs::read(folder.join("status.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        files.script = std::fs::read(folder.join("script_invocation.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|v| v.get("command").and_then(|c| c.as_str()).map(String::from));
+        Ok(files)
+    }
+
+    /// Lines containing `query` (ignoring case) in every stage's stored
+    /// stdout, stderr and response, in execution order, at most `limit`
+    /// (capped at [`LOG_MATCHES_MAX`]). The whole stored files are searched,
+    /// not only what a screen shows. An empty query matches nothing.
+    pub fn search_logs(
+        &self,
+        id_or_prefix: &str,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<LogMatch>> {
+        let store = self.store(id_or_prefix)?;
+        let (record, stages) = {
+            let _tx = store.conn.unchecked_transaction()?;
+            let record = store.find_run(id_or_prefix)?;
+            let stages = store.stages(&record.id)?;
+            (record, stages)
+        };
+        let needle = query.to_lowercase();
+        let limit = limit.min(LOG_MATCHES_MAX) as usize;
+        let mut matches = Vec::new();
+        if needle.is_empty() || limit == 0 {
+            return Ok(matches);
+        }
+        let dir = RunDir::open(&record.run_dir);
+        for stage in &stages {
+            let folder = dir.node_dir(&stage.node_id, stage.visit);
+            for stream in LogStream::ALL {
+                let Ok(file) = std::fs::File::open(folder.join(stream.file_name())) else {
+                    continue;
+                };
+                let mut reader = BufReader::new(file);
+                let mut bytes = Vec::new();
+                let mut line_number = 0u32;
+                loop {
+                    bytes.clear();
+                    match reader.read_until(b'\n', &mut bytes) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    line_number = line_number.saturating_add(1);
+                    let line = String::from_utf8_lossy(&bytes);
+                    let line = line.trim_end_matches(['\n', '\r']);
+                    if line.to_lowercase().contains(&needle) {
+                        matches.push(LogMatch {
+                            node_id: stage.node_id.clone(),
+                            visit: stage.visit,
+                            stream,
+                            line_number,
+                            line: line.chars().take(LOG_LINE_MAX).collect(),
+                        });
+                        if matches.len() >= limit {
+                            return Ok(matches);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(matches)
+    }
+
+    /// The store, or `RunNotFound` for `wanted` when there is no database.
+    fn store(&self, wanted: &str) -> Result<&Store> {
+        self.store
+            .as_ref()
+            .ok_or_else(|| StoreError::RunNotFound(wanted.trim().to_string()))
+    }
+
+    fn run_dir(&self, id_or_prefix: &str) -> Result<RunDir> {
+        let store = self.store(id_or_prefix)?;
+        let record = store.find_run(id_or_prefix)?;
+        Ok(RunDir::open(record.run_dir))
+    }
+}
+
+/// The `WHERE` clause of the run list: `?1` status, `?2` workflow name,
+/// `?3` lower-case text, `?4` label; `NULL` matches anything.
+const RUN_MATCH: &str = "(?1 IS NULL OR status = ?1) \
+     AND (?2 IS NULL OR workflow_name = ?2) \
+     AND (?3 IS NULL \
+          OR instr(lower(coalesce(goal, '')), ?3) > 0 \
+          OR instr(lower(workflow_name), ?3) > 0 \
+          OR instr(lower(id), ?3) > 0) \
+     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE value = ?4))";
+
+/// The file's text (invalid UTF-8 replaced), at most `max` bytes of it: the
+/// end when `keep_end` (starting at a line), else the start; and whether it
+/// was cut. `None` when the file cannot be read.
+fn read_capped(path: &Path, max: u64, keep_end: bool) -> Option<(String, bool)> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let cut = size > max;
+    if cut && keep_end {
+        file.seek(SeekFrom::Start(size - max)).ok()?;
+    }
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes).ok()?;
+    if cut && keep_end {
+        // Start at a whole line (and so never inside a UTF-8 sequence).
+        if let Some(newline) = bytes.iter().position(|b| *b == b'\n') {
+            bytes.drain(..=newline);
+        }
+    }
+    Some((String::from_utf8_lossy(&bytes).into_owned(), cut))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,381 @@
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::*;
+use crate::engine::event::EventKind;
+use crate::ipc::protocol::RunList;
+use crate::store::{NewRun, QuestionStatus, RunStatus, StageCommit};
+
+fn home() -> (tempfile::TempDir, Home) {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let home = Home::at(temp.path().join("home"));
+    (temp, home)
+}
+
+fn new_run(home: &Home, id: &str, workflow: &str, goal: &str, created_at: &str) -> NewRun {
+    let dir = RunDir::create(&home.runs_dir(), id).expect("run dir");
+    NewRun {
+        id: id.into(),
+        workflow_name: workflow.into(),
+        workflow_path: Some(PathBuf::from(format!("/work/{workflow}.fabro"))),
+        goal: Some(goal.into()),
+        run_dir: dir.path().to_path_buf(),
+        work_dir: PathBuf::from("/work"),
+        inputs: serde_json::Map::new(),
+        options: serde_json::json!({"auto_approve": true, "seed": 7, "env": [["SECRET", "x"]]}),
+        labels: vec![format!("{workflow}-label")],
+        node_count: 3,
+        edge_count: 2,
+        created_at: created_at.into(),
+    }
+}
+
+/// Records a finished command stage `node@visit` with its output files.
+fn stage(store: &mut Store, home: &Home, run_id: &str, node: &str, visit: u32, stdout: &str) {
+    store
+        .stage_started(run_id, node, visit, "command")
+        .expect("stage started");
+    let record = store.run(run_id).expect("read").expect("run exists");
+    let dir = RunDir::open(record.run_dir);
+    let folder = dir.ensure_node_dir(node, visit).expect("node dir");
+    std::fs::write(folder.join("stdout.log"), stdout).expect("stdout");
+    std::fs::write(folder.join("stderr.log"), "warning: careful\n").expect("stderr");
+    std::fs::write(
+        folder.join("script_invocation.json"),
+        r#"{"command": "make test", "language": "shell"}"#,
+    )
+    .expect("invocation");
+    std::fs::write(folder.join("status.json"), r#"{"status": "succeeded"}"#).expect("status");
+    let _ = home;
+    store
+        .commit_stage(&StageCommit {
+            run_id,
+            node_id: node,
+            visit,
+            status: "succeeded",
+            attempts: 1,
+            duration_ms: 5,
+            failure_reason: None,
+            outcome: serde_json::json!({"status": "succeeded"}),
+            events: vec![(
+                EventKind::RunNotice {
+                    message: format!("{node} done"),
+                },
+                Some((node, visit)),
+            )],
+            checkpoint: "{}".into(),
+        })
+        .expect("commit");
+}
+
+fn question(store: &mut Store, id: &str, run_id: &str, status: QuestionStatus) {
+    store
+        .insert_question(&QuestionRecord {
+            id: id.into(),
+            run_id: run_id.into(),
+            node_id: "gate".into(),
+            visit: 1,
+            text: "Ship it?".into(),
+            options: vec!["Yes".into(), "No".into()],
+            freeform: false,
+            status,
+            answer: None,
+            asked_at: "2026-01-01T00:00:00.000Z".into(),
+            answered_at: None,
+        })
+        .expect("question");
+}
+
+#[test]
+fn a_home_without_a_database_lists_no_runs() {
+    let (_temp, home) = home();
+    let views = Views::open(&home).expect("opening an empty home is not an error");
+    let page = views.runs(&RunList::default()).expect("runs");
+    assert_eq!(page.total, 0);
+    assert!(page.runs.is_empty());
+    let err = views.run("01ABC").expect_err("no run can be found");
+    assert_eq!(err.code(), "run.not_found");
+}
+
+#[test]
+fn runs_filter_page_count_and_badge_pending_questions() {
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    for (i, workflow) in ["build", "deploy", "build", "build"].iter().enumerate() {
+        let id = format!("01RUN{i}");
+        let created = format!("2026-01-0{}T00:00:00.000Z", i + 1);
+        let goal = if i == 3 {
+            "Fix the FLAKY test"
+        } else {
+            "routine"
+        };
+        store
+            .create_run(&new_run(&home, &id, workflow, goal, &created))
+            .expect("create");
+    }
+    store
+        .set_status("01RUN2", RunStatus::Failed, Some("boom"))
+        .expect("status");
+    question(&mut store, "q1", "01RUN3", QuestionStatus::Pending);
+    question(&mut store, "q2", "01RUN3", QuestionStatus::Pending);
+    question(&mut store, "q3", "01RUN1", QuestionStatus::Answered);
+
+    let views = Views::open(&home).expect("views");
+    let all = views.runs(&RunList::default()).expect("runs");
+    let ids: Vec<&str> = all.runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["01RUN3", "01RUN2", "01RUN1", "01RUN0"],
+        "newest first"
+    );
+    assert_eq!(all.total, 4);
+    assert_eq!(
+        all.open_questions,
+        BTreeMap::from([("01RUN3".to_string(), 2)]),
+        "only pending questions count, and runs without any are absent"
+    );
+
+    let page = views
+        .runs(&RunList {
+            workflow: Some("build".into()),
+            limit: Some(1),
+            offset: Some(1),
+            ..RunList::default()
+        })
+        .expect("page");
+    assert_eq!(page.total, 3, "total counts every match, not the page");
+    assert_eq!(page.runs.len(), 1);
+    assert_eq!(page.runs[0].id, "01RUN2");
+
+    let failed = views
+        .runs(&RunList {
+            status: Some(RunStatus::Failed),
+            ..RunList::default()
+        })
+        .expect("failed");
+    assert_eq!(failed.total, 1);
+
+    let text = views
+        .runs(&RunList {
+            text: Some("flaky".into()),
+            ..RunList::default()
+        })
+        .expect("text");
+    assert_eq!(text.runs.len(), 1, "text matches the goal ignoring case");
+    assert_eq!(text.runs[0].id, "01RUN3");
+
+    let label = views
+        .runs(&RunList {
+            label: Some("deploy-label".into()),
+            ..RunList::default()
+        })
+        .expect("label");
+    assert_eq!(label.total, 1, "label filters in SQL too");
+    assert_eq!(label.runs[0].id, "01RUN1");
+}
+
+#[test]
+fn run_view_gathers_stages_questions_graph_and_options_without_env() {
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    let run = new_run(&home, "01VIEW", "build", "g", "2026-01-01T00:00:00.000Z");
+    std::fs::write(run.run_dir.join("graph.fabro"), "digraph build {}").expect("graph");
+    store.create_run(&run).expect("create");
+    stage(&mut store, &home, "01VIEW", "test", 1, "ok\n");
+    stage(&mut store, &home, "01VIEW", "test", 2, "ok again\n");
+    question(&mut store, "q1", "01VIEW", QuestionStatus::Answered);
+
+    let views = Views::open(&home).expect("views");
+    let view = views.run("01vi").expect("found by a lower-case prefix");
+    assert_eq!(view.run.id, "01VIEW");
+    assert_eq!(view.graph_source, "digraph build {}");
+    assert_eq!(view.stages.len(), 2);
+    assert_eq!(view.questions.len(), 1, "answered questions are listed too");
+    assert!(view.options.auto_approve);
+    assert_eq!(view.options.seed, Some(7));
+    let json = serde_json::to_string(&view).expect("serialises");
+    assert!(
+        !json.contains("SECRET"),
+        "the stored env never reaches the app"
+    );
+
+    let events = views.events("01VIEW", 0, 1).expect("events");
+    assert_eq!(events.len(), 1, "the limit holds");
+    let rest = views.events("01VIEW", events[0].seq, 100).expect("events");
+    assert_eq!(rest.len(), 1, "after_seq skips what was seen");
+}
+
+#[test]
+fn stage_files_read_the_stage_folder_and_cut_long_logs_at_their_end() {
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    let run = new_run(&home, "01FILES", "build", "g", "2026-01-01T00:00:00.000Z");
+    store.create_run(&run).expect("create");
+    let long = "x".repeat(100) + "\n";
+    let mut big = long.repeat((STAGE_TEXT_MAX as usize / long.len()) + 10);
+    big.push_str("the last line\n");
+    stage(&mut store, &home, "01FILES", "build", 1, &big);
+
+    let views = Views::open(&home).expect("views");
+    let files = views.stage_files("01FILES", "build", 1).expect("files");
+    let stdout = files.stdout.expect("stdout was written");
+    assert!(stdout.len() as u64 <= STAGE_TEXT_MAX);
+    assert!(
+        stdout.ends_with("the last line\n"),
+        "a cut log keeps its end"
+    );
+    assert!(stdout.starts_with('x'), "and starts at a whole line");
+    assert_eq!(files.truncated, ["stdout"]);
+    assert_eq!(files.stderr.as_deref(), Some("warning: careful\n"));
+    assert_eq!(files.script.as_deref(), Some("make test"));
+    assert_eq!(
+        files.status,
+        Some(serde_json::json!({"status": "succeeded"}))
+    );
+    assert_eq!(files.prompt, None, "a command stage has no prompt");
+
+    let none = views.stage_files("01FILES", "never", 1).expect("files");
+    assert_eq!(none, StageFiles::default());
+}
+
+#[test]
+fn search_logs_finds_lines_in_every_stage_ignoring_case() {
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    let run = new_run(&home, "01SEARCH", "build", "g", "2026-01-01T00:00:00.000Z");
+    store.create_run(&run).expect("create");
+    stage(
+        &mut store,
+        &home,
+        "01SEARCH",
+        "a",
+        1,
+        "one\nERROR: disk full\nthree\n",
+    );
+    stage(
+        &mut store,
+        &home,
+        "01SEARCH",
+        "b",
+        2,
+        "fine\nan error again\n",
+    );
+
+    let views = Views::open(&home).expect("views");
+    let found = views.search_logs("01SEARCH", "error", 100).expect("search");
+    let summary: Vec<(String, u32, LogStream, u32)> = found
+        .iter()
+        .map(|m| (m.node_id.clone(), m.visit, m.stream, m.line_number))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("a".to_string(), 1, LogStream::Stdout, 2),
+            ("b".to_string(), 2, LogStream::Stdout, 2),
+        ]
+    );
+    assert_eq!(found[0].line, "ERROR: disk full");
+    assert_eq!(
+        views
+            .search_logs("01SEARCH", "careful", 1)
+            .expect("search")
+            .len(),
+        1,
+        "the limit holds (stderr of both stages matches)"
+    );
+    assert!(
+        views
+            .search_logs("01SEARCH", "", 10)
+            .expect("search")
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_run_list_of_ten_thousand_runs_pages_fast() {
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    store.conn.execute_batch("BEGIN").expect("begin");
+    let runs_dir = home.runs_dir();
+    for i in 0..10_000 {
+        let id = format!("01BULK{i:05}");
+        let workflow = if i % 2 == 0 { "even" } else { "odd" };
+        let run = NewRun {
+            id: id.clone(),
+            workflow_name: workflow.into(),
+            workflow_path: None,
+            goal: Some(format!("goal number {i}")),
+            run_dir: runs_dir.join(&id),
+            work_dir: PathBuf::from("/work"),
+            inputs: serde_json::Map::new(),
+            options: serde_json::Value::Null,
+            labels: vec![],
+            node_count: 3,
+            edge_count: 2,
+            created_at: format!("2026-01-01T00:00:{:02}.{:03}Z", i / 1000, i % 1000),
+        };
+        store.create_run(&run).expect("create");
+    }
+    store.conn.execute_batch("COMMIT").expect("commit");
+
+    let views = Views::open(&home).expect("views");
+    let started = Instant::now();
+    let page = views
+        .runs(&RunList {
+            workflow: Some("odd".into()),
+            text: Some("NUMBER 9".into()),
+            limit: Some(100),
+            offset: Some(10),
+            ..RunList::default()
+        })
+        .expect("runs");
+    let elapsed = started.elapsed();
+    assert_eq!(page.total, 556, "odd runs whose goal holds `number 9`");
+    assert_eq!(page.runs.len(), 100);
+    assert_eq!(
+        page.runs[0].id, "01BULK09979",
+        "newest first after the offset (9999, 9997, … skipped)"
+    );
+    assert!(
+        elapsed.as_millis() < 500,
+        "a filtered page of 10,000 runs takes {elapsed:?}; it must feel instant"
+    );
+}
+
+#[test]
+fn the_notification_arguments_name_the_question_to_open() {
+    let route = InitialRoute::from_args(["--run", "01R", "--question", "q1"]);
+    assert_eq!(
+        route,
+        Some(InitialRoute {
+            run: "01R".into(),
+            question: "q1".into()
+        })
+    );
+    let swapped = InitialRoute::from_args(["--question=q1", "--run=01R"]);
+    assert_eq!(swapped, route, "order and `=` do not matter");
+    assert_eq!(
+        InitialRoute::from_args(["--run", "01R"]),
+        None,
+        "both are needed"
+    );
+    assert_eq!(
+        InitialRoute::from_args(["--run", "--question", "q1"]),
+        None,
+        "a flag is not a value"
+    );
+    assert_eq!(InitialRoute::from_args(Vec::<String>::new()), None);
+}
+
+#[test]
+fn app_errors_keep_the_stable_code() {
+    let e = AppError::from(StoreError::RunNotFound("01X".into()));
+    assert_eq!(e.code, "run.not_found", "the UI matches on the code");
+    assert!(e.message.contains("01X"));
+    let socket = PathBuf::from("/tmp/none.sock");
+    let e = AppError::from(crate::ipc::client::ClientError::DaemonNotRunning { socket });
+    assert_eq!(
+        e.code, "daemon.not_running",
+        "so the UI can offer to start it"
+    );
+}

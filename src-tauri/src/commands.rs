@@ -1,0 +1,210 @@
+//! The app's commands: each a few lines that call `weft::store::views`
+//! (history, read-only SQLite, on a blocking thread) or the daemon through
+//! `weft::ipc::client::Client` (everything live). Every command fails with
+//! an [`AppError`] `{code, message}`; the UI matches on the code.
+//!
+//! Argument names are snake_case on the wire too (`after_seq`), like the
+//! generated wire types in `ui/src/api/wire/`.
+
+use std::path::{Path, PathBuf};
+
+use weft::engine::event::Event;
+use weft::ipc::client::Client;
+use weft::ipc::protocol::{
+    AnswerBy, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList, RunCancel,
+    RunList, RunResume, RunStart, RunStarted,
+};
+use weft::lang::{Diagnostic, LoadOptions, Workflow};
+use weft::store::views::{AppError, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views};
+use weft::store::{Home, QuestionRecord};
+
+/// A page of events a history call returns when the UI names no limit.
+const EVENTS_PAGE: u32 = 1_000;
+/// Log matches a search returns.
+const LOG_MATCHES: u32 = 1_000;
+
+pub type Result<T> = std::result::Result<T, AppError>;
+
+/// `WEFT_HOME`, or the platform data dir.
+pub fn home() -> Result<Home> {
+    Ok(Home::from_env()?)
+}
+
+/// Runs `read` on a fresh read-only [`Views`] of the home, on a blocking
+/// thread (SQLite and file reads must not stall the UI's event loop).
+async fn history<T, F>(read: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Views) -> weft::store::Result<T> + Send + 'static,
+{
+    let home = home()?;
+    tauri::async_runtime::spawn_blocking(move || read(&Views::open(&home)?).map_err(AppError::from))
+        .await
+        .map_err(|e| AppError::new("app.internal", format!("a history read failed: {e}")))?
+}
+
+/// A client of the home's daemon; `daemon.not_running` when none listens.
+pub async fn client() -> Result<Client> {
+    Ok(Client::connect(&home()?).await?)
+}
+
+// ----- history (read-only, works with the daemon stopped) ----------------
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn runs_page(query: RunList) -> Result<RunsPage> {
+    history(move |views| views.runs(&query)).await
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn run_view(run: String) -> Result<RunView> {
+    history(move |views| views.run(&run)).await
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn run_events(run: String, after_seq: u64, limit: Option<u32>) -> Result<Vec<Event>> {
+    history(move |views| views.events(&run, after_seq, limit.unwrap_or(EVENTS_PAGE))).await
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn stage_files(run: String, node: String, visit: u32) -> Result<StageFiles> {
+    history(move |views| views.stage_files(&run, &node, visit)).await
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn search_logs(run: String, query: String) -> Result<Vec<LogMatch>> {
+    history(move |views| views.search_logs(&run, &query, LOG_MATCHES)).await
+}
+
+// ----- live (through the daemon) -----------------------------------------
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn daemon_status() -> Result<DaemonInfo> {
+    Ok(client().await?.call(DaemonStatus {}).await?)
+}
+
+/// Starts weftd for the home (or finds the one running) and returns its
+/// status.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn daemon_start() -> Result<DaemonInfo> {
+    let home = home()?;
+    let weftd = weftd_path(std::env::current_exe().ok().as_deref());
+    weft::server::detach::start_detached(&home, &weftd)
+        .await
+        .map(|(info, _started)| info)
+        .map_err(|message| AppError::new("daemon.start_failed", message))
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn run_start(params: RunStart) -> Result<RunStarted> {
+    Ok(client().await?.call(params).await?)
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn run_cancel(run: String) -> Result<CancelRequested> {
+    Ok(client().await?.call(RunCancel { run }).await?)
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn run_resume(run: String) -> Result<RunStarted> {
+    let params = RunResume {
+        run,
+        auto_approve: false,
+        env: Default::default(),
+    };
+    Ok(client().await?.call(params).await?)
+}
+
+/// Pending questions, of one run or of all.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn question_list(run: Option<String>) -> Result<Vec<QuestionRecord>> {
+    let params = QuestionList {
+        run,
+        pending_only: true,
+    };
+    Ok(client().await?.call(params).await?)
+}
+
+#[tauri::command(rename_all = "snake_case")]
+pub async fn question_answer(question: String, answer: AnswerBy) -> Result<QuestionRecord> {
+    Ok(client()
+        .await?
+        .call(QuestionAnswer { question, answer })
+        .await?)
+}
+
+/// The workflow file's diagnostics (empty when it is valid and clean);
+/// `workflow.io` when it cannot be read.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
+    tauri::async_runtime::spawn_blocking(move || {
+        Workflow::load(&path, &LoadOptions::default())
+            .map(|wf| wf.diagnostics)
+            .map_err(|e| {
+                AppError::new(
+                    "workflow.io",
+                    format!("cannot read the workflow {}: {e}", path.display()),
+                )
+            })
+    })
+    .await
+    .map_err(|e| AppError::new("app.internal", format!("validation failed: {e}")))?
+}
+
+// ----- start-up ----------------------------------------------------------
+
+/// The question to open at, when weftd started the app from a gate
+/// notification (`--run RUN --question QUESTION`).
+#[tauri::command(rename_all = "snake_case")]
+pub fn initial_route(route: tauri::State<'_, Option<InitialRoute>>) -> Option<InitialRoute> {
+    route.inner().clone()
+}
+
+/// `weftd` beside the app's executable when it is there, else `weftd` to be
+/// found on `PATH`.
+pub fn weftd_path(exe: Option<&Path>) -> PathBuf {
+    let name = format!("weftd{}", std::env::consts::EXE_SUFFIX);
+    exe.and_then(Path::parent)
+        .map(|dir| dir.join(&name))
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weftd_is_found_beside_the_app_else_on_the_path() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let app = temp.path().join("weft-desktop");
+        let name = format!("weftd{}", std::env::consts::EXE_SUFFIX);
+        assert_eq!(
+            weftd_path(Some(&app)),
+            PathBuf::from(&name),
+            "without a weftd beside the app, PATH decides"
+        );
+        std::fs::write(temp.path().join(&name), b"").expect("fake weftd");
+        assert_eq!(weftd_path(Some(&app)), temp.path().join(&name));
+        assert_eq!(weftd_path(None), PathBuf::from(&name));
+    }
+
+    #[test]
+    fn a_stopped_daemon_is_reported_by_code() {
+        // The UI offers "Start the daemon" on exactly this code.
+        let temp = tempfile::tempdir().expect("temp dir");
+        let home = Home::at(temp.path());
+        let err = tauri::async_runtime::block_on(Client::connect(&home))
+            .map(|_| ())
+            .map_err(AppError::from)
+            .expect_err("no daemon listens in a fresh home");
+        assert_eq!(err.code, "daemon.not_running");
+    }
+
+    #[test]
+    fn history_of_an_empty_home_is_empty_not_an_error() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let views = Views::open(&Home::at(temp.path())).expect("views");
+        let page = views.runs(&RunList::default()).expect("runs");
+        assert_eq!(page.total, 0, "the app browses a fresh home without errors");
+    }
+}

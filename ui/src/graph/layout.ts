@@ -1,0 +1,298 @@
+// Main-thread side of graph layout: a promise API over the Graphviz worker,
+// with a result cache keyed by (dot, rankdir), cancellation of requests nobody
+// waits for any more, and an in-process fallback where Workers do not exist
+// (vitest under node) or fail to start.
+
+import type { LayoutRequest, LayoutResponse } from './layout.worker';
+
+/** Direction of rank flow: left to right, or top to bottom. */
+export type Rankdir = 'LR' | 'TB';
+
+export interface LayoutOptions {
+  /** Aborting rejects the promise with an `AbortError` and, when no other
+   * caller waits for the same layout, drops or stops the work. */
+  signal?: AbortSignal;
+}
+
+/** Something that turns DOT text into SVG markup, one request at a time. */
+export interface LayoutEngine {
+  render(dot: string): Promise<string>;
+  /** Stops the render in progress, if any; its promise may then never settle. */
+  cancel(): void;
+}
+
+/**
+ * Returns `dot` with `rankdir=<rankdir>` set on the root graph.
+ *
+ * The statement is appended just before the root graph's closing brace:
+ * Graphviz keeps the last value assigned to a graph attribute, so this wins
+ * over a `rankdir` the workflow sets itself (`graph [rankdir=LR]`), which a
+ * statement placed after the opening brace would not. Braces inside strings,
+ * HTML labels and comments are skipped. Text without a graph body is returned
+ * unchanged so that Graphviz reports the syntax error.
+ */
+export function withRankdir(dot: string, rankdir: Rankdir): string {
+  const end = rootBodyEnd(dot);
+  if (end < 0) return dot;
+  return `${dot.slice(0, end)}\nrankdir=${rankdir};\n${dot.slice(end)}`;
+}
+
+/** Index of the `}` that closes the first top-level graph body, or -1. */
+function rootBodyEnd(dot: string): number {
+  let depth = 0;
+  let i = 0;
+  const n = dot.length;
+  let lineStart = true;
+  while (i < n) {
+    const c = dot[i];
+    if (c === '"') {
+      i += 1;
+      while (i < n && dot[i] !== '"') i += dot[i] === '\\' ? 2 : 1;
+      i += 1;
+    } else if (c === '<') {
+      // HTML-like label: angle brackets nest.
+      let angle = 0;
+      do {
+        if (dot[i] === '<') angle += 1;
+        else if (dot[i] === '>') angle -= 1;
+        i += 1;
+      } while (i < n && angle > 0);
+    } else if (c === '/' && dot[i + 1] === '/') {
+      while (i < n && dot[i] !== '\n') i += 1;
+    } else if (c === '/' && dot[i + 1] === '*') {
+      const close = dot.indexOf('*/', i + 2);
+      i = close < 0 ? n : close + 2;
+    } else if (c === '#' && lineStart) {
+      // C-preprocessor output lines are comments in DOT.
+      while (i < n && dot[i] !== '\n') i += 1;
+    } else {
+      if (c === '{') depth += 1;
+      else if (c === '}') {
+        depth -= 1;
+        if (depth === 0) return i;
+      }
+      i += 1;
+    }
+    const prev = dot[i - 1];
+    lineStart = prev === '\n' || (lineStart && (prev === ' ' || prev === '\t'));
+  }
+  return -1;
+}
+
+function abortError(): DOMException {
+  return new DOMException('The layout request was aborted', 'AbortError');
+}
+
+/** True for the rejection a cancelled `layout` call produces. */
+export function isAbortError(e: unknown): boolean {
+  return e instanceof DOMException && e.name === 'AbortError';
+}
+
+interface Waiter {
+  resolve(svg: string): void;
+  reject(e: unknown): void;
+}
+
+interface Job {
+  key: string;
+  source: string;
+  waiters: Set<Waiter>;
+  cancelled: boolean;
+}
+
+/** How many finished layouts are kept; a run view needs few (two rankdirs,
+ * a graph or two), and a 600-node SVG is about half a megabyte. */
+const CACHE_LIMIT = 12;
+
+/**
+ * Queues layout requests onto one engine. Identical requests share one render;
+ * finished results are cached (least recently used dropped first).
+ */
+export class LayoutClient {
+  private readonly cache = new Map<string, string>();
+  private readonly jobs = new Map<string, Job>();
+  private readonly queue: Job[] = [];
+  private running: Job | null = null;
+
+  constructor(private readonly engine: LayoutEngine) {}
+
+  layout(dot: string, rankdir: Rankdir, { signal }: LayoutOptions = {}): Promise<string> {
+    const key = `${rankdir}\n${dot}`;
+    const cached = this.cache.get(key);
+    if (cached !== undefined) {
+      this.cache.delete(key);
+      this.cache.set(key, cached);
+      return Promise.resolve(cached);
+    }
+    if (signal?.aborted) return Promise.reject(abortError());
+
+    let job = this.jobs.get(key);
+    if (!job) {
+      job = { key, source: withRankdir(dot, rankdir), waiters: new Set(), cancelled: false };
+      this.jobs.set(key, job);
+      this.queue.push(job);
+    }
+    const current = job;
+    return new Promise<string>((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject };
+      current.waiters.add(waiter);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          if (!current.waiters.delete(waiter)) return;
+          reject(abortError());
+          if (current.waiters.size === 0) this.cancel(current);
+        },
+        { once: true },
+      );
+      this.pump();
+    });
+  }
+
+  private cancel(job: Job): void {
+    job.cancelled = true;
+    this.jobs.delete(job.key);
+    const queued = this.queue.indexOf(job);
+    if (queued >= 0) this.queue.splice(queued, 1);
+    if (this.running === job) {
+      this.running = null;
+      this.engine.cancel();
+      this.pump();
+    }
+  }
+
+  private pump(): void {
+    if (this.running) return;
+    const job = this.queue.shift();
+    if (!job) return;
+    this.running = job;
+    this.engine.render(job.source).then(
+      (svg) => this.finish(job, (w) => w.resolve(svg), svg),
+      (e: unknown) => this.finish(job, (w) => w.reject(e)),
+    );
+  }
+
+  private finish(job: Job, settle: (w: Waiter) => void, svg?: string): void {
+    if (job.cancelled) return;
+    this.jobs.delete(job.key);
+    if (this.running === job) this.running = null;
+    if (svg !== undefined) {
+      this.cache.set(job.key, svg);
+      if (this.cache.size > CACHE_LIMIT) {
+        const oldest = this.cache.keys().next();
+        if (!oldest.done) this.cache.delete(oldest.value);
+      }
+    }
+    for (const w of job.waiters) settle(w);
+    this.pump();
+  }
+}
+
+/** Runs Graphviz on the calling thread (loaded on first use). */
+export function inProcessEngine(): LayoutEngine {
+  return {
+    render: async (dot) => (await import('./renderDot')).renderDot(dot),
+    // A synchronous wasm call cannot be interrupted; the client ignores its result.
+    cancel: () => {},
+  };
+}
+
+/**
+ * Runs Graphviz in a dedicated worker. Cancelling terminates the worker (the
+ * wasm call is synchronous and cannot be interrupted otherwise); the next
+ * render starts a fresh one. If the worker script cannot be started at all,
+ * it switches for good to `fallback`.
+ */
+export function workerEngine(
+  spawn: () => Worker,
+  fallback: () => LayoutEngine = inProcessEngine,
+): LayoutEngine {
+  let worker: Worker | null = null;
+  let inProcess: LayoutEngine | null = null;
+  let nextId = 1;
+  let pending: { id: number; resolve(svg: string): void; reject(e: unknown): void; dot: string } | null =
+    null;
+
+  const useFallback = () => {
+    inProcess ??= fallback();
+    worker?.terminate();
+    worker = null;
+    const p = pending;
+    pending = null;
+    if (p) inProcess.render(p.dot).then(p.resolve, p.reject);
+  };
+
+  const start = (): Worker | null => {
+    let w: Worker;
+    try {
+      w = spawn();
+    } catch {
+      return null;
+    }
+    w.onmessage = (event: MessageEvent<LayoutResponse>) => {
+      const msg = event.data;
+      if (!pending || msg.id !== pending.id) return;
+      const p = pending;
+      pending = null;
+      if ('svg' in msg) p.resolve(msg.svg);
+      else p.reject(new Error(msg.error));
+    };
+    // Fires when the script cannot be loaded or evaluated; render errors come
+    // back as messages instead.
+    w.onerror = (event) => {
+      event.preventDefault();
+      useFallback();
+    };
+    return w;
+  };
+
+  return {
+    render(dot) {
+      if (inProcess) return inProcess.render(dot);
+      worker ??= start();
+      if (!worker) {
+        inProcess = fallback();
+        return inProcess.render(dot);
+      }
+      const id = nextId++;
+      const w = worker;
+      return new Promise<string>((resolve, reject) => {
+        pending = { id, resolve, reject, dot };
+        const request: LayoutRequest = { id, dot };
+        w.postMessage(request);
+      });
+    },
+    cancel() {
+      if (inProcess) return;
+      if (pending) {
+        worker?.terminate();
+        worker = null;
+        pending = null;
+      }
+    },
+  };
+}
+
+let shared: LayoutClient | undefined;
+
+function sharedClient(): LayoutClient {
+  shared ??= new LayoutClient(
+    typeof Worker === 'function'
+      ? workerEngine(
+          () => new Worker(new URL('./layout.worker.ts', import.meta.url), { type: 'module' }),
+        )
+      : inProcessEngine(),
+  );
+  return shared;
+}
+
+/**
+ * Lays out `dot` in direction `rankdir` and resolves with the SVG markup.
+ * Work runs in a Web Worker when the platform has them, in process otherwise.
+ * Results are cached by (dot, rankdir). Rejects with Graphviz's message on
+ * invalid DOT, and with an `AbortError` (see `isAbortError`) when `signal`
+ * aborts first.
+ */
+export function layout(dot: string, rankdir: Rankdir, options?: LayoutOptions): Promise<string> {
+  return sharedClient().layout(dot, rankdir, options);
+}
