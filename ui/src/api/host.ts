@@ -1,8 +1,68 @@
+import type {
+  AnswerBy,
+  CancelRequested,
+  DaemonInfo,
+  Diagnostic,
+  Event,
+  InitialRoute,
+  LogMatch,
+  QuestionRecord,
+  RunList,
+  RunStart,
+  RunStarted,
+  RunView,
+  RunsPage,
+  StageFiles,
+} from './wire';
+
+export type * from './wire';
+
+/** Stops a live subscription. */
+export type Unsubscribe = () => void;
+
 /**
- * Everything the UI may ask of the backend. Each host implements all of it,
- * so a screen never knows whether it runs inside the desktop app or a test.
+ * Everything the UI may ask of the backend: one method per Tauri command
+ * (`src-tauri/src/commands.rs`, `bridge.rs`). Each host implements all of
+ * it, so a screen never knows whether it runs inside the desktop app or a
+ * test. Failures reject with an `AppError` (`{code, message}`); screens
+ * branch on `code` (`daemon.not_running`, `run.not_found`, ...), never on
+ * the message.
  */
 export interface Host {
   /** The version of the running Weft app, e.g. `0.1.0`. */
   appVersion(): Promise<string>;
+  /** Where the app was asked to open (a clicked gate notification). */
+  initialRoute(): Promise<InitialRoute | null>;
+
+  // History: read from the database, works with the daemon stopped.
+  runsPage(query: RunList): Promise<RunsPage>;
+  runView(run: string): Promise<RunView>;
+  runEvents(run: string, afterSeq: number, limit?: number): Promise<Event[]>;
+  stageFiles(run: string, node: string, visit: number): Promise<StageFiles>;
+  searchLogs(run: string, query: string): Promise<LogMatch[]>;
+
+  // Live: through weftd (rejects with code `daemon.not_running` when it is
+  // not running; `daemonStart` starts it).
+  daemonStatus(): Promise<DaemonInfo>;
+  daemonStart(): Promise<DaemonInfo>;
+  runStart(params: RunStart): Promise<RunStarted>;
+  runCancel(run: string): Promise<CancelRequested>;
+  runResume(run: string): Promise<RunStarted>;
+  questionList(run?: string): Promise<QuestionRecord[]>;
+  questionAnswer(question: string, answer: AnswerBy): Promise<QuestionRecord>;
+  validateWorkflow(path: string): Promise<Diagnostic[]>;
+  /**
+   * Live events of one run (after `afterSeq`, each once, in order) or of
+   * every run (`run` null: new events only). Resolves once the daemon has
+   * accepted the subscription.
+   */
+  subscribe(run: string | null, afterSeq: number, onEvent: (event: Event) => void): Promise<Unsubscribe>;
+}
+
+/** An `AppError`-shaped rejection, whatever was thrown. */
+export function appError(e: unknown): { code: string; message: string } {
+  if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
+    return { code: String(e.code), message: String(e.message) };
+  }
+  return { code: 'app.error', message: String(e) };
 }

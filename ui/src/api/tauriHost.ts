@@ -1,8 +1,32 @@
-import { invoke } from '@tauri-apps/api/core';
+import { Channel, invoke } from '@tauri-apps/api/core';
 
-import type { Host } from './host';
+import type { Event, Host } from './host';
 
-/** The real backend: commands implemented in `src-tauri`. */
+/** The real backend: commands implemented in `src-tauri` (snake_case args). */
 export const tauriHost: Host = {
-  appVersion: () => invoke<string>('app_version'),
+  appVersion: () => invoke('app_version'),
+  initialRoute: () => invoke('initial_route'),
+
+  runsPage: (query) => invoke('runs_page', { query }),
+  runView: (run) => invoke('run_view', { run }),
+  runEvents: (run, afterSeq, limit) => invoke('run_events', { run, after_seq: afterSeq, limit }),
+  stageFiles: (run, node, visit) => invoke('stage_files', { run, node, visit }),
+  searchLogs: (run, query) => invoke('search_logs', { run, query }),
+
+  daemonStatus: () => invoke('daemon_status'),
+  daemonStart: () => invoke('daemon_start'),
+  runStart: (params) => invoke('run_start', { params }),
+  runCancel: (run) => invoke('run_cancel', { run }),
+  runResume: (run) => invoke('run_resume', { run }),
+  questionList: (run) => invoke('question_list', { run }),
+  questionAnswer: (question, answer) => invoke('question_answer', { question, answer }),
+  validateWorkflow: (path) => invoke('validate_workflow', { path }),
+  subscribe: async (run, afterSeq, onEvent) => {
+    const channel = new Channel<Event>();
+    channel.onmessage = onEvent;
+    const id = await invoke<string>('subscribe', { run, after_seq: afterSeq, channel });
+    return () => {
+      void invoke('unsubscribe', { subscription: id });
+    };
+  },
 };

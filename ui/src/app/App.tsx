@@ -2,17 +2,43 @@ import { useEffect, useState } from 'react';
 
 import { api, type Host } from '../api';
 import { Header } from '../components/Header';
+import { GatesScreen } from '../gates/GatesScreen';
+import { LaunchScreen } from '../launch/LaunchScreen';
+import { RunScreen } from '../run/RunScreen';
+import { RunsScreen } from '../runs/RunsScreen';
+import { parseRoute, routeHash, type Route } from './route';
 import { VersionLine, type VersionState } from './VersionLine';
+
+/** The current route, following the URL hash. */
+function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const onChange = () => setRoute(parseRoute(window.location.hash));
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return route;
+}
 
 /** The app shell. `host` is injectable so tests can hand in their own. */
 export function App({ host = api }: { host?: Host }) {
   const [version, setVersion] = useState<VersionState>({ status: 'loading' });
+  const route = useRoute();
 
   useEffect(() => {
     let live = true;
     host.appVersion().then(
       (v) => live && setVersion({ status: 'ready', version: v }),
       (e: unknown) => live && setVersion({ status: 'failed', message: String(e) }),
+    );
+    // Opened from a gate's notification: go straight to the question.
+    host.initialRoute().then(
+      (start) => {
+        if (live && start) {
+          window.location.hash = routeHash({ screen: 'run', run: start.run, question: start.question });
+        }
+      },
+      () => {},
     );
     return () => {
       live = false;
@@ -22,7 +48,22 @@ export function App({ host = api }: { host?: Host }) {
   return (
     <div className="shell">
       <Header />
+      <nav className="nav" aria-label="Screens">
+        <a href="#/runs" aria-current={route.screen === 'runs' || route.screen === 'run' ? 'page' : undefined}>
+          Runs
+        </a>
+        <a href="#/gates" aria-current={route.screen === 'gates' ? 'page' : undefined}>
+          Gates
+        </a>
+        <a href="#/launch" aria-current={route.screen === 'launch' ? 'page' : undefined}>
+          Launch
+        </a>
+      </nav>
       <main className="content">
+        {route.screen === 'runs' && <RunsScreen host={host} />}
+        {route.screen === 'run' && <RunScreen host={host} route={route} />}
+        {route.screen === 'gates' && <GatesScreen host={host} />}
+        {route.screen === 'launch' && <LaunchScreen host={host} />}
         <VersionLine state={version} />
       </main>
     </div>

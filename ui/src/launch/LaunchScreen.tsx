@@ -1,0 +1,6 @@
+import type { Host } from '../api';
+
+/** Placeholder until this screen is built. */
+export function LaunchScreen(_props: { host: Host }) {
+  return <p className="muted">Coming soon.</p>;
+}
