@@ -26,6 +26,7 @@ fn main() {
     // weftd opens the app at a question with `--run RUN --question ID`.
     let route = InitialRoute::from_args(std::env::args().skip(1));
     let result = tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
         .manage(route)
         .manage(bridge::Bridges::default())
         .on_window_event(|window, event| {

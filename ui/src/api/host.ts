@@ -52,6 +52,12 @@ export interface Host {
   questionAnswer(question: string, answer: AnswerBy): Promise<QuestionRecord>;
   validateWorkflow(path: string): Promise<Diagnostic[]>;
   /**
+   * The native "open file" dialog for a workflow (`.fabro`, `.dot`,
+   * `.toml`); null when cancelled. Absent where there is no native dialog
+   * (a plain browser): the path is typed instead.
+   */
+  pickWorkflow?(): Promise<string | null>;
+  /**
    * Live events of one run (after `afterSeq`, each once, in order) or of
    * every run (`run` null: new events only). Resolves once the daemon has
    * accepted the subscription.

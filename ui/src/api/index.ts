@@ -5,7 +5,8 @@ import type { Host } from './host';
 import { tauriHost } from './tauriHost';
 import { testHost } from './testHost';
 
-export type { Host } from './host';
+export type * from './host';
+export { appError } from './host';
 export { TEST_APP_VERSION } from './testHost';
 
 /**

@@ -1,4 +1,5 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
+import { open } from '@tauri-apps/plugin-dialog';
 
 import type { Event, Host } from './host';
 
@@ -21,6 +22,14 @@ export const tauriHost: Host = {
   questionList: (run) => invoke('question_list', { run }),
   questionAnswer: (question, answer) => invoke('question_answer', { question, answer }),
   validateWorkflow: (path) => invoke('validate_workflow', { path }),
+  pickWorkflow: async () => {
+    const chosen = await open({
+      multiple: false,
+      directory: false,
+      filters: [{ name: 'Workflows', extensions: ['fabro', 'dot', 'toml'] }],
+    });
+    return typeof chosen === 'string' ? chosen : null;
+  },
   subscribe: async (run, afterSeq, onEvent) => {
     const channel = new Channel<Event>();
     channel.onmessage = onEvent;

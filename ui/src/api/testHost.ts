@@ -1,5 +1,7 @@
 import { EMPTY, type Fixtures } from './fixtures';
-import type { Event, Host, RunSummary } from './host';
+import { recorded } from './fixtures/recorded';
+import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
+import type { AnswerBy, Event, Host, LogMatch, LogStream, QuestionRecord, RunSummary } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -39,9 +41,10 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
         );
       const offset = q.offset ?? 0;
       const runs = all.slice(offset, q.limit == null ? undefined : offset + q.limit);
+      const listed = new Set(runs.map((r) => r.id));
       const open_questions: Record<string, number> = {};
       for (const question of fixtures.questions) {
-        if (question.status === 'pending') {
+        if (question.status === 'pending' && listed.has(question.run_id)) {
           open_questions[question.run_id] = (open_questions[question.run_id] ?? 0) + 1;
         }
       }
@@ -61,7 +64,11 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
         files ?? { prompt: null, response: null, stdout: null, stderr: null, status: null, script: null, truncated: [] },
       );
     },
-    searchLogs: () => Promise.resolve([]),
+    searchLogs: (run, query) => {
+      const view = find(run);
+      if (!view) return notFound(run);
+      return Promise.resolve(searchStageFiles(fixtures, view.run.id, view.stages, query));
+    },
 
     daemonStatus: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running (test host)' }),
     daemonStart: () => Promise.reject({ code: 'daemon.start_failed', message: 'the test host has no daemon' }),
@@ -70,12 +77,52 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
     runResume: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     questionList: (run) =>
       Promise.resolve(fixtures.questions.filter((q) => q.status === 'pending' && (!run || q.run_id === run))),
-    questionAnswer: (id) => {
-      const question = fixtures.questions.find((q) => q.id === id);
+    questionAnswer: (id, answer) => {
+      const index = fixtures.questions.findIndex((q) => q.id === id);
+      const question = fixtures.questions[index];
       if (!question) return Promise.reject({ code: 'question.not_found', message: `no question ${id}` });
-      return Promise.resolve(question);
+      // Idempotent, as weftd's: an answered question stays as answered.
+      if (question.status !== 'pending') return Promise.resolve(question);
+      const selected = selectedOption(question.options, answer);
+      const answered: QuestionRecord = {
+        ...question,
+        status: 'answered',
+        answer: answer as QuestionRecord['answer'],
+        answered_at: new Date().toISOString(),
+      };
+      fixtures.questions[index] = answered;
+      const events = fixtures.events[question.run_id] ?? [];
+      const event: Event = {
+        seq: (events.at(-1)?.seq ?? 0) + 1,
+        ts: answered.answered_at ?? '',
+        run_id: question.run_id,
+        node_id: question.node_id,
+        visit: question.visit,
+        event: 'interview.completed',
+        properties: { question_id: id, selected, text: 'text' in answer ? answer.text : null },
+      };
+      fixtures.events[question.run_id] = [...events, event];
+      for (const l of listeners) if (l.run === null || l.run === question.run_id) l.onEvent(event);
+      return Promise.resolve(answered);
     },
-    validateWorkflow: () => Promise.resolve([]),
+    // A path naming a "broken" workflow gets the error a workflow without an
+    // exit node gets, so tests can show diagnostics without a backend.
+    validateWorkflow: (path) =>
+      Promise.resolve(
+        path.includes('broken')
+          ? [
+              {
+                rule: 'exit_node',
+                severity: 'error' as const,
+                message: 'the workflow has no exit node (shape=Msquare)',
+                span: { start: 0, end: 7, line: 1, column: 1 },
+                node_id: null,
+                edge: null,
+                hint: 'add `exit [shape=Msquare]` and an edge into it',
+              },
+            ]
+          : [],
+      ),
     subscribe: (run, _afterSeq, onEvent) => {
       const entry = { run, onEvent };
       listeners.add(entry);
@@ -84,5 +131,59 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
   };
 }
 
+/** The most matches `searchLogs` returns, as the app's command does. */
+const LOG_MATCHES_MAX = 1_000;
+/** A matching line is cut to this many characters, as the backend does. */
+const LOG_LINE_MAX = 1_000;
+
+/**
+ * Lines containing `query` (ignoring case) in each stage's stdout, stderr
+ * and response, in execution order: `Views::search_logs` over fixtures.
+ */
+function searchStageFiles(
+  fixtures: Fixtures,
+  run: string,
+  stages: { node_id: string; visit: number }[],
+  query: string,
+): LogMatch[] {
+  const needle = query.toLowerCase();
+  const matches: LogMatch[] = [];
+  if (!needle) return matches;
+  for (const stage of stages) {
+    const files = fixtures.stageFiles[`${run}/${stage.node_id}/${stage.visit}`];
+    if (!files) continue;
+    for (const stream of ['stdout', 'stderr', 'response'] as LogStream[]) {
+      const text = files[stream];
+      if (!text) continue;
+      const lines = text.split('\n');
+      if (lines[lines.length - 1] === '') lines.pop();
+      for (const [i, raw] of lines.entries()) {
+        const line = raw.replace(/\r$/, '');
+        if (!line.toLowerCase().includes(needle)) continue;
+        matches.push({ node_id: stage.node_id, visit: stage.visit, stream, line_number: i + 1, line: line.slice(0, LOG_LINE_MAX) });
+        if (matches.length >= LOG_MATCHES_MAX) return matches;
+      }
+    }
+  }
+  return matches;
+}
+
+/**
+ * The fixtures of a plain browser page: the recorded history, plus `N`
+ * synthetic older runs when the page's URL has `?runs=N` (the runs list's
+ * virtualisation and performance checks).
+ */
+export function pageFixtures(search: string): Fixtures {
+  return withSyntheticRuns(recorded, syntheticRunCount(search));
+}
+
 /** The test host of a plain browser page. */
-export const testHost: Host = makeTestHost();
+export const testHost: Host = makeTestHost(pageFixtures(globalThis.location?.search ?? ''));
+
+/** The option label an answer picks (`freeform` for free text). */
+function selectedOption(options: string[], answer: AnswerBy): string {
+  if ('text' in answer) return 'freeform';
+  if ('label' in answer) return options.find((o) => o.includes(answer.label)) ?? answer.label;
+  const key = answer.key.toLowerCase();
+  return options.find((o) => o.toLowerCase().startsWith(`[${key}]`) || o.toLowerCase().startsWith(`${key})`)) ?? answer.key;
+}

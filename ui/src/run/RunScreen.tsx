@@ -1,7 +1,187 @@
-import type { Host } from '../api';
-import type { Route } from '../app/route';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 
-/** Placeholder until this screen is built. */
-export function RunScreen(_props: { host: Host; route: Extract<Route, { screen: 'run' }> }) {
-  return <p className="muted">Coming soon.</p>;
+import type { Host, QuestionRecord, RunView, StageFiles } from '../api';
+import { routeHash, type Route } from '../app/route';
+import { ArtifactList } from '../artifacts/ArtifactList';
+import { QuestionPanel } from '../gates/QuestionPanel';
+import { GraphView } from '../graph/GraphView';
+import { LogsPanel } from '../logs/LogsPanel';
+import { deriveGraph, failureSummary, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
+import { EventsPanel } from './EventsPanel';
+import { RunHeader } from './RunHeader';
+import { StageDetail } from './StageDetail';
+import { TimelineView } from './Timeline';
+import { useRun, useStageFiles } from './useRun';
+import './run.css';
+
+const ACTIVE = new Set(['running', 'queued', 'blocked']);
+
+type Selection = { node: string; visit: number };
+
+/** Ticks once a second while `on`, so running durations grow. */
+function useNow(on: boolean): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!on) return;
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [on]);
+  return on ? now : Date.now();
+}
+
+/** The stage a run opens on: the route's node, else the failed, waiting or latest one. */
+function initialSelection(view: RunView, node?: string): Selection | null {
+  const byNode = node ? latestStage(view.stages, node) : undefined;
+  if (byNode) return { node: byNode.node_id, visit: byNode.visit };
+  const failure = failureSummary(view);
+  if (failure?.node) return { node: failure.node, visit: failure.visit ?? 1 };
+  const last = [...view.stages].sort((a, b) => b.rank - a.rank)[0];
+  return last ? { node: last.node_id, visit: last.visit } : null;
+}
+
+/** What led to a gate's question: the previous stage's response or stdout tail. */
+function workBefore(files: StageFiles | null, node: string): { title: string; text: string } | null {
+  if (!files) return null;
+  if (files.response) return { title: `What ${node} answered`, text: files.response };
+  const out = files.stdout || files.stderr;
+  if (!out) return null;
+  const lines = out.trimEnd().split('\n');
+  return { title: `The end of ${node}'s output`, text: lines.slice(-40).join('\n') };
+}
+
+/** The question panel of the run screen, with the work that led to it. */
+function RunQuestion({ host, view, question }: { host: Host; view: RunView; question: QuestionRecord }) {
+  const before = stageBefore(view.stages, question.node_id, question.visit);
+  const [context, setContext] = useState<{ title: string; text: string } | null>(null);
+  useEffect(() => {
+    if (!before) return;
+    let active = true;
+    host.stageFiles(view.run.id, before.node_id, before.visit).then(
+      (files) => active && setContext(workBefore(files, before.node_id)),
+      () => {},
+    );
+    return () => {
+      active = false;
+    };
+  }, [host, view.run.id, before?.node_id, before?.visit]);
+  return (
+    <QuestionPanel
+      host={host}
+      question={question}
+      context={context}
+      timeout={nodeAttribute(view.graph_source, question.node_id, 'timeout')}
+      defaultChoice={nodeAttribute(view.graph_source, question.node_id, 'human.default_choice')}
+    />
+  );
+}
+
+/** A run: header, graph, question, timeline, stage detail, logs, events, artifacts. */
+export function RunScreen({ host, route }: { host: Host; route: Extract<Route, { screen: 'run' }> }) {
+  const { load, events, live, reload } = useRun(host, route.run);
+  const view = load.kind === 'ready' ? load.view : null;
+  const now = useNow(!!view && ACTIVE.has(view.run.status));
+  const [selected, setSelected] = useState<Selection | null>(null);
+
+  // A new run (or a node in the route) decides the selection again.
+  useEffect(() => setSelected(null), [route.run]);
+  useEffect(() => {
+    if (view && (selected === null || (route.node && selected.node !== route.node))) {
+      setSelected(initialSelection(view, route.node));
+    }
+    // Only when the view first arrives or the route names another node.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [view, route.node]);
+
+  const select = useCallback(
+    (node: string, visit?: number) => {
+      if (!view) return;
+      const stage = visit === undefined ? latestStage(view.stages, node) : view.stages.find((s) => s.node_id === node && s.visit === visit);
+      setSelected({ node, visit: stage?.visit ?? visit ?? 1 });
+      // Reflect the node in the address without a new history entry per click.
+      window.history.replaceState(null, '', routeHash({ screen: 'run', run: route.run, node }));
+    },
+    [view, route.run],
+  );
+
+  const decoration = useMemo(
+    () => (view ? deriveGraph(view.stages, events, view.questions) : null),
+    [view, events],
+  );
+  const timeline = useMemo(() => (view ? timelineOf(view.stages, events, now) : null), [view, events, now]);
+  const failure = useMemo(() => (view ? failureSummary(view) : null), [view]);
+  const selectedStage = view && selected ? view.stages.find((s) => s.node_id === selected.node && s.visit === selected.visit) : undefined;
+  const lastSeq = events.at(-1)?.seq ?? 0;
+  const files = useStageFiles(host, view?.run.id ?? null, selected, selectedStage?.status ?? '', lastSeq);
+
+  if (load.kind === 'loading') return <p className="muted">Loading the run…</p>;
+  if (load.kind === 'failed') {
+    return (
+      <p className="error" role="alert">
+        {load.code === 'run.not_found' ? `No run matches “${route.run}”.` : `Could not load the run: ${load.message}`}
+      </p>
+    );
+  }
+  const v = load.view;
+  const pending = v.questions.filter((q) => q.status === 'pending');
+  const routed = route.question ? v.questions.find((q) => q.id === route.question) : undefined;
+  const questions = routed ? [routed, ...pending.filter((q) => q.id !== routed.id)] : pending;
+
+  return (
+    <div className="run" data-testid="run-screen" data-run-id={v.run.id}>
+      <RunHeader host={host} view={v} failure={failure} live={live} now={now} onJumpToStage={select} onActed={reload} />
+      {route.question && !routed && <p className="error">This run has no question {route.question}.</p>}
+      {questions.map((q, i) => (
+        i === 0 ? <RunQuestion key={q.id} host={host} view={v} question={q} /> : null
+      ))}
+      {questions.length > 1 && <p className="muted">{questions.length - 1} more questions wait after this one.</p>}
+      <div className="run__body">
+        <div className="run__graph">
+          {v.graph_source ? (
+            <GraphView
+              dot={v.graph_source}
+              states={decoration?.states ?? {}}
+              visits={decoration?.visits ?? {}}
+              takenEdges={decoration?.takenEdges ?? []}
+              onSelectNode={(node) => select(node)}
+            />
+          ) : (
+            <p className="muted">The workflow file of this run is missing, so there is no graph.</p>
+          )}
+        </div>
+        <div className="run__side">
+          {selectedStage ? (
+            <StageDetail stage={selectedStage} files={files} events={events} />
+          ) : selected ? (
+            <p className="muted">{selected.node} has not run yet.</p>
+          ) : (
+            <p className="muted">No stage has run yet.</p>
+          )}
+        </div>
+      </div>
+      <section aria-label="Timeline">
+        <h3 className="run__section">Timeline</h3>
+        {timeline && <TimelineView timeline={timeline} selected={selected} onSelect={select} />}
+      </section>
+      <section aria-label="Output">
+        <h3 className="run__section">Logs</h3>
+        <LogsPanel
+          host={host}
+          runId={v.run.id}
+          stage={selectedStage ? selected : null}
+          stored={files.kind === 'ready' ? files.files : null}
+          storedSeq={files.kind === 'ready' ? files.seq : lastSeq}
+          events={events}
+          onSelectMatch={(m) => select(m.node_id, m.visit)}
+        />
+      </section>
+      <section aria-label="Run events">
+        <h3 className="run__section">Events</h3>
+        <EventsPanel runId={v.run.id} events={events} />
+      </section>
+      <section aria-label="Artifacts">
+        <h3 className="run__section">Artifacts</h3>
+        <ArtifactList artifacts={v.artifacts} onSelectStage={select} />
+      </section>
+    </div>
+  );
 }

@@ -1,0 +1,405 @@
+//! The UI's recorded fixtures (`ui/src/api/fixtures/recorded.json`): real
+//! workflows run by the real CLI into one home, then dumped through
+//! `weft::store::views::Views` exactly as the app's backend would return
+//! them. The browser tests run the UI on this data, so it must be what the
+//! engine really produces.
+//!
+//! With `WEFT_UPDATE_FIXTURES=1` the file is rewritten; otherwise the test
+//! checks that the committed file still has the same shape (the same runs by
+//! workflow and status, the same JSON keys in each view). Ids and times
+//! differ on every recording, so bytes are not compared.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use weft::ipc::protocol::RunList;
+use weft::store::Home;
+use weft::store::views::Views;
+use weft_fakellm::{FakeLlm, Reply, Usage};
+use weft_tests::{Run, Sandbox};
+
+const STALE: &str = "UI fixtures are stale: run `WEFT_UPDATE_FIXTURES=1 cargo nextest run -p weft-tests --test ui_fixtures`";
+
+/// Provider variables of the real environment that must not leak in.
+const PROVIDER_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GEMINI_BASE_URL",
+];
+
+/// Where the sandbox's paths are shown in the fixtures: stable, and what a
+/// user's machine would look like.
+const HOME_PLACEHOLDER: &str = "/home/me/.weft";
+const PROJECT_PLACEHOLDER: &str = "/home/me/projects/shop";
+
+fn fixtures_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/api/fixtures/recorded.json")
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// `weft` in the sandbox, with no provider settings from the real
+/// environment.
+fn weft(sb: &Sandbox) -> Command {
+    let mut cmd = sb.weft();
+    for var in PROVIDER_VARS {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn run(mut cmd: Command, args: &[&str]) -> Run {
+    Run::from(
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run weft: {e}")),
+    )
+}
+
+/// Runs a workflow in this process (`--no-daemon --json`) and returns its
+/// conclusion.
+fn run_here(cmd: Command, file: &str, extra: &[&str], expect_code: i32) -> Value {
+    let mut args = vec!["run", "--no-daemon", "--json", file];
+    args.extend_from_slice(extra);
+    let out = run(cmd, &args);
+    assert_eq!(out.code, expect_code, "{file}: {out:?}");
+    json_of(&out.stdout)
+}
+
+/// Waits until `done` holds, polling.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Records the varied history the runs screen shows, newest last.
+fn record_history(sb: &Sandbox, fake: &FakeLlm) {
+    // A pipeline whose test stage fails once and succeeds on its retry.
+    sb.write(
+        "release.fabro",
+        r#"digraph Release { graph [goal="Build, test and package the shop service"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           build [shape=parallelogram, script="echo compiling shop v1.4.2; echo built target/shop"]
+           test [shape=parallelogram, max_retries=2,
+                 script="if [ -f .flaky-once ]; then echo '42 passed'; else touch .flaky-once; echo 'test_checkout timed out' >&2; exit 1; fi"]
+           package [shape=parallelogram, script="echo packaged shop-1.4.2.tar.gz"]
+           start -> build -> test -> package -> exit }"#,
+    );
+    let c = run_here(
+        weft(sb),
+        "release.fabro",
+        &["--label", "release", "--label", "nightly"],
+        0,
+    );
+    assert_eq!(c["status"], "succeeded", "{c}");
+
+    // A deploy whose command exits 1: a failed run with a failure reason.
+    sb.write(
+        "deploy.fabro",
+        r#"digraph Deploy { graph [goal="Deploy the shop to staging", on_failure="exit"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           push [shape=parallelogram, script="echo connecting to staging.internal; echo 'error: host unreachable' >&2; exit 1"]
+           start -> push -> smoke -> exit
+           smoke [shape=parallelogram, script="echo smoke tests"] }"#,
+    );
+    let c = run_here(weft(sb), "deploy.fabro", &["--label", "staging"], 1);
+    assert_eq!(c["status"], "failed", "{c}");
+
+    // A prompt node against the fake Anthropic server: usage and cost.
+    let key = format!("sk-ui-fixtures-{}", std::process::id());
+    fake.script(
+        &key,
+        [Reply::Turn {
+            text: Some(
+                "The shop service is a small HTTP API with a checkout flow and a nightly release pipeline."
+                    .into(),
+            ),
+            tool_calls: Vec::new(),
+            usage: Some(Usage {
+                input: 8_200,
+                output: 950,
+                ..Usage::default()
+            }),
+            finish: None,
+        }],
+    );
+    sb.write(
+        "summarize.fabro",
+        r#"digraph Summarize { graph [goal="Summarize the repository for the README"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           summarize [shape=tab, prompt="Summarize this repository: {{ goal }}"]
+           start -> summarize -> exit }"#,
+    );
+    let mut cmd = weft(sb);
+    cmd.env("ANTHROPIC_API_KEY", &key)
+        .env("ANTHROPIC_BASE_URL", fake.url());
+    let c = run_here(
+        cmd,
+        "summarize.fabro",
+        &["--model", "claude-haiku-4-5", "--label", "docs"],
+        0,
+    );
+    assert_eq!(c["status"], "succeeded", "{c}");
+
+    // A parallel fan-out over three checks, joined again.
+    sb.write(
+        "checks.fabro",
+        r#"digraph Checks { graph [goal="Lint, type-check and audit in parallel"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           fork [shape=component]
+           lint [shape=parallelogram, script="echo lint: 0 warnings"]
+           types [shape=parallelogram, script="echo types: ok"]
+           audit [shape=parallelogram, script="echo audit: 0 vulnerabilities"]
+           merge [shape=tripleoctagon]
+           start -> fork
+           fork -> lint; fork -> types; fork -> audit
+           lint -> merge; types -> merge; audit -> merge
+           merge -> exit }"#,
+    );
+    let c = run_here(weft(sb), "checks.fabro", &[], 0);
+    assert_eq!(c["status"], "succeeded", "{c}");
+
+    // A long migration, started in the daemon and cancelled mid-stage.
+    sb.write(
+        "migrate.fabro",
+        r#"digraph Migrate { graph [goal="Migrate the orders table"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           backfill [shape=parallelogram, script="echo backfilling orders; sleep 30"]
+           start -> backfill -> exit }"#,
+    );
+    let started = run(weft(sb), &["run", "migrate.fabro", "--detach", "--json"]);
+    assert_eq!(started.code, 0, "{started:?}");
+    let cancel_id = json_of(&started.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    wait_for("the migration to start its stage", || {
+        let events = run(weft(sb), &["events", &cancel_id, "--json"]);
+        events.stdout.contains("\"stage.started\"") && events.stdout.contains("\"backfill\"")
+    });
+    let cancelled = run(weft(sb), &["cancel", &cancel_id]);
+    assert_eq!(cancelled.code, 0, "{cancelled:?}");
+    let followed = run(weft(sb), &["events", &cancel_id, "--follow"]);
+    assert!(
+        followed.stdout.contains("run.cancelled"),
+        "the run ended cancelled: {followed:?}"
+    );
+
+    // A release waiting at a human gate, left waiting.
+    sb.write(
+        "ship.fabro",
+        r#"digraph Ship { graph [goal="Ship release 1.4.2 to production"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           notes [shape=parallelogram, script="echo 'release notes: 3 fixes, 1 feature'"]
+           approve [shape=hexagon, label="Ship 1.4.2 to production?"]
+           ship [shape=parallelogram, script="echo shipped"]
+           start -> notes -> approve
+           approve -> ship [label="[S] Ship"]
+           approve -> exit [label="[H] Hold"]
+           ship -> exit }"#,
+    );
+    let started = run(
+        weft(sb),
+        &[
+            "run",
+            "ship.fabro",
+            "--detach",
+            "--json",
+            "--label",
+            "release",
+        ],
+    );
+    assert_eq!(started.code, 0, "{started:?}");
+    wait_for("the gate's question", || {
+        let listed = run(weft(sb), &["questions", "--json"]);
+        listed.code == 0
+            && json_of(&listed.stdout)
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+    });
+}
+
+/// What the app's backend returns for every run: the `Fixtures` object of
+/// `ui/src/api/fixtures/index.ts`.
+fn dump(home: &Home) -> Value {
+    let views = Views::open(home).unwrap_or_else(|e| panic!("{e}"));
+    let page = views
+        .runs(&RunList::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut run_views = Vec::new();
+    let mut events = Map::new();
+    let mut stage_files = Map::new();
+    let mut questions = Vec::new();
+    for summary in &page.runs {
+        let view = views.run(&summary.id).unwrap_or_else(|e| panic!("{e}"));
+        let run_events = views
+            .events(&summary.id, 0, 10_000)
+            .unwrap_or_else(|e| panic!("{e}"));
+        events.insert(summary.id.clone(), json!(run_events));
+        for stage in &view.stages {
+            let files = views
+                .stage_files(&summary.id, &stage.node_id, stage.visit)
+                .unwrap_or_else(|e| panic!("{e}"));
+            stage_files.insert(
+                format!("{}/{}/{}", summary.id, stage.node_id, stage.visit),
+                json!(files),
+            );
+        }
+        questions.extend(view.questions.iter().map(|q| json!(q)));
+        run_views.push(json!(view));
+    }
+    json!({
+        "views": run_views,
+        "events": events,
+        "stageFiles": stage_files,
+        "questions": questions,
+    })
+}
+
+/// Replaces the sandbox's temp paths with placeholders, everywhere.
+fn normalise(value: &mut Value, replacements: &[(String, &str)]) {
+    match value {
+        Value::String(s) => {
+            for (from, to) in replacements {
+                if s.contains(from.as_str()) {
+                    *s = s.replace(from.as_str(), to);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| normalise(v, replacements)),
+        Value::Object(map) => map.values_mut().for_each(|v| normalise(v, replacements)),
+        _ => {}
+    }
+}
+
+/// The shape of a fixtures object, per run (named by workflow and status,
+/// in list order): every key path in its view, its events, its stages'
+/// files and its questions. Ids and times are values, never keys, so they
+/// do not count.
+fn shape(fixtures: &Value) -> Vec<(String, BTreeSet<String>)> {
+    fn keys(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Array(items) => {
+                let prefix = format!("{prefix}[]");
+                for item in items {
+                    keys(item, &prefix, out);
+                }
+            }
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let path = format!("{prefix}.{k}");
+                    out.insert(path.clone());
+                    keys(v, &path, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let views = fixtures["views"].as_array().cloned().unwrap_or_default();
+    views
+        .iter()
+        .map(|view| {
+            let run = &view["run"];
+            let id = run["id"].as_str().unwrap_or_default();
+            let mut paths = BTreeSet::new();
+            keys(view, "view", &mut paths);
+            keys(&fixtures["events"][id], "events", &mut paths);
+            if let Some(files) = fixtures["stageFiles"].as_object() {
+                for (key, files) in files {
+                    if let Some(stage) = key.strip_prefix(&format!("{id}/")) {
+                        keys(files, &format!("stageFiles.{stage}"), &mut paths);
+                    }
+                }
+            }
+            if let Some(questions) = fixtures["questions"].as_array() {
+                for q in questions.iter().filter(|q| q["run_id"] == id) {
+                    keys(q, "questions[]", &mut paths);
+                }
+            }
+            (format!("{} {}", run["workflow_name"], run["status"]), paths)
+        })
+        .collect()
+}
+
+#[test]
+fn recorded_ui_fixtures_match_what_the_engine_produces() {
+    let fake = FakeLlm::start();
+    let sb = Sandbox::new();
+    record_history(&sb, &fake);
+
+    // The gate's run is still waiting in the daemon: dump now, then stop it.
+    let home = Home::at(sb.path().join("home"));
+    let mut fixtures = dump(&home);
+    let stop = run(weft(&sb), &["daemon", "stop"]);
+    assert_eq!(stop.code, 0, "{stop:?}");
+
+    let root = sb.path().to_string_lossy().into_owned();
+    normalise(
+        &mut fixtures,
+        &[
+            (format!("{root}/home"), HOME_PLACEHOLDER),
+            (root, PROJECT_PLACEHOLDER),
+        ],
+    );
+
+    let runs: Vec<String> = shape(&fixtures).into_iter().map(|(run, _)| run).collect();
+    for expected in [
+        "\"Ship\" \"blocked\"",
+        "\"Migrate\" \"cancelled\"",
+        "\"Checks\" \"succeeded\"",
+        "\"Summarize\" \"succeeded\"",
+        "\"Deploy\" \"failed\"",
+        "\"Release\" \"succeeded\"",
+    ] {
+        assert!(
+            runs.iter().any(|r| r == expected),
+            "the history has {expected}: {runs:?}"
+        );
+    }
+    assert_eq!(runs.len(), 6, "one view per run: {runs:?}");
+    assert!(
+        fixtures["questions"]
+            .as_array()
+            .is_some_and(|q| q.iter().any(|q| q["status"] == "pending")),
+        "the gate's question is still pending"
+    );
+
+    let path = fixtures_path();
+    if std::env::var_os("WEFT_UPDATE_FIXTURES").is_some_and(|v| v == "1") {
+        let mut text = serde_json::to_string_pretty(&fixtures).unwrap_or_else(|e| panic!("{e}"));
+        text.push('\n');
+        std::fs::write(&path, text)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        return;
+    }
+    let committed = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or_else(|| panic!("{STALE} ({} is missing or not JSON)", path.display()));
+    let want = shape(&fixtures);
+    let have = shape(&committed);
+    let names = |shape: &[(String, BTreeSet<String>)]| -> Vec<String> {
+        shape.iter().map(|(run, _)| run.clone()).collect()
+    };
+    assert_eq!(names(&have), names(&want), "{STALE} (the runs differ)");
+    for ((run, want_keys), (_, have_keys)) in want.iter().zip(&have) {
+        let missing: Vec<_> = want_keys.difference(have_keys).collect();
+        let extra: Vec<_> = have_keys.difference(want_keys).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{STALE}\nrun {run}: keys the engine produces but the file lacks: {missing:?}\nkeys the file has but the engine no longer produces: {extra:?}"
+        );
+    }
+}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+
+import { recorded } from './fixtures/recorded';
+import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
+import { makeTestHost, pageFixtures, testHost } from './testHost';
+
+describe('the recorded fixtures', () => {
+  it('hold the varied history the engine recorded, newest first', () => {
+    const statuses = recorded.views.map((v) => `${v.run.workflow_name} ${v.run.status}`);
+    expect(statuses).toEqual([
+      'Ship blocked',
+      'Migrate cancelled',
+      'Checks succeeded',
+      'Summarize succeeded',
+      'Deploy failed',
+      'Release succeeded',
+    ]);
+    const times = recorded.views.map((v) => v.run.created_at);
+    expect([...times].sort().reverse()).toEqual(times);
+  });
+
+  it('carry no machine-specific temp paths', () => {
+    expect(JSON.stringify(recorded)).not.toMatch(/\/tmp\//);
+  });
+});
+
+describe('the default test host', () => {
+  it('serves the recorded runs with the gate run’s open question', async () => {
+    const page = await testHost.runsPage({ limit: 200 });
+    expect(page.total).toBe(recorded.views.length);
+    const ship = page.runs.find((r) => r.workflow_name === 'Ship');
+    expect(ship && page.open_questions[ship.id]).toBe(1);
+  });
+
+  it('counts open questions only for the runs listed', async () => {
+    const page = await testHost.runsPage({ status: 'failed' });
+    expect(page.runs.map((r) => r.workflow_name)).toEqual(['Deploy']);
+    expect(page.open_questions).toEqual({});
+  });
+
+  it('searches the stage logs of a run, ignoring case', async () => {
+    const deploy = recorded.views.find((v) => v.run.workflow_name === 'Deploy');
+    const matches = await testHost.searchLogs(deploy?.run.id ?? '', 'HOST UNREACHABLE');
+    expect(matches).toEqual([
+      { node_id: 'push', visit: 1, stream: 'stderr', line_number: 1, line: 'error: host unreachable' },
+    ]);
+    await expect(testHost.searchLogs(deploy?.run.id ?? '', '')).resolves.toEqual([]);
+  });
+});
+
+describe('?runs=N', () => {
+  it('reads the count from the query string', () => {
+    expect(syntheticRunCount('?runs=10000')).toBe(10_000);
+    expect(syntheticRunCount('')).toBe(0);
+    expect(syntheticRunCount('?runs=lots')).toBe(0);
+  });
+
+  it('adds N older runs after the recorded ones, the same on every load', async () => {
+    const host = makeTestHost(pageFixtures('?runs=1000'));
+    const first = await host.runsPage({ limit: 10 });
+    expect(first.total).toBe(recorded.views.length + 1000);
+    expect(first.runs[0]?.id).toBe(recorded.views[0]?.run.id);
+    const again = withSyntheticRuns(recorded, 1000);
+    expect(again.views[500]?.run).toEqual((await host.runsPage({ offset: 500, limit: 1 })).runs[0]);
+    const statuses = new Set(again.views.map((v) => v.run.status));
+    expect(statuses.size).toBeGreaterThanOrEqual(4);
+    const ids = new Set(again.views.map((v) => v.run.id));
+    expect(ids.size).toBe(again.views.length);
+    const times = again.views.map((v) => v.run.created_at);
+    expect([...times].sort().reverse()).toEqual(times);
+  });
+});

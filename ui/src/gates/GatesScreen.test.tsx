@@ -1,0 +1,54 @@
+// @vitest-environment happy-dom
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Host } from '../api';
+import { makeTestHost } from '../api/testHost';
+import { failedView, QUESTION } from '../run/fixture.test-data';
+import { GatesScreen } from './GatesScreen';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+let root: Root | undefined;
+let container: HTMLDivElement;
+
+afterEach(() => {
+  act(() => root?.unmount());
+  container?.remove();
+});
+
+function fixtures() {
+  const view = failedView();
+  view.run = { ...view.run, id: QUESTION.run_id, status: 'blocked', workflow_name: 'Ship', goal: 'Ship it' };
+  view.questions = [QUESTION];
+  return { views: [view], events: {}, stageFiles: {}, questions: [QUESTION] };
+}
+
+async function render(host: Host) {
+  container = document.createElement('div');
+  document.body.append(container);
+  root = createRoot(container);
+  await act(async () => root?.render(<GatesScreen host={host} />));
+  for (let i = 0; i < 50 && !container.querySelector('[data-testid=gates-screen]'); i++) {
+    await act(() => new Promise((r) => setTimeout(r, 10)));
+  }
+}
+
+describe('GatesScreen', () => {
+  it('lists pending questions with their run and a link to it', async () => {
+    await render(makeTestHost(fixtures()));
+    expect(container.querySelector('[data-testid=question-text]')?.textContent).toBe('Ship the build?');
+    const link = container.querySelector<HTMLAnchorElement>('.question__run');
+    expect(link?.getAttribute('href')).toBe('#/runs/run-waiting/question/q1');
+    expect(link?.textContent).toBe('Ship — Ship it');
+    expect(container.querySelector('[data-testid=gates-daemon-down]')).toBeNull();
+  });
+
+  it('falls back to the run history when the daemon is down, and says so', async () => {
+    const host = { ...makeTestHost(fixtures()), questionList: () => Promise.reject({ code: 'daemon.not_running', message: 'down' }) };
+    await render(host);
+    expect(container.querySelector('[data-testid=question-text]')?.textContent).toBe('Ship the build?');
+    expect(container.querySelector('[data-testid=gates-daemon-down]')?.textContent).toContain('daemon is not running');
+  });
+});

@@ -1,0 +1,98 @@
+// @vitest-environment happy-dom
+import { act } from 'react';
+import { createRoot } from 'react-dom/client';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import type { Diagnostic, Host, RunStart } from '../api';
+import { makeTestHost } from '../api/testHost';
+import { LaunchScreen, dirname, parseInputs, remember, recentWorkflows, startRequest } from './LaunchScreen';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+const missingExit: Diagnostic = {
+  rule: 'exit_node',
+  severity: 'error',
+  message: 'the workflow has no exit node',
+  span: { start: 0, end: 5, line: 1, column: 1 },
+  node_id: null,
+  edge: null,
+  hint: 'add a node with shape=Msquare',
+};
+
+function memoryStorage(): Storage {
+  const map = new Map<string, string>();
+  return {
+    getItem: (k) => map.get(k) ?? null,
+    setItem: (k, v) => void map.set(k, v),
+    removeItem: (k) => void map.delete(k),
+    clear: () => map.clear(),
+    key: () => null,
+    get length() {
+      return map.size;
+    },
+  };
+}
+
+describe('the launch form', () => {
+  let container: HTMLDivElement | null = null;
+  afterEach(() => {
+    container?.remove();
+    container = null;
+    vi.useRealTimers();
+  });
+
+  it('parses NAME=VALUE inputs and names the line of a bad one', () => {
+    expect(parseInputs('a=1\n\nb = two=2\n')).toEqual({ inputs: { a: '1', 'b': ' two=2' } });
+    expect(parseInputs('a=1\noops').error).toBe('line 2: expected NAME=VALUE');
+  });
+
+  it('builds a start request that runs in the workflow folder unless told otherwise', () => {
+    const request: RunStart = startRequest({
+      path: '/w/flows/ci.fabro',
+      workDir: '',
+      goal: '  ',
+      inputs: { branch: 'main' },
+      autoApprove: true,
+      dryRun: false,
+      model: 'sonnet',
+    });
+    expect(request.work_dir).toBe('/w/flows');
+    expect(request.goal).toBeNull();
+    expect(request.model).toEqual({ model: 'sonnet' });
+    expect(request.workflow).toEqual({ path: '/w/flows/ci.fabro' });
+    expect(dirname('/flow.fabro')).toBe('/');
+  });
+
+  it('remembers recent workflows newest first, without duplicates', () => {
+    const storage = memoryStorage();
+    remember('/a.fabro', storage);
+    remember('/b.fabro', storage);
+    remember('/a.fabro', storage);
+    expect(recentWorkflows(storage)).toEqual(['/a.fabro', '/b.fabro']);
+  });
+
+  it('shows a validation error inline and keeps Start disabled', async () => {
+    vi.useFakeTimers();
+    const host: Host = { ...makeTestHost(), validateWorkflow: () => Promise.resolve([missingExit]) };
+    container = document.createElement('div');
+    document.body.append(container);
+    const root = createRoot(container);
+    await act(async () => root.render(<LaunchScreen host={host} />));
+    const input = container.querySelector<HTMLInputElement>('input[name="workflow"]');
+    expect(input).not.toBeNull();
+    await act(async () => {
+      const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
+      setter?.call(input, '/w/broken.fabro');
+      input?.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(400);
+    });
+    const problems = container.querySelector('[aria-label="Problems in the workflow"]');
+    expect(problems?.textContent).toContain('line 1:1');
+    expect(problems?.textContent).toContain('the workflow has no exit node');
+    const start = [...container.querySelectorAll('button')].find((b) => b.textContent === 'Start run');
+    expect(start?.disabled).toBe(true);
+    root.unmount();
+  });
+});

@@ -1,0 +1,164 @@
+import type { Host, RunView } from '../api';
+import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
+import { formatDuration, type FailureSummary } from './derive';
+import type { LiveState } from './useRun';
+
+const CANCELLABLE = new Set(['running', 'queued', 'blocked']);
+const RESUMABLE = new Set(['interrupted', 'cancelled']);
+
+/** `2024-05-01 14:03` in the viewer's time zone. */
+export function formatTime(ts: string | null | undefined): string {
+  if (!ts) return '–';
+  const d = new Date(ts);
+  if (Number.isNaN(d.getTime())) return ts;
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+/** How long the run took (or has taken so far). */
+export function runDuration(view: RunView, now: number): string {
+  const start = Date.parse(view.run.started_at ?? view.run.created_at);
+  const end = view.run.finished_at ? Date.parse(view.run.finished_at) : now;
+  return formatDuration(end - start);
+}
+
+export function StatusChip({ status }: { status: string }) {
+  return (
+    <span className={`run-chip run-chip--${status}`} data-testid="run-status">
+      {status.replace('_', ' ')}
+    </span>
+  );
+}
+
+/**
+ * The top of the run screen: status, goal, workflow, timing, what failed and
+ * why, and the live actions (cancel, resume, re-run).
+ */
+export function RunHeader({
+  host,
+  view,
+  failure,
+  live,
+  now,
+  onJumpToStage,
+  onActed,
+}: {
+  host: Host;
+  view: RunView;
+  failure: FailureSummary | null;
+  live: LiveState;
+  now: number;
+  onJumpToStage: (node: string, visit: number) => void;
+  onActed: () => void;
+}) {
+  const { run } = view;
+  const action = useDaemonAction(host);
+  const busy = action.state.kind === 'busy';
+
+  const cancel = () =>
+    action.run('Cancelling', async () => {
+      const r = await host.runCancel(run.id);
+      onActed();
+      return `Cancel requested (the run is ${r.status}).`;
+    });
+  const resume = () =>
+    action.run('Resuming', async () => {
+      const r = await host.runResume(run.id);
+      onActed();
+      return `Resumed (the run is ${r.status}).`;
+    });
+  const rerun = () =>
+    action.run('Re-running', async () => {
+      if (!run.workflow_path) throw { code: 'run.no_workflow_path', message: 'this run has no workflow file to re-run' };
+      const inputs: Record<string, string> = {};
+      for (const [k, v] of Object.entries(view.inputs)) inputs[k] = typeof v === 'string' ? v : JSON.stringify(v);
+      const started = await host.runStart({
+        workflow: { path: run.workflow_path },
+        work_dir: run.work_dir,
+        goal: run.goal,
+        inputs,
+        dry_run: view.options.dry_run,
+        auto_approve: view.options.auto_approve,
+        labels: run.labels,
+        artifacts: view.options.artifacts,
+        model: view.options.model,
+      });
+      window.location.hash = `#/runs/${encodeURIComponent(started.run_id)}`;
+      return `Started run ${started.run_id}.`;
+    });
+
+  return (
+    <header className="run-header" data-testid="run-header">
+      <div className="run-header__top">
+        <StatusChip status={run.status} />
+        <h2 className="run-header__goal">{run.goal || run.workflow_name}</h2>
+      </div>
+      <dl className="run-header__facts">
+        <div>
+          <dt>Workflow</dt>
+          <dd>{run.workflow_name}</dd>
+        </div>
+        <div>
+          <dt>Started</dt>
+          <dd>{formatTime(run.started_at ?? run.created_at)}</dd>
+        </div>
+        <div>
+          <dt>Duration</dt>
+          <dd>{runDuration(view, now)}</dd>
+        </div>
+        <div>
+          <dt>Run</dt>
+          <dd className="run-mono">{run.id}</dd>
+        </div>
+        {run.llm && (
+          <div>
+            <dt>LLM</dt>
+            <dd>
+              {run.llm.calls} calls, ${run.llm.cost.toFixed(2)}
+            </dd>
+          </div>
+        )}
+      </dl>
+      {failure && (
+        <div className="run-failure" role="alert" data-testid="failure-summary">
+          <p>
+            {failure.node ? (
+              <>
+                Failed at <strong>{failure.node}</strong>
+                {failure.visit && failure.visit > 1 ? `@${failure.visit}` : ''}: {failure.reason}
+              </>
+            ) : (
+              <>Failed: {failure.reason}</>
+            )}
+          </p>
+          {failure.runReason && <p className="muted">The run stopped because: {failure.runReason}</p>}
+          {failure.node && (
+            <button type="button" data-testid="jump-to-failure" onClick={() => onJumpToStage(failure.node!, failure.visit ?? 1)}>
+              Show the failed stage
+            </button>
+          )}
+        </div>
+      )}
+      <div className="run-header__actions">
+        {CANCELLABLE.has(run.status) && (
+          <button type="button" disabled={busy} onClick={() => void cancel()}>
+            Cancel
+          </button>
+        )}
+        {RESUMABLE.has(run.status) && (
+          <button type="button" disabled={busy} onClick={() => void resume()}>
+            Resume
+          </button>
+        )}
+        <button type="button" disabled={busy || !run.workflow_path} onClick={() => void rerun()} title={run.workflow_path ?? 'no workflow file recorded'}>
+          Re-run with the same inputs
+        </button>
+        <span className="muted run-header__live" data-testid="live-state">
+          {live.kind === 'live' && 'Live'}
+          {live.kind === 'connecting' && 'Connecting…'}
+          {live.kind === 'off' && (live.daemonDown ? 'Not live: the daemon is not running (history only)' : `Not live: ${live.message}`)}
+        </span>
+      </div>
+      <ActionStatus state={action.state} onStartDaemon={() => void action.startDaemon()} />
+    </header>
+  );
+}

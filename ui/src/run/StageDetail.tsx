@@ -1,0 +1,113 @@
+import { useEffect, useState } from 'react';
+
+import type { Event, StageRecord } from '../api';
+import { edgeReasonText, formatDuration, routingOf, stageFailureReason } from './derive';
+import { formatTime } from './RunHeader';
+import type { FilesLoad } from './useRun';
+
+type Tab = 'response' | 'prompt' | 'script' | 'stdout' | 'stderr' | 'status' | 'context' | 'routing';
+
+const TAB_NAMES: Record<Tab, string> = {
+  response: 'response.md',
+  prompt: 'prompt.md',
+  script: 'Command',
+  stdout: 'stdout',
+  stderr: 'stderr',
+  status: 'status.json',
+  context: 'Context updates',
+  routing: 'Routing',
+};
+
+function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
+  const o = stage.outcome;
+  if (o && typeof o === 'object' && !Array.isArray(o) && o.context_updates && typeof o.context_updates === 'object') {
+    return o.context_updates as Record<string, unknown>;
+  }
+  return null;
+}
+
+/** The selected stage: status, timing, attempts and its files, outcome and routing. */
+export function StageDetail({ stage, files, events }: { stage: StageRecord; files: FilesLoad; events: readonly Event[] }) {
+  const ready = files.kind === 'ready' ? files.files : null;
+  const updates = contextUpdates(stage);
+  const routing = routingOf(events, stage.node_id, stage.visit);
+  const texts: Partial<Record<Tab, string | null | undefined>> = {
+    response: ready?.response,
+    prompt: ready?.prompt,
+    script: ready?.script,
+    stdout: ready?.stdout,
+    stderr: ready?.stderr,
+    status: ready?.status != null ? JSON.stringify(ready.status, null, 2) : null,
+    context: updates && Object.keys(updates).length > 0 ? JSON.stringify(updates, null, 2) : null,
+  };
+  const available = (Object.keys(TAB_NAMES) as Tab[]).filter((t) => (t === 'routing' ? routing.length > 0 : !!texts[t]));
+  const [tab, setTab] = useState<Tab | null>(null);
+  const key = `${stage.node_id}@${stage.visit}`;
+  useEffect(() => setTab(null), [key]);
+  const shown = tab && available.includes(tab) ? tab : (available[0] ?? null);
+  const reason = stageFailureReason(stage);
+  const retries = events.filter(
+    (e) => e.event === 'stage.retrying' && e.node_id === stage.node_id && (e.visit ?? 1) === stage.visit,
+  );
+
+  return (
+    <section className="stage" aria-label="Stage" data-testid="stage-detail" data-node={stage.node_id}>
+      <header className="stage__head">
+        <h3>
+          {stage.node_id}
+          {stage.visit > 1 ? `@${stage.visit}` : ''}
+        </h3>
+        <span className={`run-chip run-chip--${stage.status}`}>{stage.status.replace('_', ' ')}</span>
+        <span className="muted">
+          {stage.handler} · started {formatTime(stage.started_at)} ·{' '}
+          {stage.duration_ms != null ? formatDuration(stage.duration_ms) : 'running'}
+          {stage.attempts > 0 ? ` · ${stage.attempts} ${stage.attempts === 1 ? 'attempt' : 'attempts'}` : ''}
+          {stage.branch ? ` · branch ${stage.branch}` : ''}
+        </span>
+      </header>
+      {reason && stage.status !== 'succeeded' && <p className="error">{reason}</p>}
+      {retries.length > 0 && (
+        <ul className="stage__retries">
+          {retries.map((e) =>
+            e.event === 'stage.retrying' ? (
+              <li key={e.seq}>
+                Attempt {e.properties.attempt} retried after {formatDuration(e.properties.delay_ms)}: {e.properties.reason}
+              </li>
+            ) : null,
+          )}
+        </ul>
+      )}
+      {files.kind === 'loading' && <p className="muted">Loading the stage's files…</p>}
+      {files.kind === 'failed' && <p className="error">Could not read the stage's files: {files.message}</p>}
+      {available.length > 0 && (
+        <div className="tabs" role="tablist" aria-label="Stage files">
+          {available.map((t) => (
+            <button key={t} type="button" role="tab" aria-selected={shown === t} onClick={() => setTab(t)}>
+              {TAB_NAMES[t]}
+            </button>
+          ))}
+        </div>
+      )}
+      {shown === 'routing' ? (
+        <ul className="stage__routing" data-testid="routing">
+          {routing.map((e) =>
+            e.event === 'edge.selected' ? (
+              <li key={e.seq}>
+                Went to <strong>{e.properties.to_node}</strong>
+                {e.properties.label ? ` by “${e.properties.label}”` : ''} because{' '}
+                {edgeReasonText(e.properties.reason, e.properties.label, e.properties.condition)}.
+              </li>
+            ) : null,
+          )}
+        </ul>
+      ) : shown ? (
+        <pre className="stage__text" data-testid="stage-text">
+          {texts[shown]}
+          {ready?.truncated.includes(shown) && <span className="muted">{'\n'}(cut: only part of the file is shown)</span>}
+        </pre>
+      ) : (
+        files.kind === 'ready' && <p className="muted">This stage left no files.</p>
+      )}
+    </section>
+  );
+}

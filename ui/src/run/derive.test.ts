@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+
+import { choiceForKey, choicesOf, parseAccelerator } from '../gates/accelerator';
+import { deriveGraph, failureSummary, nodeAttribute, routingOf, stageBefore, timelineOf } from './derive';
+import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, QUESTION, stage } from './fixture.test-data';
+
+describe('deriveGraph', () => {
+  it('colours each node by its latest stage and follows the taken edges', () => {
+    const d = deriveGraph(FAILED_STAGES, FAILED_EVENTS, []);
+    expect(d.states).toEqual({ start: 'succeeded', build: 'succeeded', push: 'failed' });
+    expect(d.takenEdges).toEqual([
+      ['start', 'build'],
+      ['build', 'push'],
+    ]);
+    expect(d.visits).toEqual({ start: 1, build: 1, push: 1 });
+  });
+
+  it('takes the latest visit of a node, and the max visit as its badge', () => {
+    const stages = [stage('build', 1, 1, 'failed', 0, 1), stage('build', 2, 2, 'succeeded', 1, 2)];
+    const d = deriveGraph(stages, [], []);
+    expect(d.states.build).toBe('succeeded');
+    expect(d.visits.build).toBe(2);
+  });
+
+  it('moves on with live events: running, then retrying, then the outcome', () => {
+    const started = ev(0, 'test', 1, { event: 'stage.started', properties: { handler: 'command', attempt: 1 } });
+    expect(deriveGraph([], [started], []).states.test).toBe('running');
+    const retrying = ev(1, 'test', 1, { event: 'stage.retrying', properties: { attempt: 1, delay_ms: 10, reason: 'x' } });
+    expect(deriveGraph([], [started, retrying], []).states.test).toBe('retrying');
+    // A stale view (stage still running) does not override a later event.
+    expect(deriveGraph([stage('test', 1, 1, 'running', 0, null)], [started, retrying], []).states.test).toBe('retrying');
+  });
+
+  it('shows a node with a pending question as waiting, until an answer event arrives', () => {
+    const stages = [stage('approve', 1, 1, 'running', 0, null, { handler: 'human' })];
+    expect(deriveGraph(stages, [], [QUESTION]).states.approve).toBe('waiting');
+    const answered = ev(5, 'approve', 1, { event: 'interview.completed', properties: { question_id: 'q1', selected: '[S] Ship' } });
+    expect(deriveGraph(stages, [answered], [QUESTION]).states.approve).toBe('running');
+  });
+});
+
+describe('failureSummary', () => {
+  it('names the failing stage and its reason in plain words', () => {
+    const f = failureSummary(failedView());
+    expect(f).toMatchObject({ node: 'push', visit: 1, reason: 'command exited with status 1: error: host unreachable' });
+    // The run's reason adds the policy that stopped the run.
+    expect(f?.runReason).toContain('on_failure=exit');
+  });
+
+  it('falls back to the run reason when no stage failed (a stalled run)', () => {
+    const view = failedView();
+    view.stages = FAILED_STAGES.slice(0, 2);
+    view.run.failure_reason = 'stalled: no activity for 1800s';
+    expect(failureSummary(view)).toEqual({ node: null, visit: null, reason: 'stalled: no activity for 1800s', runReason: null });
+  });
+
+  it('is null unless the run failed', () => {
+    const view = failedView();
+    view.run.status = 'succeeded';
+    expect(failureSummary(view)).toBeNull();
+  });
+});
+
+describe('timelineOf', () => {
+  it('splits a retried stage into one bar per attempt', () => {
+    const tl = timelineOf(FAILED_STAGES, FAILED_EVENTS, 0);
+    expect(tl.lanes).toHaveLength(1);
+    const build = tl.lanes[0]!.bars.filter((b) => b.node === 'build');
+    expect(build.map((b) => [b.attempt, b.status])).toEqual([
+      [1, 'retried'],
+      [2, 'succeeded'],
+    ]);
+    // The first attempt ends where the retry was announced (4 s in).
+    expect(build[0]!.end - build[0]!.start).toBe(4000);
+  });
+
+  it('puts parallel branches side by side in their own lanes, main line first', () => {
+    const stages = [
+      stage('fan', 1, 1, 'succeeded', 0, 10, { handler: 'parallel' }),
+      stage('lint', 1, 2, 'succeeded', 1, 4, { branch: 'lint' }),
+      stage('test', 1, 3, 'failed', 1, 8, { branch: 'test' }),
+      stage('join', 1, 4, 'succeeded', 10, 11),
+    ];
+    const tl = timelineOf(stages, [], 0);
+    expect(tl.lanes.map((l) => l.branch)).toEqual([null, 'lint', 'test']);
+    expect(tl.lanes[0]!.bars.map((b) => b.node)).toEqual(['fan', 'join']);
+    // lint and test overlap in time: side by side, not one after the other.
+    expect(tl.lanes[1]!.bars[0]!.start).toBe(tl.lanes[2]!.bars[0]!.start);
+    expect(tl.end - tl.start).toBe(11_000);
+  });
+
+  it('runs an unfinished stage up to now', () => {
+    const s = stage('slow', 1, 1, 'running', 0, null);
+    const now = Date.parse(s.started_at) + 5000;
+    const bar = timelineOf([s], [], now).lanes[0]!.bars[0]!;
+    expect(bar.open).toBe(true);
+    expect(bar.end - bar.start).toBe(5000);
+  });
+});
+
+describe('routing and graph attributes', () => {
+  it('finds the edge a stage took and why', () => {
+    const [edge] = routingOf(FAILED_EVENTS, 'build', 1);
+    expect(edge?.event === 'edge.selected' && edge.properties.to_node).toBe('push');
+  });
+
+  it('reads a gate node timeout and default choice, not an edge attribute', () => {
+    expect(nodeAttribute(GRAPH, 'approve', 'timeout')).toBe('15m');
+    expect(nodeAttribute(GRAPH, 'approve', 'human.default_choice')).toBe('[H] Hold');
+    expect(nodeAttribute(GRAPH, 'build', 'timeout')).toBeNull();
+  });
+
+  it('finds the work before a gate, skipping conditionals', () => {
+    const stages = [
+      stage('build', 1, 1, 'succeeded', 0, 1),
+      stage('check', 1, 2, 'succeeded', 1, 1, { handler: 'conditional' }),
+      stage('approve', 1, 3, 'running', 1, null, { handler: 'human' }),
+    ];
+    expect(stageBefore(stages, 'approve', 1)?.node_id).toBe('build');
+  });
+});
+
+describe('accelerators', () => {
+  it('parses the three formats as the engine does', () => {
+    expect(parseAccelerator('[A] Approve')).toEqual({ key: 'A', text: 'Approve' });
+    expect(parseAccelerator('Y) Yes')).toEqual({ key: 'Y', text: 'Yes' });
+    expect(parseAccelerator('Yes - ship it')).toEqual({ key: 'Yes', text: 'ship it' });
+    expect(parseAccelerator('A-B test')).toEqual({ key: null, text: 'A-B test' });
+    expect(parseAccelerator('Approve - with notes')).toEqual({ key: null, text: 'Approve - with notes' });
+    expect(parseAccelerator('[A]')).toEqual({ key: null, text: '[A]' });
+  });
+
+  it('gives keyless options their number and keeps the first of two equal keys', () => {
+    const choices = choicesOf(['[S] Ship', 'Later', '[s] Skip']);
+    expect(choices.map((c) => c.hotkey)).toEqual(['s', '2', null]);
+    expect(choiceForKey(choices, 'S')?.text).toBe('Ship');
+    expect(choiceForKey(choices, 'x')).toBeUndefined();
+  });
+});

@@ -1,0 +1,72 @@
+// @vitest-environment happy-dom
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Host } from '../api/host';
+import { recorded } from '../api/fixtures/recorded';
+import { makeTestHost } from '../api/testHost';
+import { RunsScreen } from './RunsScreen';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+let root: Root | null = null;
+let container: HTMLElement | null = null;
+
+async function render(host: Host): Promise<HTMLElement> {
+  container = document.createElement('div');
+  document.body.append(container);
+  root = createRoot(container);
+  await act(async () => {
+    root?.render(<RunsScreen host={host} />);
+  });
+  // Let the first page's promise settle and re-render.
+  await act(async () => {
+    await new Promise((r) => setTimeout(r, 0));
+  });
+  return container;
+}
+
+afterEach(() => {
+  act(() => root?.unmount());
+  container?.remove();
+  root = null;
+});
+
+describe('RunsScreen', () => {
+  it('lists the recorded runs newest first, with the gate badge and banner', async () => {
+    const el = await render(makeTestHost(recorded));
+    const rows = [...el.querySelectorAll('[data-testid=run-row]')];
+    expect(rows.map((r) => r.querySelector('.runs__workflow')?.textContent)).toEqual([
+      'Ship',
+      'Migrate',
+      'Checks',
+      'Summarize',
+      'Deploy',
+      'Release',
+    ]);
+    expect(el.querySelectorAll('[data-testid=gates-badge]')).toHaveLength(1);
+    expect(el.querySelector('[data-testid=gates-banner]')?.textContent).toContain('1 run waiting on you');
+    expect(el.textContent).toContain('on_failure=exit stopped the run');
+  });
+
+  it('says what failed when the history cannot be read', async () => {
+    const failing: Host = {
+      ...makeTestHost(recorded),
+      runsPage: () => Promise.reject({ code: 'store.error', message: 'database disk image is malformed' }),
+    };
+    const el = await render(failing);
+    expect(el.querySelector('[role=alert]')?.textContent).toContain('database disk image is malformed');
+  });
+
+  it('reads a stopped daemon as no runs, not as an error', async () => {
+    const stopped: Host = {
+      ...makeTestHost(recorded),
+      runsPage: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running' }),
+      questionList: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running' }),
+    };
+    const el = await render(stopped);
+    expect(el.querySelector('[role=alert]')).toBeNull();
+    expect(el.querySelector('[data-testid=runs-empty]')?.textContent).toContain('No runs yet');
+  });
+});

@@ -1,0 +1,103 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+
+import { appError, type Host, type RunList, type RunSummary } from '../api/host';
+
+/** Runs fetched per `runsPage` call as the list scrolls. */
+export const PAGE_SIZE = 200;
+
+export type RunFilters = Pick<RunList, 'status' | 'workflow' | 'text'>;
+
+interface Pages {
+  key: string;
+  pages: Map<number, RunSummary[]>;
+  inflight: Set<number>;
+  /** Pending questions per run, over every page loaded. */
+  open: Record<string, number>;
+  /** Null until the first page answers. */
+  total: number | null;
+  error: { code: string; message: string } | null;
+}
+
+const fresh = (key: string): Pages => ({
+  key,
+  pages: new Map(),
+  inflight: new Set(),
+  open: {},
+  total: null,
+  error: null,
+});
+
+/**
+ * The run list for `filters`, fetched a page at a time on demand (`load`):
+ * what the virtualised list shows. Changing the filters starts over; answers
+ * for older filters are dropped. `daemon.not_running` is not an error here
+ * (history comes from the database), it reads as no runs.
+ */
+export function useRunPages(host: Host, filters: RunFilters) {
+  const key = JSON.stringify([filters.status ?? null, filters.workflow ?? null, filters.text ?? null]);
+  const cache = useRef<Pages>(fresh(''));
+  if (cache.current.key !== key) cache.current = fresh(key);
+  const [, setTick] = useState(0);
+  const bump = useCallback(() => setTick((t) => t + 1), []);
+  /** Workflow names seen on any page (for the workflow filter). */
+  const workflows = useRef(new Set<string>());
+
+  const load = useCallback(
+    (page: number) => {
+      const c = cache.current;
+      if (c.key !== key || c.pages.has(page) || c.inflight.has(page) || c.error) return;
+      if (c.total != null && page * PAGE_SIZE >= c.total && page > 0) return;
+      c.inflight.add(page);
+      const query: RunList = { limit: PAGE_SIZE, offset: page * PAGE_SIZE };
+      if (filters.status) query.status = filters.status;
+      if (filters.workflow) query.workflow = filters.workflow;
+      if (filters.text) query.text = filters.text;
+      host.runsPage(query).then(
+        (res) => {
+          if (cache.current !== c) return;
+          c.inflight.delete(page);
+          c.pages.set(page, res.runs);
+          c.total = res.total;
+          for (const [run, n] of Object.entries(res.open_questions)) if (n) c.open[run] = n;
+          for (const run of res.runs) workflows.current.add(run.workflow_name);
+          bump();
+        },
+        (e: unknown) => {
+          if (cache.current !== c) return;
+          c.inflight.delete(page);
+          const error = appError(e);
+          if (error.code === 'daemon.not_running') {
+            c.pages.set(page, []);
+            c.total ??= 0;
+          } else {
+            c.error = error;
+          }
+          bump();
+        },
+      );
+    },
+    // `filters` is read through `key`: equal keys mean equal filters.
+    [host, key, bump],
+  );
+
+  useEffect(() => load(0), [load]);
+
+  const retry = useCallback(() => {
+    cache.current = fresh(key);
+    bump();
+    load(0);
+  }, [key, bump, load]);
+
+  const c = cache.current;
+  return {
+    total: c.total,
+    error: c.error,
+    open: c.open,
+    /** The run at `index`, or undefined while its page loads. */
+    rowAt: (index: number): RunSummary | undefined => c.pages.get(Math.floor(index / PAGE_SIZE))?.[index % PAGE_SIZE],
+    load,
+    retry,
+    anyCost: [...c.pages.values()].some((page) => page.some((r) => r.llm && r.llm.calls > 0)),
+    workflows: [...workflows.current].sort((a, b) => a.localeCompare(b)),
+  };
+}
