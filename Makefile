@@ -142,10 +142,13 @@ test-ui: deps-npm
 
 # The real app in a real WebKitGTK window under Xvfb, driven by WebDriver.
 test-app: ui
-	$(CARGO) build -p weft-desktop
+	@# The e2e test runs weft and weftd from beside the app: build them together.
+	$(CARGO) build --workspace --bins
 	@# WebKit's accessibility bus writes under XDG_CACHE_HOME: keep it out of $$HOME.
+	@# e2e.py rewrites the screenshots in docs/screenshots/ (embedded in docs/app.md).
 	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
-	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/smoke.py $(APP) $(CARGO_TARGET_DIR)/app-smoke.png
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/smoke.py $(APP) $(CARGO_TARGET_DIR)/app-smoke.png; \
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/e2e.py $(APP) docs/screenshots
 
 # Fuzz targets are built, not run, in CI (running needs nightly + cargo-fuzz).
 fuzz-build:

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use weft::engine::event::Event;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList, RunCancel,
-    RunList, RunResume, RunStart, RunStarted,
+    AnswerBy, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList, RunArchive,
+    RunCancel, RunList, RunResume, RunStart, RunStarted, RunSummary,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::store::views::{AppError, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views};
@@ -97,6 +97,12 @@ pub async fn daemon_start() -> Result<DaemonInfo> {
 #[tauri::command(rename_all = "snake_case")]
 pub async fn run_start(params: RunStart) -> Result<RunStarted> {
     Ok(client().await?.call(params).await?)
+}
+
+/// Archives or unarchives a run (a write, so through the daemon).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn run_archive(run: String, archived: bool) -> Result<RunSummary> {
+    Ok(client().await?.call(RunArchive { run, archived }).await?)
 }
 
 #[tauri::command(rename_all = "snake_case")]

@@ -47,6 +47,7 @@ fn main() {
             commands::daemon_start,
             commands::run_start,
             commands::run_cancel,
+            commands::run_archive,
             commands::run_resume,
             commands::question_list,
             commands::question_answer,

@@ -13,8 +13,8 @@ use weft::engine::event::EventKind;
 use weft::ipc::client::Client;
 use weft::ipc::paths::DaemonPaths;
 use weft::ipc::protocol::{
-    AnswerBy, DaemonStatus, QuestionAnswer, QuestionList, RunCancel, RunEvents, RunGet, RunResume,
-    RunStart, WorkflowSource,
+    AnswerBy, DaemonStatus, QuestionAnswer, QuestionList, RunArchive, RunCancel, RunEvents, RunGet,
+    RunList, RunResume, RunStart, WorkflowSource,
 };
 use weft::store::{Home, QuestionStatus, RunStatus};
 use weft_tests::{Sandbox, binary};
@@ -736,4 +736,68 @@ fn rustix_is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn an_archived_run_leaves_the_apps_list_and_comes_back_when_unarchived() {
+    let sb = Sandbox::new();
+    let daemon = Daemon::start(&sb);
+    let source = r#"digraph A { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }"#;
+    runtime().block_on(async {
+        let client = Client::connect(&daemon.home)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kept = client
+            .call(start_params(&sb, source))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let archived = client
+            .call(start_params(&sb, source))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        wait_for_status(&daemon.home, &archived.run_id, RunStatus::Succeeded);
+        wait_for_status(&daemon.home, &kept.run_id, RunStatus::Succeeded);
+        let summary = client
+            .call(RunArchive {
+                run: archived.run_id.clone(),
+                archived: true,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(summary.archived);
+
+        // What the app's list asks for: unarchived runs only.
+        let views = weft::store::views::Views::open(&daemon.home).unwrap_or_else(|e| panic!("{e}"));
+        let listed = |archived: Option<bool>| {
+            views
+                .runs(&RunList {
+                    archived,
+                    ..RunList::default()
+                })
+                .unwrap_or_else(|e| panic!("{e}"))
+                .runs
+                .into_iter()
+                .map(|r| r.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(listed(Some(false)), std::slice::from_ref(&kept.run_id));
+        assert_eq!(listed(Some(true)), std::slice::from_ref(&archived.run_id));
+        assert_eq!(listed(None).len(), 2, "absent means both");
+
+        client
+            .call(RunArchive {
+                run: archived.run_id.clone(),
+                archived: false,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(listed(Some(false)).len(), 2, "unarchived runs are back");
+        let missing = client
+            .call(RunArchive {
+                run: "ZZZZ".into(),
+                archived: true,
+            })
+            .await;
+        assert!(missing.is_err_and(|e| e.code() == "run.not_found"));
+    });
 }

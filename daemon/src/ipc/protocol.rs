@@ -579,6 +579,8 @@ methods! {
     "run.list" => RunList(RunList) -> Vec<RunSummary>;
     /// One run (by id or unique prefix) with its stages.
     "run.get" => RunGet(RunGet) -> RunDetail;
+    /// Archive or unarchive a run (the app's list hides archived runs).
+    "run.archive" => RunArchive(RunArchive) -> RunSummary;
     /// Ask a queued, running or blocked run to stop.
     "run.cancel" => RunCancel(RunCancel) -> CancelRequested;
     /// Continue an interrupted or cancelled run from its checkpoint.
@@ -811,6 +813,10 @@ pub struct RunList {
     /// Skip this many of the newest matching runs (paging).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<u32>,
+    /// Only archived (`true`) or only unarchived (`false`) runs; absent for
+    /// both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<bool>,
 }
 
 impl RunList {
@@ -853,6 +859,9 @@ pub struct RunSummary {
     /// Language-model tokens and cost over its stages, when any called one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<RunSpend>,
+    /// Archived by the user.
+    #[serde(default)]
+    pub archived: bool,
 }
 
 impl RunSummary {
@@ -872,6 +881,7 @@ impl From<RunRecord> for RunSummary {
         RunSummary {
             parent,
             llm: r.llm,
+            archived: r.archived,
             id: r.id,
             workflow_name: r.workflow_name,
             workflow_path: r.workflow_path,
@@ -1057,6 +1067,16 @@ pub struct DaemonInfo {
     pub home: PathBuf,
     pub db_path: PathBuf,
     pub socket_path: PathBuf,
+}
+
+/// `run.archive` params. Archiving changes nothing about the run itself:
+/// it only hides it from the app's list unless archived runs are asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunArchive {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// True to archive, false to bring it back.
+    pub archived: bool,
 }
 
 /// `daemon.stop` params (none).

@@ -173,6 +173,13 @@ async fn dispatch(daemon: &Rc<Daemon>, call: Call) -> Result<Value, RpcError> {
             let stages = store.stages(&run.id)?;
             value(serde_json::to_value(RunDetail { run, stages }))
         }
+        Call::RunArchive(params) => {
+            let mut store = daemon.store();
+            let record = store.find_run(&params.run)?;
+            store.set_archived(&record.id, params.archived)?;
+            let summary = RunSummary::from(store.find_run(&record.id)?);
+            value(serde_json::to_value(summary))
+        }
         Call::RunCancel(params) => {
             let record = daemon.store().find_run(&params.run)?;
             if !daemon.cancel(&record.id) {

@@ -147,6 +147,9 @@ pub struct RunRecord {
     /// What its stages spent on language models; `None` when none called one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<RunSpend>,
+    /// Archived by the user: hidden from the app's runs list by default.
+    #[serde(default)]
+    pub archived: bool,
 }
 
 /// A run's language-model spend, summed over its committed stages.
@@ -311,7 +314,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 /// The `runs` columns in the order [`RunRow::read`] expects.
 const RUN_COLUMNS: &str = "id, workflow_name, workflow_path, goal, status, run_dir, work_dir, \
      inputs, options, labels, created_at, started_at, finished_at, failure_reason, pid, \
-     last_seq, checkpoint, node_count, edge_count, pid_start, \
+     last_seq, checkpoint, node_count, edge_count, pid_start, archived, \
      (SELECT json_object('calls', SUM(json_extract(s.outcome, '$.llm.calls')), \
                          'input', SUM(json_extract(s.outcome, '$.llm.usage.input')), \
                          'output', SUM(json_extract(s.outcome, '$.llm.usage.output')), \
@@ -382,6 +385,15 @@ impl Store {
         let known = migrations::known_version();
         if found > known {
             return Err(StoreError::SchemaTooNew {
+                path: path.display().to_string(),
+                found,
+                known,
+            });
+        }
+        // A reader cannot migrate (weftd, the one writer, does when it
+        // starts): an older schema lacks columns the queries read.
+        if found < known {
+            return Err(StoreError::SchemaTooOld {
                 path: path.display().to_string(),
                 found,
                 known,
@@ -553,6 +565,18 @@ impl Store {
             )?
             .collect::<rusqlite::Result<Vec<RunRow>>>()?;
         rows.into_iter().map(RunRow::into_record).collect()
+    }
+
+    /// Archives (or unarchives) run `run_id`. Errors: [`StoreError::RunNotFound`].
+    pub fn set_archived(&mut self, run_id: &str, archived: bool) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached("UPDATE runs SET archived = ?2 WHERE id = ?1")?
+            .execute(params![run_id, archived])?;
+        if changed == 0 {
+            return Err(StoreError::RunNotFound(run_id.to_string()));
+        }
+        Ok(())
     }
 
     // ----- stages ----------------------------------------------------------
@@ -1060,6 +1084,7 @@ struct RunRow {
     node_count: u32,
     edge_count: u32,
     pid_start: Option<u64>,
+    archived: bool,
     llm: Option<String>,
 }
 
@@ -1086,7 +1111,8 @@ impl RunRow {
             node_count: row.get(17)?,
             edge_count: row.get(18)?,
             pid_start: row.get::<_, Option<U64>>(19)?.map(|v| v.0),
-            llm: row.get(20)?,
+            archived: row.get(20)?,
+            llm: row.get(21)?,
         })
     }
 
@@ -1114,6 +1140,7 @@ impl RunRow {
             edge_count: self.edge_count,
             pid_start: self.pid_start,
             llm: self.llm.as_deref().and_then(spend_of),
+            archived: self.archived,
         })
     }
 }

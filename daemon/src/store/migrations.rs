@@ -116,6 +116,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE runs ADD COLUMN pid_start INTEGER;
     ",
+    // 5: runs the user archived (hidden from the app's list by default).
+    r"
+    ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -63,6 +63,14 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error(
+        "the database at {path} was written by an older Weft (schema version {found}, this build knows {known}); start the daemon once (`weft daemon start`) to upgrade it"
+    )]
+    SchemaTooOld {
+        path: String,
+        found: i64,
+        known: i64,
+    },
     #[error("cannot find a home directory for Weft's data; set WEFT_HOME")]
     NoHome,
     /// An artifact name that is not a plain relative path (absolute, empty,
@@ -87,6 +95,7 @@ impl StoreError {
             StoreError::QuestionNotFound(_) => "question.not_found",
             StoreError::BlobMissing(_) => "blob.missing",
             StoreError::SchemaTooNew { .. } => "store.schema_too_new",
+            StoreError::SchemaTooOld { .. } => "store.schema_too_old",
             StoreError::NoHome => "store.no_home",
             StoreError::InvalidArtifactPath(_) => "artifact.invalid_path",
         }

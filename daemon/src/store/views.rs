@@ -248,10 +248,22 @@ impl Views {
         };
         let tx = store.conn.unchecked_transaction()?;
         let text = query.text.as_deref().map(str::to_ascii_lowercase);
-        let filters = params![query.status, query.workflow, text, query.label];
         let total: i64 = tx
+            // ?5 and ?6 (limit, offset) are unused here but bound, so
+            // both statements share RUN_MATCH's numbering.
             .prepare_cached(&format!("SELECT count(*) FROM runs WHERE {RUN_MATCH}"))?
-            .query_row(filters, |row| row.get(0))?;
+            .query_row(
+                params![
+                    query.status,
+                    query.workflow,
+                    text,
+                    query.label,
+                    None::<i64>,
+                    None::<i64>,
+                    query.archived
+                ],
+                |row| row.get(0),
+            )?;
         let limit = query.limit.map_or(-1, i64::from);
         let offset = i64::from(query.offset.unwrap_or(0));
         let ids = tx
@@ -266,7 +278,8 @@ impl Views {
                     text,
                     query.label,
                     limit,
-                    offset
+                    offset,
+                    query.archived
                 ],
                 |row| row.get::<_, String>(0),
             )?
@@ -439,7 +452,8 @@ const RUN_MATCH: &str = "(?1 IS NULL OR status = ?1) \
           OR instr(lower(coalesce(goal, '')), ?3) > 0 \
           OR instr(lower(workflow_name), ?3) > 0 \
           OR instr(lower(id), ?3) > 0) \
-     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE value = ?4))";
+     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE value = ?4)) \
+     AND (?7 IS NULL OR archived = ?7)";
 
 /// The file's text (invalid UTF-8 replaced), at most `max` bytes of it: the
 /// end when `keep_end` (starting at a line), else the start; and whether it

@@ -10,6 +10,7 @@ import type {
   RunList,
   RunStart,
   RunStarted,
+  RunSummary,
   RunView,
   RunsPage,
   StageFiles,
@@ -47,6 +48,8 @@ export interface Host {
   daemonStart(): Promise<DaemonInfo>;
   runStart(params: RunStart): Promise<RunStarted>;
   runCancel(run: string): Promise<CancelRequested>;
+  /** Archives (hides from the runs list) or brings back a run. */
+  runArchive(run: string, archived: boolean): Promise<RunSummary>;
   runResume(run: string): Promise<RunStarted>;
   questionList(run?: string): Promise<QuestionRecord[]>;
   questionAnswer(question: string, answer: AnswerBy): Promise<QuestionRecord>;

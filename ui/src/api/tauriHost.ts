@@ -18,6 +18,7 @@ export const tauriHost: Host = {
   daemonStart: () => invoke('daemon_start'),
   runStart: (params) => invoke('run_start', { params }),
   runCancel: (run) => invoke('run_cancel', { run }),
+  runArchive: (run, archived) => invoke('run_archive', { run, archived }),
   runResume: (run) => invoke('run_resume', { run }),
   questionList: (run) => invoke('question_list', { run }),
   questionAnswer: (question, answer) => invoke('question_answer', { question, answer }),

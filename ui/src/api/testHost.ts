@@ -37,6 +37,7 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
             (!q.status || r.status === q.status) &&
             (!q.workflow || r.workflow_name === q.workflow) &&
             (!q.label || r.labels.includes(q.label)) &&
+            (q.archived == null || r.archived === q.archived) &&
             matches(r, q.text),
         );
       const offset = q.offset ?? 0;
@@ -74,6 +75,12 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
     daemonStart: () => Promise.reject({ code: 'daemon.start_failed', message: 'the test host has no daemon' }),
     runStart: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     runCancel: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
+    runArchive: (run, archived) => {
+      const view = find(run);
+      if (!view) return notFound(run);
+      view.run = { ...view.run, archived };
+      return Promise.resolve(view.run);
+    },
     runResume: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     questionList: (run) =>
       Promise.resolve(fixtures.questions.filter((q) => q.status === 'pending' && (!run || q.run_id === run))),

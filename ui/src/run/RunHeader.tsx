@@ -66,6 +66,12 @@ export function RunHeader({
       onActed();
       return `Resumed (the run is ${r.status}).`;
     });
+  const archive = () =>
+    action.run(run.archived ? 'Unarchiving' : 'Archiving', async () => {
+      const r = await host.runArchive(run.id, !run.archived);
+      onActed();
+      return r.archived ? 'Archived: the runs list hides it unless you show archived runs.' : 'Back in the runs list.';
+    });
   const rerun = () =>
     action.run('Re-running', async () => {
       if (!run.workflow_path) throw { code: 'run.no_workflow_path', message: 'this run has no workflow file to re-run' };
@@ -151,6 +157,9 @@ export function RunHeader({
         )}
         <button type="button" disabled={busy || !run.workflow_path} onClick={() => void rerun()} title={run.workflow_path ?? 'no workflow file recorded'}>
           Re-run with the same inputs
+        </button>
+        <button type="button" disabled={busy} onClick={() => void archive()}>
+          {run.archived ? 'Unarchive' : 'Archive'}
         </button>
         <span className="muted run-header__live" data-testid="live-state">
           {live.kind === 'live' && 'Live'}

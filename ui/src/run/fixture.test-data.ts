@@ -71,6 +71,7 @@ export function failedView(): RunView {
     run: {
       id: RUN,
       workflow_name: 'Deploy',
+      archived: false,
       workflow_path: '/home/me/deploy.fabro',
       goal: 'Deploy the shop',
       status: 'failed',

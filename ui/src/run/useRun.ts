@@ -87,6 +87,11 @@ export function useRun(host: Host, runId: string) {
       const id = view.run.id;
       const history = await allEvents(host, id).catch(() => [] as Event[]);
       if (!active) return;
+      // Read the view again: events recorded after the first read (a gate
+      // opening, say) are in `history` and the subscription starts after
+      // them, so only a view at least as new as the history shows them.
+      view = await host.runView(id).catch(() => view);
+      if (!active) return;
       lastSeq.current = history.at(-1)?.seq ?? 0;
       setEvents(history);
       setLoad({ kind: 'ready', view });

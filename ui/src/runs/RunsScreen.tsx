@@ -60,8 +60,14 @@ export function RunsScreen({ host }: { host: Host }) {
   const [status, setStatus] = useState<RunStatus | ''>('');
   const [workflow, setWorkflow] = useState('');
   const [search, setSearch] = useState('');
+  const [showArchived, setShowArchived] = useState(false);
   const text = useDebounced(search.trim(), SEARCH_DEBOUNCE_MS);
-  const list = useRunPages(host, { status: status || null, workflow: workflow || null, text: text || null });
+  const list = useRunPages(host, {
+    status: status || null,
+    workflow: workflow || null,
+    text: text || null,
+    showArchived,
+  });
   const now = useNow();
   const liveWaiting = useWaitingRuns(host);
 
@@ -204,6 +210,15 @@ export function RunsScreen({ host }: { host: Host }) {
             </option>
           ))}
         </select>
+        <label className="runs__archived">
+          <input
+            type="checkbox"
+            data-testid="runs-show-archived"
+            checked={showArchived}
+            onChange={(e) => setShowArchived(e.target.checked)}
+          />{' '}
+          Show archived
+        </label>
         <span className="muted runs__total" data-testid="runs-total" aria-live="polite">
           {list.total === null ? '' : `${total.toLocaleString('en-US')} ${total === 1 ? 'run' : 'runs'}`}
         </span>

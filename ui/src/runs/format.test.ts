@@ -51,6 +51,7 @@ describe('formatDuration', () => {
 describe('runDurationMs', () => {
   const run = (over: Partial<RunSummary>): RunSummary => ({
     id: '01M8VVD80HQ8MPZSGVDFRQ4VSS',
+    archived: false,
     workflow_name: 'Ship',
     workflow_path: null,
     goal: null,

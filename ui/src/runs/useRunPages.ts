@@ -5,7 +5,10 @@ import { appError, type Host, type RunList, type RunSummary } from '../api/host'
 /** Runs fetched per `runsPage` call as the list scrolls. */
 export const PAGE_SIZE = 200;
 
-export type RunFilters = Pick<RunList, 'status' | 'workflow' | 'text'>;
+export type RunFilters = Pick<RunList, 'status' | 'workflow' | 'text'> & {
+  /** Include archived runs (hidden by default). */
+  showArchived?: boolean;
+};
 
 interface Pages {
   key: string;
@@ -34,7 +37,12 @@ const fresh = (key: string): Pages => ({
  * (history comes from the database), it reads as no runs.
  */
 export function useRunPages(host: Host, filters: RunFilters) {
-  const key = JSON.stringify([filters.status ?? null, filters.workflow ?? null, filters.text ?? null]);
+  const key = JSON.stringify([
+    filters.status ?? null,
+    filters.workflow ?? null,
+    filters.text ?? null,
+    filters.showArchived ?? false,
+  ]);
   const cache = useRef<Pages>(fresh(''));
   if (cache.current.key !== key) cache.current = fresh(key);
   const [, setTick] = useState(0);
@@ -52,6 +60,8 @@ export function useRunPages(host: Host, filters: RunFilters) {
       if (filters.status) query.status = filters.status;
       if (filters.workflow) query.workflow = filters.workflow;
       if (filters.text) query.text = filters.text;
+      // Archived runs are hidden unless asked for.
+      if (!filters.showArchived) query.archived = false;
       host.runsPage(query).then(
         (res) => {
           if (cache.current !== c) return;

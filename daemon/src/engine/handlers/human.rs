@@ -47,15 +47,6 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         freeform,
     };
     let at = cx.at();
-    let _ = cx.recorder.emit(
-        EventKind::InterviewStarted {
-            question_id: question.id.clone(),
-            question: question.text.clone(),
-            options: question.choices.iter().map(|c| c.label.clone()).collect(),
-            freeform,
-        },
-        at,
-    );
     let record = QuestionRecord {
         id: question.id.clone(),
         run_id: cx.run.run_id.clone(),
@@ -81,6 +72,17 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
         }
     }
+    // Announced only once recorded: whoever reacts to the event (the app,
+    // `weft answer`) finds the question and the blocked run.
+    let _ = cx.recorder.emit(
+        EventKind::InterviewStarted {
+            question_id: question.id.clone(),
+            question: question.text.clone(),
+            options: question.choices.iter().map(|c| c.label.clone()).collect(),
+            freeform,
+        },
+        at,
+    );
     let answer = ask(cx, &question).await;
     if cx.recorder.gate_closed() {
         let _ = cx

@@ -45,6 +45,7 @@ fn run_record() -> RunRecord {
         node_count: 5,
         edge_count: 4,
         llm: None,
+        archived: false,
     }
 }
 
@@ -145,6 +146,7 @@ fn every_method_request_and_result_survive_a_round_trip() {
                 text: Some("prod".into()),
                 limit: Some(20),
                 offset: Some(40),
+                archived: Some(false),
             },
             vec![RunSummary::from(run_record())],
         ),
@@ -251,6 +253,13 @@ fn every_method_request_and_result_survive_a_round_trip() {
                 db_path: "/h/weft.db".into(),
                 socket_path: "/h/run/weftd.sock".into(),
             },
+        ),
+        round_trip(
+            RunArchive {
+                run: "01J".into(),
+                archived: true,
+            },
+            RunSummary::from(run_record()),
         ),
         round_trip(
             DaemonStop {},
@@ -566,6 +575,7 @@ fn run_list_filters_map_onto_the_store_filter() {
         text: Some("x".into()),
         limit: Some(5),
         offset: Some(10),
+        archived: None,
     };
     let filter = list.filter();
     assert_eq!(filter.status, Some(RunStatus::Blocked));

@@ -29,7 +29,11 @@ parent?: ParentLink | null,
 /**
  * Language-model tokens and cost over its stages, when any called one.
  */
-llm?: RunSpend | null, };
+llm?: RunSpend | null, 
+/**
+ * Archived by the user.
+ */
+archived: boolean, };
 
 export type RunList = { status?: RunStatus | null, 
 /**
@@ -47,7 +51,12 @@ text?: string | null, limit?: number | null,
 /**
  * Skip this many of the newest matching runs (paging).
  */
-offset?: number | null, };
+offset?: number | null, 
+/**
+ * Only archived (`true`) or only unarchived (`false`) runs; absent for
+ * both.
+ */
+archived?: boolean | null, };
 
 export type RunsPage = { 
 /**

@@ -1,0 +1,463 @@
+#!/usr/bin/env python3
+"""End-to-end test of the real Weft desktop app (issue 7's acceptance test).
+
+weftd runs in the foreground on a temporary WEFT_HOME; the built
+`weft-desktop` runs in a real WebKitGTK window driven by WebKitWebDriver
+(Debian package webkit2gtk-driver). The test
+
+  1. launches a workflow with a human gate from the Launch screen,
+  2. sees the gate's question on the run screen and answers "Ship",
+  3. sees the run succeed (and the file its last command writes appear),
+  4. finds the run in Runs, sees the empty Gates inbox and a broken
+     workflow's inline diagnostic on Launch,
+  5. stops weftd and checks that the run's header, graph and a stage's log
+     still show, and that an action says the daemon is not running.
+
+On the way it screenshots every screen into docs/screenshots/ (run-gate,
+run, runs, gates, launch, run-offline). Assertions are on DOM text, never on
+pixels.
+
+Usage (needs a display and a session bus; `make test-app` runs it so):
+
+    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \\
+        python3 tests/app/e2e.py target/debug/weft-desktop [SCREENSHOT_DIR]
+
+weft and weftd are taken from beside the app. Prints "N passed, M failed"
+and exits 1 when anything failed. Python standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from driver import (  # noqa: E402  (the helper lives beside this file)
+    Failure,
+    Session,
+    start_driver,
+    stop_process_group,
+    wait_for_driver,
+    wait_until,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+TEST_DEADLINE_S = 180  # the whole test, whatever hangs
+DAEMON_TIMEOUT_S = 15  # weftd answering `weft daemon status`
+CLI_TIMEOUT_S = 10  # any single `weft` command
+UI_TIMEOUT_S = 20  # a screen showing what it should
+RUN_TIMEOUT_S = 30  # the run reaching the gate, then finishing
+PAINT_DELAY_S = 0.6  # DOM text is there; let the compositor paint it
+
+WORKFLOW_NAME = "ShipGate"
+QUESTION = "Ship the build?"
+BUILD_OUTPUT = "built artifact e2e-42"  # computed by the script, so not in its text
+SHIPPED_FILE = "shipped.txt"
+
+WORKFLOW = f"""\
+// The e2e test's workflow: a command, a human gate, a command that writes a file.
+digraph {WORKFLOW_NAME} {{
+    graph [goal="Build, approve and ship"]
+    rankdir=LR
+
+    start [shape=Mdiamond, label="Start"]
+    exit  [shape=Msquare, label="Exit"]
+
+    build   [shape=parallelogram, label="Build", script="sleep 1 && echo built artifact e2e-$((40 + 2))"]
+    approve [shape=hexagon, label="{QUESTION}"]
+    ship    [shape=parallelogram, label="Ship", script="echo shipped > {SHIPPED_FILE} && echo 'shipped e2e-42'"]
+    hold    [shape=parallelogram, label="Hold", script="echo held > held.txt"]
+
+    start -> build -> approve
+    approve -> ship [label="[S] Ship"]
+    approve -> hold [label="[H] Hold"]
+    ship -> exit
+    hold -> exit
+}}
+"""
+
+# No exit node: the Launch screen must say so inline.
+BROKEN_WORKFLOW = """\
+digraph Broken {
+    start [shape=Mdiamond]
+    build [shape=parallelogram, script="true"]
+    start -> build
+}
+"""
+BROKEN_MESSAGE = "no exit node"
+
+
+class Deadline(Exception):
+    """The whole test ran out of time."""
+
+
+class E2E:
+    def __init__(self, app: Path, shots: Path, scratch: Path) -> None:
+        self.app = app
+        self.bin_dir = app.parent
+        self.weft = self.bin_dir / "weft"
+        self.weftd = self.bin_dir / "weftd"
+        self.shots = shots
+        self.scratch = scratch
+        self.home = scratch / "home"
+        self.work = scratch / "work"
+        self.workflow = self.work / "ship.fabro"
+        self.broken = self.work / "broken.fabro"
+        self.env = dict(os.environ)
+        self.daemon: subprocess.Popen | None = None
+        self.driver_proc: subprocess.Popen | None = None
+        self.session: Session | None = None
+        self.run_id: str | None = None
+
+    # ---- processes -----------------------------------------------------------------
+
+    def setup_dirs(self) -> None:
+        for d in (self.home, self.work):
+            d.mkdir()
+        self.workflow.write_text(WORKFLOW)
+        self.broken.write_text(BROKEN_WORKFLOW)
+        self.env["WEFT_HOME"] = str(self.home)
+        # Without this Tauri does not enable WebKit automation, and creating a
+        # session hangs forever.
+        self.env["TAURI_WEBVIEW_AUTOMATION"] = "true"
+        # Keep every file the app or WebKit writes out of the real user's dirs
+        # (the recent-workflows list lives in the webview's local storage).
+        for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME"):
+            d = self.scratch / var.lower()
+            d.mkdir()
+            self.env[var] = str(d)
+        self.env.setdefault("XDG_CACHE_HOME", str(self.scratch / "xdg_cache_home"))
+
+    def weft_cli(self, *args: str) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(
+                [str(self.weft), *args],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=CLI_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise Failure(f"`weft {' '.join(args)}` did not finish within {CLI_TIMEOUT_S} s") from e
+
+    def start_daemon(self) -> None:
+        log = open(self.scratch / "weftd.log", "wb")
+        self.daemon = subprocess.Popen(
+            [str(self.weftd), "--foreground"],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.work,
+            start_new_session=True,  # its own group: cleanup reaches the stage commands too
+        )
+        log.close()
+
+        def up():
+            if self.daemon.poll() is not None:
+                raise Failure(f"weftd exited with status {self.daemon.returncode}: {self.daemon_log()}")
+            return self.weft_cli("daemon", "status").returncode == 0
+
+        try:
+            wait_until("answering `weft daemon status`", up, DAEMON_TIMEOUT_S)
+        except Failure as e:
+            if self.daemon.poll() is not None:
+                raise
+            raise Failure(f"{e}; weftd log: {self.daemon_log()}") from e
+
+    def daemon_log(self) -> str:
+        try:
+            return (self.scratch / "weftd.log").read_text(errors="replace")[-2000:].strip()
+        except OSError:
+            return ""
+
+    def start_app(self) -> None:
+        driver_bin = shutil.which("WebKitWebDriver")
+        if driver_bin is None:
+            raise Failure("WebKitWebDriver not found; install the webkit2gtk-driver package")
+        # The app inherits WebKitWebDriver's environment, WEFT_HOME included.
+        self.driver_proc, driver = start_driver(driver_bin, self.env, self.scratch / "webkitwebdriver.log")
+        wait_for_driver(driver, self.driver_proc)
+        self.session = Session(driver, self.app)
+        try:  # the screenshots' size; the window manager-less Xvfb allows it
+            self.session.call("POST", "/window/rect", {"width": 1280, "height": 800})
+        except Failure as e:
+            print(f"  (could not resize the window: {e})")
+
+    def cleanup(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        if self.driver_proc is not None:
+            stop_process_group(self.driver_proc)
+        if self.daemon is not None:
+            stop_process_group(self.daemon)
+
+    # ---- page helpers --------------------------------------------------------------
+
+    @property
+    def s(self) -> Session:
+        assert self.session is not None
+        return self.session
+
+    def shot(self, name: str) -> None:
+        time.sleep(PAINT_DELAY_S)
+        path = self.shots / name
+        self.s.screenshot(path)
+        print(f"  screenshot: {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+
+    def page(self) -> str:
+        return f"the page says {self.s.text()[:1500]!r}"
+
+    def wait_text(self, what: str, css: str, wanted: str, timeout: float = UI_TIMEOUT_S) -> str:
+        """Waits until the element `css` exists and its text contains `wanted`.
+
+        Ignores case: innerText follows CSS text-transform (the status chip
+        shows "Succeeded" for the status `succeeded`).
+        """
+        return wait_until(
+            what,
+            lambda: (lambda t: t if t is not None and wanted.lower() in t.lower() else None)(self.s.text_of(css)),
+            timeout,
+            describe=lambda: f"{css} says {self.s.text_of(css)!r}",
+        )
+
+    def nav(self, name: str) -> None:
+        self.s.click(self.s.find_by_text("nav[aria-label=Screens] a", name))
+
+    # ---- the steps -----------------------------------------------------------------
+
+    def step_daemon_and_app(self) -> None:
+        self.start_daemon()
+        self.start_app()
+        wait_until("showing the app version", lambda: self.s.text_of("[data-testid=app-version]"), UI_TIMEOUT_S,
+                   describe=self.page)
+
+    def step_launch(self) -> None:
+        self.nav("Launch")
+        self.wait_text("on the Launch screen", "#launch-title", "Launch a workflow")
+        self.s.type(self.s.find("input[name=workflow]"), str(self.workflow))
+        self.wait_text("validating the workflow", "section.launch", "The workflow is valid.")
+        start = self.s.find_by_text("section.launch button", "Start run")
+        wait_until("an enabled Start run button", lambda: self.s.enabled(start), UI_TIMEOUT_S)
+        self.s.click(start)
+        self.run_id = wait_until(
+            "on the new run's screen",
+            lambda: self.s.execute(
+                "const e = document.querySelector('[data-testid=run-screen]');"
+                "return e ? e.getAttribute('data-run-id') : null;"
+            ),
+            UI_TIMEOUT_S,
+            describe=self.page,
+        )
+        print(f"  run {self.run_id}")
+
+    def gate_state(self) -> str:
+        questions = self.weft_cli("questions").stdout.strip()
+        return f"{self.page()}; `weft questions` says {questions!r}"
+
+    def step_gate(self) -> None:
+        asked = lambda: QUESTION in (self.s.text_of("[data-testid=question-text]") or "")  # noqa: E731
+        # The gate opens while the run screen is live (the build stage
+        # sleeps a second first), so this also proves the screen follows
+        # the run: no reload.
+        wait_until("showing the gate's question", asked, RUN_TIMEOUT_S, describe=self.gate_state)
+        panel = self.s.text_of("[data-testid=question-panel]") or ""
+        for wanted in ("approve", "Ship", "Hold"):
+            if wanted not in panel:
+                raise Failure(f"the question panel lacks {wanted!r}: {panel!r}")
+        status = (self.s.text_of("[data-testid=run-status]") or "").strip().lower()
+        if status not in ("running", "blocked"):
+            raise Failure(f"at the gate the run's status is {status!r}, not running or blocked")
+        if (self.work / SHIPPED_FILE).exists():
+            raise Failure(f"{SHIPPED_FILE} exists before the gate was answered")
+        self.shot("run-gate.png")
+
+    def step_answer(self) -> None:
+        self.s.click(self.s.find_by_text("[data-testid=question-panel] button.question__option", "Ship"))
+        self.wait_text("showing the run succeeded", "[data-testid=run-status]", "succeeded", RUN_TIMEOUT_S)
+        shipped = self.work / SHIPPED_FILE
+        wait_until(f"seeing {shipped} written by the ship stage", shipped.exists, 5)
+        if (self.work / "held.txt").exists():
+            raise Failure("the hold stage ran although the answer was Ship")
+        # The answered question leaves the screen.
+        wait_until(
+            "hiding the answered question",
+            lambda: self.s.execute("return !document.querySelector('[data-testid=question-panel] button:enabled');"),
+            UI_TIMEOUT_S,
+            describe=self.page,
+        )
+        self.shot("run.png")
+
+    def step_runs(self) -> None:
+        self.nav("Runs")
+        row = f"[data-testid=run-row][data-run-id='{self.run_id}']"
+        self.wait_text("listing the run in Runs", row, WORKFLOW_NAME)
+        self.wait_text("listing the run as succeeded", row, "succeeded")
+        self.shot("runs.png")
+
+    def step_gates(self) -> None:
+        self.nav("Gates")
+        self.wait_text("showing the empty Gates inbox", "[data-testid=gates-screen]", "No gate is waiting for an answer.")
+        self.shot("gates.png")
+
+    def step_launch_broken(self) -> None:
+        self.nav("Launch")
+        self.wait_text("on the Launch screen", "#launch-title", "Launch a workflow")
+        field = self.s.find("input[name=workflow]")
+        self.s.type(field, str(self.broken))
+        self.wait_text(
+            "showing the broken workflow's diagnostic",
+            "ul[aria-label='Problems in the workflow']",
+            BROKEN_MESSAGE,
+        )
+        if self.s.enabled(self.s.find_by_text("section.launch button", "Start run")):
+            raise Failure("Start run is enabled for a workflow with errors")
+        self.shot("launch.png")
+
+    def step_offline(self) -> None:
+        # weftd is our child: reap it while `weft daemon stop` waits for it to
+        # go (an unreaped zombie still "exists", and the stop would wait on).
+        assert self.daemon is not None
+        stop = subprocess.Popen(
+            [str(self.weft), "daemon", "stop"],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            self.daemon.wait(timeout=DAEMON_TIMEOUT_S)
+            out, err = stop.communicate(timeout=CLI_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            stop.kill()
+            stop.wait()
+            raise Failure(f"weftd or `weft daemon stop` still runs after {DAEMON_TIMEOUT_S} s") from e
+        if stop.returncode != 0:
+            raise Failure(f"`weft daemon stop` failed ({stop.returncode}): {err.strip() or out.strip()}")
+        status = self.weft_cli("daemon", "status").returncode
+        if status != 3:
+            raise Failure(f"`weft daemon status` exits {status} after the stop, not 3 (not running)")
+
+        # A fresh page load of the run screen, with no daemon to ask.
+        self.s.set_hash(f"#/runs/{self.run_id}")
+        self.s.call("POST", "/refresh", {})
+        header = self.wait_text("showing the run's header offline", "[data-testid=run-header]", WORKFLOW_NAME)
+        if "succeeded" not in header.lower():
+            raise Failure(f"the offline header does not say succeeded: {header!r}")
+        self.wait_text("saying the daemon is not running", "[data-testid=live-state]", "daemon is not running")
+        wait_until(
+            "drawing the graph offline",
+            lambda: self.s.execute(
+                "const v = document.querySelector('[data-testid=graph-viewport]');"
+                "return v && v.getAttribute('data-status') === 'ready'"
+                " && !!v.querySelector('[data-node-id=build]') && !!v.querySelector('[data-node-id=ship]');"
+            ),
+            UI_TIMEOUT_S,
+            describe=lambda: f"graph: {self.s.text_of('section.wf-graph')!r}",
+        )
+        self.s.click(self.s.find("button.timeline__bar[data-node=build]"))
+        self.wait_text("showing the build stage's stdout offline", "[data-testid=log-text]", BUILD_OUTPUT)
+        self.s.click(self.s.find_by_text("[data-testid=stage-detail] [role=tab]", "stdout"))
+        self.wait_text("showing the build stage's stdout tab", "[data-testid=stage-text]", BUILD_OUTPUT)
+
+        # An action needs the daemon: the screen says so (and offers to start it).
+        self.s.click(self.s.find_by_text("[data-testid=run-header] button", "Re-run"))
+        self.wait_text("explaining the daemon is down", "[data-testid=daemon-down]", "not running")
+        self.shot("run-offline.png")
+        if self.weft_cli("daemon", "status").returncode != 3:
+            raise Failure("something started weftd again")
+
+
+def run_steps(test: E2E) -> tuple[int, int]:
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("weftd and the app start", test.step_daemon_and_app),
+        ("a workflow launches from the Launch screen", test.step_launch),
+        ("the run screen shows the gate's question", test.step_gate),
+        ("answering Ship finishes the run", test.step_answer),
+        ("the run appears in Runs", test.step_runs),
+        ("the Gates inbox is empty", test.step_gates),
+        ("Launch shows a broken workflow's diagnostic", test.step_launch_broken),
+        ("with weftd stopped the run's details and logs still show", test.step_offline),
+    ]
+    passed = failed = 0
+    for i, (name, step) in enumerate(steps):
+        started = time.monotonic()
+        try:
+            step()
+        except (Failure, Deadline, OSError, AssertionError) as e:
+            failed += 1
+            print(f"FAIL {name}: {e}", file=sys.stderr)
+            if not isinstance(e, (Failure, Deadline)):
+                traceback.print_exc()
+            rest = [n for n, _ in steps[i + 1:]]
+            if rest:
+                print(f"     not run after that: {'; '.join(rest)}", file=sys.stderr)
+                failed += len(rest)
+            break
+        passed += 1
+        print(f"ok   {name} ({time.monotonic() - started:.1f} s)")
+    return passed, failed
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(f"usage: {argv[0]} PATH/TO/weft-desktop [SCREENSHOT_DIR]", file=sys.stderr)
+        return 2
+    app = Path(argv[1]).resolve()
+    shots = Path(argv[2]).resolve() if len(argv) == 3 else REPO / "docs" / "screenshots"
+    for binary in (app, app.parent / "weft", app.parent / "weftd"):
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            print(f"app e2e: {binary} is not an executable; build with `cargo build --workspace --bins`",
+                  file=sys.stderr)
+            print("0 passed, 1 failed")
+            return 1
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        print('app e2e: no display; run under xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --',
+              file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
+
+    def out_of_time(_signum, _frame):
+        raise Deadline(f"the whole test took longer than {TEST_DEADLINE_S} s")
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    signal.alarm(TEST_DEADLINE_S)
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="weft-app-e2e-"))
+    test = E2E(app, shots, scratch)
+    passed, failed = 0, 1
+    try:
+        test.setup_dirs()
+        passed, failed = run_steps(test)
+    except Deadline as e:
+        print(f"app e2e: {e}", file=sys.stderr)
+    finally:
+        signal.alarm(0)
+        if failed:
+            for name in ("weftd.log", "webkitwebdriver.log"):
+                try:
+                    tail = (scratch / name).read_text(errors="replace")[-1500:].strip()
+                except OSError:
+                    tail = ""
+                if tail:
+                    print(f"--- {name} (tail) ---\n{tail}", file=sys.stderr)
+        test.cleanup()
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"app e2e: {time.monotonic() - started:.1f} s")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
