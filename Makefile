@@ -158,6 +158,7 @@ bench:
 	$(CARGO) bench -p weft --bench parse
 	$(CARGO) bench -p weft --bench engine
 	$(CARGO) bench -p weft --bench daemon
+	$(CARGO) bench -p weft --bench app
 
 clean:
 	$(CARGO) clean
