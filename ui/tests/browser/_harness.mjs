@@ -4,6 +4,8 @@
 // named test in a fresh page, and prints "N passed, M failed".
 //
 // A test is `[name, async (page, base, errors) => {...}]`; it throws to fail.
+// A test whose function is missing (null, undefined, false) is skipped, and
+// so is one whose function returns 'skipped'.
 // (Files starting with `_` are not tests: run-all.mjs skips them.)
 
 import { existsSync } from 'node:fs';
@@ -18,23 +20,45 @@ import { preview } from 'vite';
 export const uiDir = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const resultsDir = join(uiDir, 'test-results');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const STEP_TIMEOUT_MS = 15_000;
+export const STEP_TIMEOUT_MS = 15_000;
 
 /** Throws `why` unless `condition` holds. */
 export function check(condition, why) {
   if (!condition) throw new Error(why);
 }
 
-/** Runs `tests` as the suite `suite`, within `wholeTimeoutMs`. */
-export async function suite(suite, tests, { wholeTimeoutMs = 120_000 } = {}) {
+/** Throws unless the page logged no errors. */
+export function checkNoErrors(errors) {
+  check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+}
+
+/**
+ * Runs `tests` as the suite `suite`, within `wholeTimeoutMs`, in a browser
+ * window of `viewport`, once `dist/<page>` exists. `skipReason` explains
+ * skipped tests; `fullPageFailure` makes the failure screenshot full-page.
+ */
+export async function suite(
+  suite,
+  tests,
+  {
+    wholeTimeoutMs = 120_000,
+    viewport = { width: 1280, height: 800 },
+    page: entry = 'index.html',
+    skipReason = '',
+    fullPageFailure = false,
+  } = {},
+) {
   let passed = 0;
   let failed = 0;
+  let skipped = 0;
+  const summary = (failures) =>
+    console.log(`${passed} passed, ${failures} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
   const bail = (message) => {
     console.error(`browser ${suite}: FAILED: ${message}`);
-    console.log(`${passed} passed, ${failed + 1} failed`);
+    summary(failed + 1);
     process.exit(1);
   };
-  if (!existsSync(join(uiDir, 'dist', 'index.html'))) bail('ui/dist/index.html is missing; run `npm run build` first');
+  if (!existsSync(join(uiDir, 'dist', entry))) bail(`ui/dist/${entry} is missing; run \`npm run build\` first`);
   if (!existsSync(CHROMIUM)) bail(`no Chromium at ${CHROMIUM}; install Debian's chromium package (or set CHROMIUM)`);
   // A hung browser or server must not hang `make test`.
   const watchdog = setTimeout(() => bail(`no result after ${wholeTimeoutMs / 1000} s`), wholeTimeoutMs);
@@ -54,7 +78,7 @@ export async function suite(suite, tests, { wholeTimeoutMs = 120_000 } = {}) {
     context = await chromium.launchPersistentContext(profileDir, {
       executablePath: CHROMIUM,
       headless: true,
-      viewport: { width: 1280, height: 800 },
+      viewport,
       timeout: STEP_TIMEOUT_MS,
       args: [
         '--headless',
@@ -69,19 +93,28 @@ export async function suite(suite, tests, { wholeTimeoutMs = 120_000 } = {}) {
     });
     await mkdir(resultsDir, { recursive: true });
     for (const [name, run] of tests) {
+      if (!run) {
+        skipped += 1;
+        console.log(`browser ${suite}: skipped: ${name}${skipReason ? ` (${skipReason})` : ''}`);
+        continue;
+      }
       const page = await context.newPage();
       page.setDefaultTimeout(STEP_TIMEOUT_MS);
       const errors = [];
       page.on('pageerror', (e) => errors.push(e.message));
       page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
       try {
-        await run(page, base, errors);
-        passed += 1;
-        console.log(`browser ${suite}: ok: ${name}`);
+        if ((await run(page, base, errors)) === 'skipped') {
+          skipped += 1;
+          console.log(`browser ${suite}: skipped: ${name}${skipReason ? ` (${skipReason})` : ''}`);
+        } else {
+          passed += 1;
+          console.log(`browser ${suite}: ok: ${name}`);
+        }
       } catch (e) {
         failed += 1;
         console.error(`browser ${suite}: FAILED: ${name}: ${e instanceof Error ? e.message : String(e)}`);
-        await page.screenshot({ path: join(resultsDir, `${suite}-failure.png`) }).catch(() => {});
+        await page.screenshot({ path: join(resultsDir, `${suite}-failure.png`), fullPage: fullPageFailure }).catch(() => {});
       } finally {
         await page.close().catch(() => {});
       }
@@ -95,6 +128,6 @@ export async function suite(suite, tests, { wholeTimeoutMs = 120_000 } = {}) {
     await server?.close().catch(() => {});
     if (profileDir) await rm(profileDir, { recursive: true, force: true });
   }
-  console.log(`${passed} passed, ${failed} failed`);
+  summary(failed);
   process.exitCode = failed > 0 ? 1 : 0;
 }

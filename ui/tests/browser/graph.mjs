@@ -6,47 +6,16 @@
 // Usage: npm run build && node tests/browser/graph.mjs
 // Leaves screenshots in test-results/graph*.png.
 
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
-import { preview } from 'vite';
+import { checkNoErrors, check, resultsDir, STEP_TIMEOUT_MS, suite } from './_harness.mjs';
 
-const uiDir = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const resultsDir = join(uiDir, 'test-results');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const STEP_TIMEOUT_MS = 15_000;
 const BIG_GRAPH_TIMEOUT_MS = 30_000;
-const WHOLE_TEST_TIMEOUT_MS = 120_000;
 /** A click on zoom must show within this, even with 600 nodes on screen. A
  * functional bound (the page is not frozen), not a benchmark. */
 const RESPONSIVE_MS = 500;
 
-let passed = 0;
-let failed = 0;
-
-function bail(message) {
-  console.error(`browser graph: FAILED: ${message}`);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-}
-
-if (!existsSync(join(uiDir, 'dist', 'graph-demo.html'))) {
-  bail('ui/dist/graph-demo.html is missing; run `npm run build` first');
-}
-if (!existsSync(CHROMIUM)) {
-  bail(`no Chromium at ${CHROMIUM}; install Debian's chromium package (or set CHROMIUM)`);
-}
-
-// A hung browser or server must not hang `make test`.
-const watchdog = setTimeout(() => bail(`no result after ${WHOLE_TEST_TIMEOUT_MS / 1000} s`), WHOLE_TEST_TIMEOUT_MS);
-
-function check(condition, why) {
-  if (!condition) throw new Error(why);
-}
+const demoUrl = (base) => new URL('graph-demo.html', base).href;
 
 /** Width / height of the rendered SVG's viewBox. */
 const aspect = (page) =>
@@ -69,45 +38,15 @@ const waitForLayout = (page, rankdir, timeout = STEP_TIMEOUT_MS) =>
     { timeout },
   );
 
-let server;
-let context;
-let profileDir;
-try {
-  server = await preview({
-    root: uiDir,
-    logLevel: 'warn',
-    preview: { host: '127.0.0.1', port: 0, strictPort: true, open: false },
-  });
-  const base = server.resolvedUrls?.local[0];
-  if (!base) throw new Error('vite preview did not report a URL');
-  const demoUrl = new URL('graph-demo.html', base).href;
-
-  profileDir = await mkdtemp(join(tmpdir(), 'weft-ui-chromium-'));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1000, height: 700 },
-    timeout: STEP_TIMEOUT_MS,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  await mkdir(resultsDir, { recursive: true });
-
-  const tests = [
+await suite(
+  'graph',
+  [
     [
       'sample workflow: layout in a worker, states, badges, taken edges, toggle, zoom, select',
-      async (page, errors) => {
+      async (page, base, errors) => {
         const workers = [];
         page.on('worker', (w) => workers.push(w.url()));
-        await page.goto(demoUrl, { waitUntil: 'load' });
+        await page.goto(demoUrl(base), { waitUntil: 'load' });
         await waitForLayout(page, 'TB');
         check(workers.some((u) => u.includes('layout.worker')), `layout ran without a worker (workers: ${workers})`);
 
@@ -153,13 +92,13 @@ try {
         await page.locator('g.node[data-node-id="approve"]').click();
         const selected = (await page.getByTestId('selected-node').textContent())?.trim();
         check(selected === 'Selected: approve', `clicking a node should select it (got ${JSON.stringify(selected)})`);
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
     [
       'a 600-node graph renders and the page stays responsive',
-      async (page, errors) => {
-        await page.goto(`${demoUrl}?big=1`, { waitUntil: 'load' });
+      async (page, base, errors) => {
+        await page.goto(`${demoUrl(base)}?big=1`, { waitUntil: 'load' });
         // Until the layout arrives the main thread must stay free: the worker does the work.
         const frameGap = await page.evaluate(() => {
           const t0 = performance.now();
@@ -183,38 +122,9 @@ try {
         const took = Date.now() - t0;
         await page.screenshot({ path: join(resultsDir, 'graph-big.png') });
         console.log(`  600 nodes: zoom click reflected in ${took} ms`);
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
-  ];
-
-  for (const [name, run] of tests) {
-    const page = await context.newPage();
-    page.setDefaultTimeout(STEP_TIMEOUT_MS);
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    try {
-      await run(page, errors);
-      passed += 1;
-      console.log(`browser graph: ok: ${name}`);
-    } catch (e) {
-      failed += 1;
-      console.error(`browser graph: FAILED: ${name}: ${e instanceof Error ? e.message : String(e)}`);
-      await page.screenshot({ path: join(resultsDir, 'graph-failure.png') }).catch(() => {});
-    } finally {
-      await page.close().catch(() => {});
-    }
-  }
-} catch (e) {
-  failed += 1;
-  console.error(`browser graph: FAILED: ${e instanceof Error ? e.message : String(e)}`);
-} finally {
-  clearTimeout(watchdog);
-  await context?.close().catch(() => {});
-  await server?.close().catch(() => {});
-  if (profileDir) await rm(profileDir, { recursive: true, force: true });
-}
-
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed > 0 ? 1 : 0;
+  ],
+  { viewport: { width: 1000, height: 700 }, page: 'graph-demo.html' },
+);

@@ -11,39 +11,11 @@
 // Leaves screenshots in test-results/run*.png.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
-import { preview } from 'vite';
+import { checkNoErrors, check, resultsDir, suite, uiDir } from './_harness.mjs';
 
-const uiDir = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const resultsDir = join(uiDir, 'test-results');
 const fixturesPath = join(uiDir, 'src/api/fixtures/recorded.json');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const STEP_TIMEOUT_MS = 15_000;
-const WHOLE_TEST_TIMEOUT_MS = 120_000;
-
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-
-function bail(message) {
-  console.error(`browser run: FAILED: ${message}`);
-  console.log(`${passed} passed, ${failed + 1} failed, ${skipped} skipped`);
-  process.exit(1);
-}
-
-if (!existsSync(join(uiDir, 'dist', 'index.html'))) bail('ui/dist/index.html is missing; run `npm run build` first');
-if (!existsSync(CHROMIUM)) bail(`no Chromium at ${CHROMIUM}; install Debian's chromium package (or set CHROMIUM)`);
-
-const watchdog = setTimeout(() => bail(`no result after ${WHOLE_TEST_TIMEOUT_MS / 1000} s`), WHOLE_TEST_TIMEOUT_MS);
-
-function check(condition, why) {
-  if (!condition) throw new Error(why);
-}
 
 /** The accelerator key of an option label (`[A] Approve` → `A`), as the engine parses it. */
 function acceleratorOf(label) {
@@ -60,53 +32,26 @@ const question = fixtures?.questions.find((q) => q.status === 'pending' && q.opt
 const waitForGraph = (page) =>
   page.waitForFunction(() => document.querySelector('[data-testid=graph-canvas] svg g.node') !== null);
 
-let server;
-let context;
-let profileDir;
-try {
-  server = await preview({
-    root: uiDir,
-    logLevel: 'warn',
-    preview: { host: '127.0.0.1', port: 0, strictPort: true, open: false },
-  });
-  const base = server.resolvedUrls?.local[0];
-  if (!base) throw new Error('vite preview did not report a URL');
-  const at = (hash) => new URL(`index.html${hash}`, base).href;
+/** The page at `hash` on the server at `base`. */
+const at = (base, hash) => new URL(`index.html${hash}`, base).href;
 
-  profileDir = await mkdtemp(join(tmpdir(), 'weft-ui-chromium-'));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    timeout: STEP_TIMEOUT_MS,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  await mkdir(resultsDir, { recursive: true });
-
-  const tests = [
+await suite(
+  'run',
+  [
     [
       'an unknown run says so, with the daemon stopped',
-      async (page, errors) => {
-        await page.goto(at('#/runs/NO-SUCH-RUN'), { waitUntil: 'load' });
+      async (page, base, errors) => {
+        await page.goto(at(base, '#/runs/NO-SUCH-RUN'), { waitUntil: 'load' });
         await page.getByText('No run matches “NO-SUCH-RUN”.').waitFor();
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
     [
       'a failed run: what failed and why, the failed node coloured, jump to the stage',
       failedStage &&
-        (async (page, errors) => {
+        (async (page, base, errors) => {
           const reason = failedStage.failure_reason ?? '';
-          await page.goto(at(`#/runs/${failedView.run.id}`), { waitUntil: 'load' });
+          await page.goto(at(base, `#/runs/${failedView.run.id}`), { waitUntil: 'load' });
           const summary = page.getByTestId('failure-summary');
           await summary.waitFor();
           const text = (await summary.textContent()) ?? '';
@@ -137,14 +82,14 @@ try {
             'a stopped daemon should come with a Start daemon button',
           );
           await page.screenshot({ path: join(resultsDir, 'run-failed.png'), fullPage: true });
-          check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+          checkNoErrors(errors);
         }),
     ],
     [
       'a pending question: shown from the route, the gate waiting, answered by click',
       question &&
-        (async (page, errors) => {
-          await page.goto(at(`#/runs/${question.run_id}/question/${question.id}`), { waitUntil: 'load' });
+        (async (page, base, errors) => {
+          await page.goto(at(base, `#/runs/${question.run_id}/question/${question.id}`), { waitUntil: 'load' });
           const panel = page.getByTestId('question-panel');
           await panel.waitFor();
           check(((await page.getByTestId('question-text').textContent()) ?? '') === question.text, 'the panel should show the question text');
@@ -161,17 +106,17 @@ try {
           check(shown.startsWith('Answered:'), `clicking an option should answer it (got ${JSON.stringify(shown)})`);
           check(await option.isDisabled(), 'an answered question should not take a second answer');
           await page.screenshot({ path: join(resultsDir, 'run-question.png'), fullPage: true });
-          check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+          checkNoErrors(errors);
         }),
     ],
     [
       'a pending question answered by its accelerator key',
       question &&
-        (async (page, errors) => {
+        (async (page, base, errors) => {
           // The second option, so this cannot pass by answering the first.
           const label = question.options[1];
           const key = acceleratorOf(label) ?? '2';
-          await page.goto(at(`#/runs/${question.run_id}`), { waitUntil: 'load' });
+          await page.goto(at(base, `#/runs/${question.run_id}`), { waitUntil: 'load' });
           const panel = page.getByTestId('question-panel');
           await panel.waitFor();
           await page.keyboard.press(key.length === 1 ? key.toLowerCase() : '2');
@@ -180,14 +125,14 @@ try {
           const shown = (await done.textContent()) ?? '';
           const text = label.replace(/^\s*(\[[^\]]+\]|[^)\s]+\)|\S+\s+-)\s*/, '');
           check(shown === `Answered: ${text}`, `pressing ${key} should answer “${text}” (got ${JSON.stringify(shown)})`);
-          check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+          checkNoErrors(errors);
         }),
     ],
     [
       'the gates inbox lists the pending question with its run',
       question &&
-        (async (page, errors) => {
-          await page.goto(at('#/gates'), { waitUntil: 'load' });
+        (async (page, base, errors) => {
+          await page.goto(at(base, '#/gates'), { waitUntil: 'load' });
           const panel = page.locator(`[data-testid=question-panel][data-question-id="${question.id}"]`);
           await panel.waitFor();
           check(((await panel.getByTestId('question-text').textContent()) ?? '') === question.text, 'the inbox should show the question text');
@@ -197,45 +142,13 @@ try {
           await page.screenshot({ path: join(resultsDir, 'run-gates.png'), fullPage: true });
           await panel.locator('.question__run').click();
           await page.getByTestId('run-screen').waitFor();
-          check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+          checkNoErrors(errors);
         }),
     ],
-  ];
-
-  for (const [name, run] of tests) {
-    if (!run) {
-      skipped += 1;
-      console.log(
-        `browser run: skipped: no recorded fixtures: ${name} (${fixtures ? 'the fixtures have no such run' : `${fixturesPath} is missing`})`,
-      );
-      continue;
-    }
-    const page = await context.newPage();
-    page.setDefaultTimeout(STEP_TIMEOUT_MS);
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    try {
-      await run(page, errors);
-      passed += 1;
-      console.log(`browser run: ok: ${name}`);
-    } catch (e) {
-      failed += 1;
-      console.error(`browser run: FAILED: ${name}: ${e instanceof Error ? e.message : String(e)}`);
-      await page.screenshot({ path: join(resultsDir, 'run-failure.png'), fullPage: true }).catch(() => {});
-    } finally {
-      await page.close().catch(() => {});
-    }
-  }
-} catch (e) {
-  failed += 1;
-  console.error(`browser run: FAILED: ${e instanceof Error ? e.message : String(e)}`);
-} finally {
-  clearTimeout(watchdog);
-  await context?.close().catch(() => {});
-  await server?.close().catch(() => {});
-  if (profileDir) await rm(profileDir, { recursive: true, force: true });
-}
-
-console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-process.exitCode = failed > 0 ? 1 : 0;
+  ],
+  {
+    viewport: { width: 1280, height: 900 },
+    fullPageFailure: true,
+    skipReason: `no recorded fixtures: ${fixtures ? 'the fixtures have no such run' : `${fixturesPath} is missing`}`,
+  },
+);

@@ -7,48 +7,15 @@
 // Usage: npm run build && node tests/browser/runs.mjs
 // Leaves screenshots in test-results/runs*.png.
 
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
-import { preview } from 'vite';
+import { checkNoErrors, check, resultsDir, suite } from './_harness.mjs';
 
-const uiDir = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const resultsDir = join(uiDir, 'test-results');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const STEP_TIMEOUT_MS = 15_000;
-const WHOLE_TEST_TIMEOUT_MS = 120_000;
 /** The 10,000-run list must show within this: a generous functional bound
  * (the list is paged and virtualised), not a benchmark. */
 const BIG_LIST_MS = 5_000;
 /** Row elements in the DOM must stay under this however long the list is. */
 const MAX_ROWS_IN_DOM = 200;
-
-let passed = 0;
-let failed = 0;
-
-function bail(message) {
-  console.error(`browser runs: FAILED: ${message}`);
-  console.log(`${passed} passed, ${failed + 1} failed`);
-  process.exit(1);
-}
-
-if (!existsSync(join(uiDir, 'dist', 'index.html'))) {
-  bail('ui/dist/index.html is missing; run `npm run build` first');
-}
-if (!existsSync(CHROMIUM)) {
-  bail(`no Chromium at ${CHROMIUM}; install Debian's chromium package (or set CHROMIUM)`);
-}
-
-// A hung browser or server must not hang `make test`.
-const watchdog = setTimeout(() => bail(`no result after ${WHOLE_TEST_TIMEOUT_MS / 1000} s`), WHOLE_TEST_TIMEOUT_MS);
-
-function check(condition, why) {
-  if (!condition) throw new Error(why);
-}
 
 /** Workflow name and status of every rendered row, top to bottom. */
 const rowsOf = (page) =>
@@ -79,41 +46,12 @@ const waitForTotal = (page, predicate) =>
 const totalOf = async (page) =>
   Number(((await page.getByTestId('runs-total').textContent()) ?? '').replace(/[^0-9]/g, ''));
 
-let server;
-let context;
-let profileDir;
-try {
-  server = await preview({
-    root: uiDir,
-    logLevel: 'warn',
-    preview: { host: '127.0.0.1', port: 0, strictPort: true, open: false },
-  });
-  const base = server.resolvedUrls?.local[0];
-  if (!base) throw new Error('vite preview did not report a URL');
-
-  profileDir = await mkdtemp(join(tmpdir(), 'weft-ui-chromium-'));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    timeout: STEP_TIMEOUT_MS,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  await mkdir(resultsDir, { recursive: true });
-
-  const tests = [
+await suite(
+  'runs',
+  [
     [
       'recorded runs: newest first, status chips with text, gates badge and banner, absolute time on hover',
-      async (page, errors) => {
+      async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
         await waitForTotal(page, 'n === 6');
         const rows = await rowsOf(page);
@@ -145,12 +83,12 @@ try {
         const shown = (await started.textContent())?.trim();
         check(shown !== title, 'the cell itself shows the relative time');
         await page.screenshot({ path: join(resultsDir, 'runs.png') });
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
     [
       'filter by status, filter by workflow, search a goal word',
-      async (page, errors) => {
+      async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
         await waitForTotal(page, 'n === 6');
         await page.getByTestId('runs-status').selectOption('failed');
@@ -175,12 +113,12 @@ try {
         await page.getByTestId('runs-search').fill('zzz-no-such-run');
         await page.getByTestId('runs-empty').waitFor();
         check((await page.getByTestId('runs-empty').textContent())?.includes('No runs match'), 'an empty result says so');
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
     [
       'clicking a row, and Enter on the keyboard selection, opens the run',
-      async (page, errors) => {
+      async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
         await waitForTotal(page, 'n === 6');
         const row = page.locator('[data-testid=run-row]', { hasText: 'Deploy' });
@@ -198,19 +136,24 @@ try {
         const third = await selected.getAttribute('data-run-id');
         await page.keyboard.press('Enter');
         await page.waitForFunction((want) => window.location.hash === want, `#/runs/${third}`);
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
     [
       '10,000 runs: shown fast, virtualised, scrolls to the end',
-      async (page, errors) => {
+      async (page, base, errors) => {
         const t0 = Date.now();
         await page.goto(`${base}?runs=10000#/runs`, { waitUntil: 'load' });
         await page.locator('[data-testid=run-row]').first().waitFor({ timeout: BIG_LIST_MS });
-        await waitForTotal(page, 'n >= 10000');
+        // Every 40th synthetic run is archived: hidden until asked for.
+        await waitForTotal(page, 'n >= 9700 && n < 10000');
         const took = Date.now() - t0;
+        const unarchived = await totalOf(page);
+        await page.getByTestId('runs-show-archived').check();
+        await waitForTotal(page, 'n >= 10000');
         const total = await totalOf(page);
         check(total >= 10_000, `the total should count every run, got ${total}`);
+        check(total - unarchived === Math.floor(10_000 / 40), `archived runs hidden by default: ${unarchived} of ${total}`);
         check(took < BIG_LIST_MS, `the list took ${took} ms to appear`);
 
         const rowsInDom = await page.locator('[data-testid=run-row]').count();
@@ -236,38 +179,8 @@ try {
         check(bottomVisible, 'the last run is visible at the bottom of the list');
         await page.screenshot({ path: join(resultsDir, 'runs-10k.png') });
         console.log(`  10,000 runs: list shown in ${took} ms (navigation to first rows), ${rowsInDom} rows in the DOM`);
-        check(errors.length === 0, `the page logged errors:\n  ${errors.join('\n  ')}`);
+        checkNoErrors(errors);
       },
     ],
-  ];
-
-  for (const [name, run] of tests) {
-    const page = await context.newPage();
-    page.setDefaultTimeout(STEP_TIMEOUT_MS);
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    try {
-      await run(page, errors);
-      passed += 1;
-      console.log(`browser runs: ok: ${name}`);
-    } catch (e) {
-      failed += 1;
-      console.error(`browser runs: FAILED: ${name}: ${e instanceof Error ? e.message : String(e)}`);
-      await page.screenshot({ path: join(resultsDir, 'runs-failure.png') }).catch(() => {});
-    } finally {
-      await page.close().catch(() => {});
-    }
-  }
-} catch (e) {
-  failed += 1;
-  console.error(`browser runs: FAILED: ${e instanceof Error ? e.message : String(e)}`);
-} finally {
-  clearTimeout(watchdog);
-  await context?.close().catch(() => {});
-  await server?.close().catch(() => {});
-  if (profileDir) await rm(profileDir, { recursive: true, force: true });
-}
-
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed > 0 ? 1 : 0;
+  ],
+);
