@@ -19,7 +19,8 @@ use weft::ipc::protocol::{
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::llm::{Spend, Usage};
 use weft::store::views::{
-    AppError, InitialRoute, LogMatch, LogStream, RunView, RunViewOptions, RunsPage, StageFiles,
+    AppError, ArtifactContent, InitialRoute, LogMatch, LogStream, RunView, RunViewOptions,
+    RunsPage, StageFiles,
 };
 use weft::store::{
     ArtifactRecord, QuestionRecord, QuestionStatus, RunSpend, RunStatus, StageRecord,
@@ -64,6 +65,7 @@ fn declarations() -> Vec<Decl> {
         decl::<RunView>(),
         decl::<StageRecord>(),
         decl::<StageFiles>(),
+        decl::<ArtifactContent>(),
         decl::<LogStream>(),
         decl::<LogMatch>(),
         decl::<ArtifactRecord>(),

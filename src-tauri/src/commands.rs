@@ -15,7 +15,9 @@ use weft::ipc::protocol::{
     RunCancel, RunList, RunResume, RunStart, RunStarted, RunSummary,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
-use weft::store::views::{AppError, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views};
+use weft::store::views::{
+    AppError, ArtifactContent, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views,
+};
 use weft::store::{Home, QuestionRecord};
 
 /// A page of events a history call returns when the UI names no limit.
@@ -68,6 +70,12 @@ pub async fn run_events(run: String, after_seq: u64, limit: Option<u32>) -> Resu
 #[tauri::command(rename_all = "snake_case")]
 pub async fn stage_files(run: String, node: String, visit: u32) -> Result<StageFiles> {
     history(move |views| views.stage_files(&run, &node, visit)).await
+}
+
+/// The latest captured version of artifact `path` of the run, for a preview.
+#[tauri::command(rename_all = "snake_case")]
+pub async fn artifact_content(run: String, path: String) -> Result<ArtifactContent> {
+    history(move |views| views.artifact(&run, &path)).await
 }
 
 #[tauri::command(rename_all = "snake_case")]

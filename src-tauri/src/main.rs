@@ -42,6 +42,7 @@ fn main() {
             commands::run_view,
             commands::run_events,
             commands::stage_files,
+            commands::artifact_content,
             commands::search_logs,
             commands::daemon_status,
             commands::daemon_start,

@@ -442,6 +442,124 @@ impl Views {
         let record = store.find_run(id_or_prefix)?;
         Ok(RunDir::open(record.run_dir))
     }
+
+    /// The latest captured version of artifact `path` of the run, for a
+    /// preview: text-like media as text (at most [`ARTIFACT_TEXT_MAX`]
+    /// bytes), images as base64 (at most [`ARTIFACT_IMAGE_MAX`] bytes; a
+    /// larger image is `truncated` with no bytes), anything else as size
+    /// and media type only.
+    pub fn artifact(&self, id_or_prefix: &str, path: &str) -> Result<ArtifactContent> {
+        let store = self.store(id_or_prefix)?;
+        let record = store.find_run(id_or_prefix)?;
+        let latest = store
+            .artifacts(&record.id)?
+            .into_iter()
+            .rev()
+            .find(|a| a.path == path)
+            .ok_or_else(|| {
+                StoreError::io(
+                    format!("run {} captured no artifact `{path}`", record.id),
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                )
+            })?;
+        let blob = latest.blob().ok_or_else(|| {
+            StoreError::BlobMissing(format!("{} (artifact `{path}`)", latest.blob_hash))
+        })?;
+        let home = Home::at(store.path().parent().unwrap_or_else(|| Path::new(".")));
+        let media = artifact_media(path);
+        let mut content = ArtifactContent {
+            path: latest.path.clone(),
+            size: latest.size,
+            media: media.to_string(),
+            text: None,
+            base64: None,
+            truncated: false,
+        };
+        if media.starts_with("text/") || media == "application/json" || media == "image/svg+xml" {
+            let bytes = super::Blobs::new(&home).get(&blob)?;
+            let cap = usize::try_from(ARTIFACT_TEXT_MAX).unwrap_or(usize::MAX);
+            content.truncated = bytes.len() > cap;
+            let shown = &bytes[..bytes.len().min(cap)];
+            content.text = Some(String::from_utf8_lossy(shown).into_owned());
+        }
+        if media.starts_with("image/") {
+            if latest.size > ARTIFACT_IMAGE_MAX {
+                content.truncated = true;
+            } else {
+                let bytes = super::Blobs::new(&home).get(&blob)?;
+                content.base64 = Some(base64_encode(&bytes));
+            }
+        }
+        Ok(content)
+    }
+}
+
+/// The most bytes of a text artifact [`Views::artifact`] returns, 1 MiB.
+pub const ARTIFACT_TEXT_MAX: u64 = 1024 * 1024;
+
+/// The largest image [`Views::artifact`] returns, 10 MiB.
+pub const ARTIFACT_IMAGE_MAX: u64 = 10 * 1024 * 1024;
+
+/// An artifact's bytes for a preview; see [`Views::artifact`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ArtifactContent {
+    pub path: String,
+    /// In bytes, of the whole artifact.
+    pub size: u64,
+    /// Guessed from the extension: `text/plain`, `text/markdown`,
+    /// `application/json`, `image/png|jpeg|gif|svg+xml|webp`, `text/html`,
+    /// or `application/octet-stream`.
+    pub media: String,
+    /// For text-like media (and SVG), UTF-8 with invalid bytes replaced.
+    pub text: Option<String>,
+    /// For images, standard base64 with padding.
+    pub base64: Option<String>,
+    /// Whether the text was cut, or an image was too large to send.
+    pub truncated: bool,
+}
+
+/// The media type of an artifact, from its extension.
+fn artifact_media(path: &str) -> &'static str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = match name.rsplit_once('.') {
+        Some((_, ext)) => ext.to_ascii_lowercase(),
+        None => return "application/octet-stream",
+    };
+    match ext.as_str() {
+        "md" | "markdown" => "text/markdown",
+        "json" => "application/json",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "svg" => "image/svg+xml",
+        "webp" => "image/webp",
+        "html" | "htm" => "text/html",
+        "txt" | "log" | "csv" | "tsv" | "yaml" | "yml" | "toml" | "xml" | "rs" | "py" | "js"
+        | "ts" | "tsx" | "sh" | "fabro" | "dot" | "diff" | "patch" => "text/plain",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Standard base64 (RFC 4648) with padding.
+fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// The `WHERE` clause of the run list: `?1` status, `?2` workflow name,

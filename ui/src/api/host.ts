@@ -1,5 +1,6 @@
 import type {
   AnswerBy,
+  ArtifactContent,
   CancelRequested,
   DaemonInfo,
   Diagnostic,
@@ -41,6 +42,8 @@ export interface Host {
   runEvents(run: string, afterSeq: number, limit?: number): Promise<Event[]>;
   stageFiles(run: string, node: string, visit: number): Promise<StageFiles>;
   searchLogs(run: string, query: string): Promise<LogMatch[]>;
+  /** The latest captured version of artifact `path` of the run, for a preview. */
+  artifactContent(run: string, path: string): Promise<ArtifactContent>;
 
   // Live: through weftd (rejects with code `daemon.not_running` when it is
   // not running; `daemonStart` starts it).

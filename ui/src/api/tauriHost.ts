@@ -13,6 +13,7 @@ export const tauriHost: Host = {
   runEvents: (run, afterSeq, limit) => invoke('run_events', { run, after_seq: afterSeq, limit }),
   stageFiles: (run, node, visit) => invoke('stage_files', { run, node, visit }),
   searchLogs: (run, query) => invoke('search_logs', { run, query }),
+  artifactContent: (run, path) => invoke('artifact_content', { run, path }),
 
   daemonStatus: () => invoke('daemon_status'),
   daemonStart: () => invoke('daemon_start'),

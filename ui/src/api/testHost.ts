@@ -1,7 +1,7 @@
 import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
-import type { AnswerBy, Event, Host, LogMatch, LogStream, QuestionRecord, RunSummary } from './host';
+import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunSummary } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -69,6 +69,13 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
       const view = find(run);
       if (!view) return notFound(run);
       return Promise.resolve(searchStageFiles(fixtures, view.run.id, view.stages, query));
+    },
+
+    artifactContent: (run, path) => {
+      const view = find(run);
+      const record = view?.artifacts.filter((a) => a.path === path).at(-1);
+      if (!view || !record) return Promise.reject({ code: 'io', message: `run ${run} captured no artifact \`${path}\`` });
+      return Promise.resolve(syntheticArtifact(path, record.size));
     },
 
     daemonStatus: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running (test host)' }),
@@ -193,4 +200,24 @@ function selectedOption(options: string[], answer: AnswerBy): string {
   if ('label' in answer) return options.find((o) => o.includes(answer.label)) ?? answer.label;
   const key = answer.key.toLowerCase();
   return options.find((o) => o.toLowerCase().startsWith(`[${key}]`) || o.toLowerCase().startsWith(`${key})`)) ?? answer.key;
+}
+
+/**
+ * The fixtures record artifacts but not their bytes, so the test host
+ * synthesises a small content from the path (media guessed from the
+ * extension as the app does): markdown, JSON and text get a short text
+ * naming the path, anything else no bytes at all. This keeps previews
+ * testable without storing blobs in the fixtures.
+ */
+function syntheticArtifact(path: string, size: number): ArtifactContent {
+  const ext = path.includes('.') ? path.slice(path.lastIndexOf('.') + 1).toLowerCase() : '';
+  const base = { path, size, base64: null, truncated: false };
+  if (ext === 'md' || ext === 'markdown') {
+    return { ...base, media: 'text/markdown', text: `# ${path}\n\nA synthetic artifact.\n\n- one\n- two\n` };
+  }
+  if (ext === 'json') return { ...base, media: 'application/json', text: JSON.stringify({ path, size }) };
+  if (['txt', 'log', 'csv', 'yaml', 'yml', 'toml'].includes(ext)) {
+    return { ...base, media: 'text/plain', text: `${path}\n` };
+  }
+  return { ...base, media: 'application/octet-stream', text: null };
 }

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { Host, QuestionRecord, RunView, StageFiles } from '../api';
 import { routeHash, type Route } from '../app/route';
 import { ArtifactList } from '../artifacts/ArtifactList';
+import { ArtifactPreview } from '../artifacts/ArtifactPreview';
 import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
 import { LogsPanel } from '../logs/LogsPanel';
@@ -181,6 +182,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
       <section aria-label="Artifacts">
         <h3 className="run__section">Artifacts</h3>
         <ArtifactList artifacts={v.artifacts} onSelectStage={select} />
+        <ArtifactPreview host={host} runId={v.run.id} artifacts={v.artifacts} />
       </section>
     </div>
   );

@@ -3,7 +3,7 @@ import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { Host } from '../api/host';
+import type { Event, Host } from '../api/host';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { RunsScreen } from './RunsScreen';
@@ -68,5 +68,46 @@ describe('RunsScreen', () => {
     const el = await render(stopped);
     expect(el.querySelector('[role=alert]')).toBeNull();
     expect(el.querySelector('[data-testid=runs-empty]')?.textContent).toContain('No runs yet');
+  });
+
+  it('reads the list again when weftd reports a new run', async () => {
+    const fixtures = structuredClone(recorded);
+    const base = makeTestHost(fixtures);
+    let emit: ((e: Event) => void) | null = null;
+    const host: Host = {
+      ...base,
+      subscribe: (_run, _after, onEvent) => {
+        emit = onEvent;
+        return Promise.resolve(() => {
+          emit = null;
+        });
+      },
+    };
+    const el = await render(host);
+    const rowsNow = () => el.querySelectorAll('[data-testid=run-row]').length;
+    expect(rowsNow()).toBe(6);
+    // A new run lands in the database, and the daemon announces it.
+    const newest = structuredClone(fixtures.views[0]!);
+    newest.run.id = '01ZZZZZZZZZZZZZZZZZZZZZZZZ';
+    newest.run.created_at = '2099-01-01T00:00:00.000Z';
+    newest.run.workflow_name = 'Fresh';
+    fixtures.views.unshift(newest);
+    await act(async () => {
+      emit?.({
+        seq: 1,
+        ts: '2099-01-01T00:00:00.000Z',
+        run_id: newest.run.id,
+        node_id: null,
+        visit: null,
+        event: 'run.started',
+        properties: { workflow: 'Fresh', goal: null, run_dir: '/tmp', resumed: false },
+      } as Event);
+      await new Promise((r) => setTimeout(r, 500));
+    });
+    await act(async () => {
+      await new Promise((r) => setTimeout(r, 0));
+    });
+    expect(rowsNow()).toBe(7);
+    expect(el.querySelector('[data-testid=run-row] .runs__workflow')?.textContent).toBe('Fresh');
   });
 });

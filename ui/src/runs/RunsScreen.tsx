@@ -40,7 +40,7 @@ function useNow(): number {
  * How many runs wait on a person: the daemon's pending questions, or null
  * when it cannot say (not running) and the list's own counts must do.
  */
-function useWaitingRuns(host: Host): number | null {
+function useWaitingRuns(host: Host, refresh: number): number | null {
   const [waiting, setWaiting] = useState<number | null>(null);
   useEffect(() => {
     let live = true;
@@ -51,8 +51,51 @@ function useWaitingRuns(host: Host): number | null {
     return () => {
       live = false;
     };
-  }, [host]);
+  }, [host, refresh]);
   return waiting;
+}
+
+/** Events after which the list is read again: a run appeared, moved or ended. */
+const LIST_CHANGES = new Set([
+  'run.started',
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.interrupted',
+  'interview.started',
+  'interview.completed',
+]);
+/** Bursts of such events cause one re-read after this long. */
+const LIVE_REFRESH_MS = 400;
+
+/**
+ * A counter that goes up (debounced) when weftd reports a change to the
+ * list, so the screen re-reads it; stays put when the daemon is not
+ * running (history is static then).
+ */
+function useListChanges(host: Host): number {
+  const [changes, setChanges] = useState(0);
+  useEffect(() => {
+    let live = true;
+    let stop: (() => void) | null = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    host
+      .subscribe(null, 0, (event) => {
+        if (!LIST_CHANGES.has(event.event)) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => live && setChanges((n) => n + 1), LIVE_REFRESH_MS);
+      })
+      .then(
+        (unsubscribe) => (live ? (stop = unsubscribe) : unsubscribe()),
+        () => {},
+      );
+    return () => {
+      live = false;
+      clearTimeout(timer);
+      stop?.();
+    };
+  }, [host]);
+  return changes;
 }
 
 /** The runs list: every run, newest first, filtered, searched and virtualised. */
@@ -62,14 +105,16 @@ export function RunsScreen({ host }: { host: Host }) {
   const [search, setSearch] = useState('');
   const [showArchived, setShowArchived] = useState(false);
   const text = useDebounced(search.trim(), SEARCH_DEBOUNCE_MS);
+  const changes = useListChanges(host);
   const list = useRunPages(host, {
     status: status || null,
     workflow: workflow || null,
     text: text || null,
     showArchived,
+    generation: changes,
   });
   const now = useNow();
-  const liveWaiting = useWaitingRuns(host);
+  const liveWaiting = useWaitingRuns(host, changes);
 
   const viewport = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);

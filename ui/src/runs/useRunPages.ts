@@ -8,6 +8,8 @@ export const PAGE_SIZE = 200;
 export type RunFilters = Pick<RunList, 'status' | 'workflow' | 'text'> & {
   /** Include archived runs (hidden by default). */
   showArchived?: boolean;
+  /** Bumped when the list changed in the daemon: read it again. */
+  generation?: number;
 };
 
 interface Pages {
@@ -42,6 +44,7 @@ export function useRunPages(host: Host, filters: RunFilters) {
     filters.workflow ?? null,
     filters.text ?? null,
     filters.showArchived ?? false,
+    filters.generation ?? 0,
   ]);
   const cache = useRef<Pages>(fresh(''));
   if (cache.current.key !== key) cache.current = fresh(key);

@@ -379,3 +379,63 @@ fn app_errors_keep_the_stable_code() {
         "so the UI can offer to start it"
     );
 }
+
+#[test]
+fn artifact_reads_the_latest_capture_as_text_or_base64() {
+    use crate::store::{Blobs, NewArtifact};
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    store
+        .create_run(&new_run(
+            &home,
+            "01ART",
+            "build",
+            "g",
+            "2026-01-01T00:00:00.000Z",
+        ))
+        .expect("run");
+    let blobs = Blobs::new(&home);
+    let capture = |store: &mut Store, path: &str, bytes: &[u8]| {
+        let (blob, _) = blobs.put(bytes).expect("blob");
+        store
+            .record_artifact(&NewArtifact {
+                run_id: "01ART",
+                node_id: "make",
+                visit: 1,
+                path,
+                blob: &blob,
+                size: bytes.len() as u64,
+            })
+            .expect("artifact");
+    };
+    capture(&mut store, "out/report.md", b"# old\n");
+    capture(&mut store, "out/report.md", b"# Report\n\xffok\n");
+    capture(&mut store, "shot.png", b"\x89PNG");
+    capture(&mut store, "data.bin", b"\0\x01");
+    drop(store);
+    let views = Views::open(&home).expect("views");
+
+    let md = views.artifact("01ART", "out/report.md").expect("md");
+    assert_eq!(md.media, "text/markdown");
+    assert_eq!(
+        md.text.as_deref(),
+        Some("# Report\n\u{fffd}ok\n"),
+        "the latest version, lossy"
+    );
+    assert_eq!(md.size, 13);
+    assert!(!md.truncated && md.base64.is_none());
+
+    let png = views.artifact("01A", "shot.png").expect("png");
+    assert_eq!(png.media, "image/png");
+    assert_eq!(png.base64.as_deref(), Some("iVBORw=="));
+    assert!(png.text.is_none());
+
+    let bin = views.artifact("01ART", "data.bin").expect("bin");
+    assert_eq!(bin.media, "application/octet-stream");
+    assert!(bin.text.is_none() && bin.base64.is_none());
+
+    assert!(views.artifact("01ART", "missing.txt").is_err());
+    assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+    assert_eq!(base64_encode(b"fo"), "Zm8=");
+    assert_eq!(artifact_media("a/B.JSON"), "application/json");
+}

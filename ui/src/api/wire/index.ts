@@ -146,6 +146,30 @@ script: string | null,
  */
 truncated: Array<string>, };
 
+export type ArtifactContent = { path: string, 
+/**
+ * In bytes, of the whole artifact.
+ */
+size: number, 
+/**
+ * Guessed from the extension: `text/plain`, `text/markdown`,
+ * `application/json`, `image/png|jpeg|gif|svg+xml|webp`, `text/html`,
+ * or `application/octet-stream`.
+ */
+media: string, 
+/**
+ * For text-like media (and SVG), UTF-8 with invalid bytes replaced.
+ */
+text: string | null, 
+/**
+ * For images, standard base64 with padding.
+ */
+base64: string | null, 
+/**
+ * Whether the text was cut, or an image was too large to send.
+ */
+truncated: boolean, };
+
 export type LogStream = "stdout" | "stderr" | "response";
 
 export type LogMatch = { node_id: string, visit: number, stream: LogStream, 
