@@ -6,6 +6,45 @@ use std::process::Command;
 
 use weft_tests::{Sandbox, binary};
 
+/// Runs `body` (bash) in a private X display and session bus with a real
+/// notification server (dunst) owning `org.freedesktop.Notifications` and a
+/// weftd on `home`; `before` runs first (a `dbus-monitor`, say). Every
+/// process started here is stopped before it returns.
+fn in_desktop_session(
+    home: &std::path::Path,
+    before: &str,
+    body: &str,
+) -> std::process::ExitStatus {
+    let script = format!(
+        r#"set -u
+{before}
+dunst > /dev/null 2>&1 &
+for i in $(seq 100); do
+  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications 2>/dev/null | grep -q 'boolean true' && break
+  sleep 0.1
+done
+export WEFT_HOME='{home}'
+'{weftd}' --foreground > '{home}/weftd.out' 2>&1 &
+D=$!
+for i in $(seq 100); do '{weft}' daemon status > /dev/null 2>&1 && break; sleep 0.1; done
+{body}
+kill -TERM $D; wait $D
+kill $(jobs -p) 2>/dev/null
+exit 0
+"#,
+        home = home.display(),
+        weftd = binary("weftd").display(),
+        weft = binary("weft").display(),
+    );
+    Command::new("xvfb-run")
+        .args(["-a", "dbus-run-session", "--", "bash", "-c", &script])
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
+        })
+}
+
 #[test]
 fn opening_a_gate_sends_one_notify_call_naming_the_workflow_with_the_question() {
     let sb = Sandbox::new();
@@ -18,41 +57,22 @@ fn opening_a_gate_sends_one_notify_call_naming_the_workflow_with_the_question() 
     );
     let home = sb.path().join("home");
     let monitor = sb.path().join("monitor.log");
-    let script = format!(
-        r#"set -u
-dbus-monitor --session "interface='org.freedesktop.Notifications',member='Notify'" > '{monitor}' 2>&1 &
-MON=$!
-dunst > /dev/null 2>&1 &
-DUNST=$!
-for i in $(seq 100); do
-  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications 2>/dev/null | grep -q 'boolean true' && break
-  sleep 0.1
-done
-export WEFT_HOME='{home}'
-'{weftd}' --foreground > '{home}/weftd.out' 2>&1 &
-D=$!
-for i in $(seq 100); do '{weft}' daemon status > /dev/null 2>&1 && break; sleep 0.1; done
-'{weft}' run '{workflow}' --detach > /dev/null
-for i in $(seq 100); do '{weft}' questions --json | grep -q 'Ship release' && break; sleep 0.1; done
-sleep 1
-kill -TERM $D; wait $D
-kill $DUNST $MON 2>/dev/null
-exit 0
-"#,
-        monitor = monitor.display(),
-        home = home.display(),
-        weftd = binary("weftd").display(),
-        weft = binary("weft").display(),
-        workflow = workflow.display(),
-    );
     std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
-    let status = Command::new("xvfb-run")
-        .args(["-a", "dbus-run-session", "--", "bash", "-c", &script])
-        .status()
-        .unwrap_or_else(|e| {
-            panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
-        });
+    let weft = binary("weft");
+    let status = in_desktop_session(
+        &home,
+        &format!(
+            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
+            monitor.display()
+        ),
+        &format!(
+            r#"'{weft}' run '{workflow}' --detach > /dev/null
+for i in $(seq 100); do '{weft}' questions --json | grep -q 'Ship release' && break; sleep 0.1; done
+sleep 1"#,
+            weft = weft.display(),
+            workflow = workflow.display(),
+        ),
+    );
     assert!(status.success());
     let log = std::fs::read_to_string(&monitor).unwrap_or_default();
     let calls = log.matches("member=Notify").count();
@@ -98,41 +118,22 @@ fn clicking_a_gate_notification_opens_the_app_at_that_question() {
     let questions = sb.path().join("questions.json");
     // dunstctl's `action` performs the notification's default action, as a
     // click on it does.
-    let script = format!(
-        r#"set -u
-dunst > /dev/null 2>&1 &
-DUNST=$!
-for i in $(seq 100); do
-  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.Notifications 2>/dev/null | grep -q 'boolean true' && break
-  sleep 0.1
-done
-export WEFT_HOME='{home}'
-'{weftd}' --foreground > '{home}/weftd.out' 2>&1 &
-D=$!
-for i in $(seq 100); do '{weft}' daemon status > /dev/null 2>&1 && break; sleep 0.1; done
-'{weft}' run '{workflow}' --detach > /dev/null
+    let weft = binary("weft");
+    let status = in_desktop_session(
+        &home,
+        "",
+        &format!(
+            r#"'{weft}' run '{workflow}' --detach > /dev/null
 for i in $(seq 100); do '{weft}' questions --json > '{questions}'; grep -q 'Ship release' '{questions}' && break; sleep 0.1; done
 for i in $(seq 50); do [ "$(dunstctl count displayed)" -ge 1 ] && break; sleep 0.1; done
 dunstctl action 0
-for i in $(seq 100); do [ -s '{opened}' ] && break; sleep 0.1; done
-kill -TERM $D; wait $D
-kill $DUNST 2>/dev/null
-exit 0
-"#,
-        home = home.display(),
-        weftd = binary("weftd").display(),
-        weft = binary("weft").display(),
-        workflow = workflow.display(),
-        questions = questions.display(),
-        opened = opened.display(),
+for i in $(seq 100); do [ -s '{opened}' ] && break; sleep 0.1; done"#,
+            weft = weft.display(),
+            workflow = workflow.display(),
+            questions = questions.display(),
+            opened = opened.display(),
+        ),
     );
-    let status = Command::new("xvfb-run")
-        .args(["-a", "dbus-run-session", "--", "bash", "-c", &script])
-        .status()
-        .unwrap_or_else(|e| {
-            panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
-        });
     assert!(status.success());
     let listed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&questions).unwrap_or_default())

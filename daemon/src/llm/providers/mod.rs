@@ -111,6 +111,25 @@ pub(crate) struct HttpCall {
     pub body: Value,
 }
 
+impl HttpCall {
+    /// A call authenticated the OpenAI way (`Authorization: Bearer KEY`),
+    /// or with no key at all for local servers that need none.
+    pub(crate) fn bearer(
+        url: String,
+        api_key: Option<&str>,
+        body: serde_json::Map<String, Value>,
+    ) -> HttpCall {
+        HttpCall {
+            url,
+            headers: api_key
+                .map(|key| ("authorization", format!("Bearer {key}")))
+                .into_iter()
+                .collect(),
+            body: Value::Object(body),
+        }
+    }
+}
+
 /// The state of one streamed reply, per API.
 #[derive(Debug)]
 pub(crate) enum Decoder {

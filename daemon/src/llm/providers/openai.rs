@@ -76,15 +76,7 @@ pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
     if request.stream {
         body.insert("stream".into(), json!(true));
     }
-    let mut headers = Vec::new();
-    if let Some(key) = target.api_key {
-        headers.push(("authorization", format!("Bearer {key}")));
-    }
-    HttpCall {
-        url,
-        headers,
-        body: Value::Object(body),
-    }
+    HttpCall::bearer(url, target.api_key, body)
 }
 
 fn input(request: &Request) -> Vec<Value> {

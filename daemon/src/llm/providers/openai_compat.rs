@@ -73,15 +73,7 @@ pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
         body.insert("stream".into(), json!(true));
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    let mut headers = Vec::new();
-    if let Some(key) = target.api_key {
-        headers.push(("authorization", format!("Bearer {key}")));
-    }
-    HttpCall {
-        url,
-        headers,
-        body: Value::Object(body),
-    }
+    HttpCall::bearer(url, target.api_key, body)
 }
 
 fn messages(request: &Request) -> Vec<Value> {
