@@ -78,6 +78,26 @@ pub async fn artifact_content(run: String, path: String) -> Result<ArtifactConte
     history(move |views| views.artifact(&run, &path)).await
 }
 
+/// "Reveal in folder": writes the latest captured version of artifact
+/// `path` to `artifacts/PATH` in the run directory, shows it in the file
+/// manager and returns where it is (so the UI can say so even when no file
+/// manager answers: `app.reveal_failed`, whose message names the file).
+#[tauri::command(rename_all = "snake_case")]
+pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
+    let file = history(move |views| views.export_artifact(&run, &path)).await?;
+    let shown = file.clone();
+    tauri::async_runtime::spawn_blocking(move || crate::reveal::reveal(&shown))
+        .await
+        .map_err(|e| AppError::new("app.internal", format!("revealing failed: {e}")))?
+        .map_err(|message| {
+            AppError::new(
+                "app.reveal_failed",
+                format!("{message}; the file is at {}", file.display()),
+            )
+        })?;
+    Ok(file.display().to_string())
+}
+
 #[tauri::command(rename_all = "snake_case")]
 pub async fn search_logs(run: String, query: String) -> Result<Vec<LogMatch>> {
     history(move |views| views.search_logs(&run, &query, LOG_MATCHES)).await

@@ -12,6 +12,9 @@
 
 mod bridge;
 mod commands;
+#[cfg(unix)]
+mod instance;
+mod reveal;
 
 use weft::store::views::InitialRoute;
 
@@ -25,8 +28,27 @@ fn app_version() -> String {
 fn main() {
     // weftd opens the app at a question with `--run RUN --question ID`.
     let route = InitialRoute::from_args(std::env::args().skip(1));
+    #[cfg(unix)]
+    let later_starts = match commands::home() {
+        Ok(home) => match instance::claim(&home, route.as_ref()) {
+            // The app already open for this home shows the route instead.
+            instance::Claim::HandedOver => return,
+            instance::Claim::First(listener) => listener,
+        },
+        // The first command shows the home error in the window.
+        Err(_) => None,
+    };
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
+        .setup(move |app| {
+            #[cfg(unix)]
+            if let Some(listener) = later_starts {
+                let handle = app.handle().clone();
+                instance::serve(listener, move |route| show(&handle, route));
+            }
+            let _ = app;
+            Ok(())
+        })
         .manage(route)
         .manage(bridge::Bridges::default())
         .on_window_event(|window, event| {
@@ -43,6 +65,7 @@ fn main() {
             commands::run_events,
             commands::stage_files,
             commands::artifact_content,
+            commands::reveal_artifact,
             commands::search_logs,
             commands::daemon_status,
             commands::daemon_start,
@@ -60,6 +83,24 @@ fn main() {
     if let Err(e) = result {
         eprintln!("weft-desktop: could not start the app window: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Raises the window for a later start of the app, and has the UI open
+/// its route (a clicked gate notification) when it brings one.
+#[cfg(unix)]
+fn show(app: &tauri::AppHandle, route: Option<InitialRoute>) {
+    use tauri::{Emitter, Manager};
+    if let Some(window) = app.get_webview_window("main") {
+        // Best effort: a window manager may refuse focus; the route still opens.
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+    if let Some(route) = route
+        && let Err(e) = app.emit(instance::OPEN_ROUTE_EVENT, route)
+    {
+        eprintln!("weft-desktop: cannot tell the window to open the question: {e}");
     }
 }
 

@@ -10,11 +10,18 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
   3. sees the run succeed (and the file its last command writes appear),
   4. finds the run in Runs, sees the empty Gates inbox and a broken
      workflow's inline diagnostic on Launch,
-  5. stops weftd and checks that the run's header, graph and a stage's log
+  5. runs a workflow that captures reports (started with the CLI), previews
+     one in the app and reveals it in the file manager (a stand-in
+     `xdg-open` on PATH records what it was asked to open: the Xvfb
+     session has no file manager),
+  6. starts the app a second time with `--run RUN --question ID`, as weftd
+     does when a gate notification is clicked: the second process hands
+     the route to the open window and exits,
+  7. stops weftd and checks that the run's header, graph and a stage's log
      still show, and that an action says the daemon is not running.
 
 On the way it screenshots every screen into docs/screenshots/ (run-gate,
-run, runs, gates, launch, run-offline). Assertions are on DOM text, never on
+run, runs, gates, launch, run-artifacts, run-offline). Assertions are on DOM text, never on
 pixels.
 
 Usage (needs a display and a session bus; `make test-app` runs it so):
@@ -28,6 +35,7 @@ and exits 1 when anything failed. Python standard library only.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -95,6 +103,31 @@ digraph Broken {
 """
 BROKEN_MESSAGE = "no exit node"
 
+# Captures a markdown report as an artifact (the run configuration says so).
+REPORT_WORKFLOW = """\
+digraph Report {
+    graph [goal="Write the release report"]
+    start [shape=Mdiamond]
+    exit  [shape=Msquare]
+    report [shape=parallelogram, script="mkdir -p reports && printf '# Release report\\n\\n- e2e-42 shipped\\n' > reports/summary.md"]
+    start -> report -> exit
+}
+"""
+REPORT_CONFIG = """\
+[workflow]
+graph = "report.fabro"
+[run.artifacts]
+include = ["reports/**"]
+"""
+REPORT_PATH = "reports/summary.md"
+REPORT_BYTES = b"# Release report\n\n- e2e-42 shipped\n"
+
+# A stand-in for xdg-open: records its arguments, one call per line.
+FAKE_XDG_OPEN = """\
+#!/bin/sh
+printf '%s\\n' "$*" >> "$WEFT_E2E_XDG_LOG"
+"""
+
 
 class Deadline(Exception):
     """The whole test ran out of time."""
@@ -117,6 +150,7 @@ class E2E:
         self.driver_proc: subprocess.Popen | None = None
         self.session: Session | None = None
         self.run_id: str | None = None
+        self.xdg_log = scratch / "xdg-open.log"
 
     # ---- processes -----------------------------------------------------------------
 
@@ -136,12 +170,22 @@ class E2E:
             d.mkdir()
             self.env[var] = str(d)
         self.env.setdefault("XDG_CACHE_HOME", str(self.scratch / "xdg_cache_home"))
+        # "Reveal in folder" falls back to xdg-open when no file manager
+        # answers on D-Bus (none does under Xvfb): record instead of opening.
+        fake_bin = self.scratch / "bin"
+        fake_bin.mkdir()
+        xdg_open = fake_bin / "xdg-open"
+        xdg_open.write_text(FAKE_XDG_OPEN)
+        xdg_open.chmod(0o755)
+        self.env["PATH"] = f"{fake_bin}{os.pathsep}{self.env.get('PATH', '')}"
+        self.env["WEFT_E2E_XDG_LOG"] = str(self.xdg_log)
 
-    def weft_cli(self, *args: str) -> subprocess.CompletedProcess:
+    def weft_cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         try:
             return subprocess.run(
                 [str(self.weft), *args],
                 env=self.env,
+                cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -324,6 +368,62 @@ class E2E:
             raise Failure("Start run is enabled for a workflow with errors")
         self.shot("launch.png")
 
+    def step_artifacts(self) -> None:
+        (self.work / "report.fabro").write_text(REPORT_WORKFLOW)
+        config = self.work / "report.toml"
+        config.write_text(REPORT_CONFIG)
+        done = self.weft_cli("run", "--json", str(config), cwd=self.work)
+        if done.returncode != 0:
+            raise Failure(f"`weft run report.toml` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+        run_id = json.loads(done.stdout)["run_id"]
+        self.s.set_hash(f"#/runs/{run_id}")
+        preview = "[data-testid=artifact-preview]"
+        self.s.click(self.s.find_by_text(f"{preview} button", REPORT_PATH))
+        self.wait_text("rendering the captured report", "[data-testid=artifact-markdown]", "Release report")
+        self.s.click(self.s.find("[data-testid=artifact-reveal]"))
+        said = self.wait_text("saying where the report was written", "[data-testid=artifact-revealed]", REPORT_PATH)
+        exported = next((Path(w) for w in said.split() if w.endswith(REPORT_PATH)), None)
+        if exported is None or not exported.is_relative_to(self.home):
+            raise Failure(f"the revealed file is not under WEFT_HOME ({self.home}): {said!r}")
+        if exported.read_bytes() != REPORT_BYTES:
+            raise Failure(f"{exported} holds {exported.read_bytes()!r}, not the captured report")
+        wait_until(
+            "xdg-open asked to open the report's folder",
+            lambda: self.xdg_log.exists() and str(exported.parent) in self.xdg_log.read_text().splitlines(),
+            5,
+            describe=lambda: f"xdg-open was called with {self.xdg_log.read_text() if self.xdg_log.exists() else 'nothing'!r}",
+        )
+        self.s.execute(
+            "document.querySelector('[data-testid=artifact-markdown]').scrollIntoView({block: 'end'});"
+        )
+        self.shot("run-artifacts.png")
+
+    def step_second_start(self) -> None:
+        # As weftd starts the app for a clicked gate notification.
+        self.nav("Runs")
+        question = "q-from-a-notification"
+        try:
+            second = subprocess.run(
+                [str(self.app), "--run", str(self.run_id), "--question", question],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=CLI_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise Failure(f"a second start of the app still runs after {CLI_TIMEOUT_S} s: it opened its own window") from e
+        if second.returncode != 0:
+            raise Failure(f"the second start exited {second.returncode}: {second.stderr.strip()}")
+        wanted = f"#/runs/{self.run_id}/question/{question}"
+        wait_until(
+            "the open window going to the handed-over question",
+            lambda: self.s.execute("return location.hash;") == wanted,
+            UI_TIMEOUT_S,
+            describe=lambda: f"the window is at {self.s.execute('return location.hash;')!r}, not {wanted!r}",
+        )
+        self.wait_text("showing the run of the question", "[data-testid=run-header]", WORKFLOW_NAME)
+
     def step_offline(self) -> None:
         # weftd is our child: reap it while `weft daemon stop` waits for it to
         # go (an unreaped zombie still "exists", and the stop would wait on).
@@ -388,6 +488,8 @@ def run_steps(test: E2E) -> tuple[int, int]:
         ("the run appears in Runs", test.step_runs),
         ("the Gates inbox is empty", test.step_gates),
         ("Launch shows a broken workflow's diagnostic", test.step_launch_broken),
+        ("an artifact is previewed and revealed in its folder", test.step_artifacts),
+        ("a second start hands its question to the open window", test.step_second_start),
         ("with weftd stopped the run's details and logs still show", test.step_offline),
     ]
     passed = failed = 0

@@ -94,12 +94,29 @@ fn record_history(sb: &Sandbox, fake: &FakeLlm) {
            build [shape=parallelogram, script="echo compiling shop v1.4.2; echo built target/shop"]
            test [shape=parallelogram, max_retries=2,
                  script="if [ -f .flaky-once ]; then echo '42 passed'; else touch .flaky-once; echo 'test_checkout timed out' >&2; exit 1; fi"]
-           package [shape=parallelogram, script="echo packaged shop-1.4.2.tar.gz"]
+           package [shape=parallelogram, script="sh report.sh"]
            start -> build -> test -> package -> exit }"#,
+    );
+    // Its package stage writes reports, captured as artifacts (one of each
+    // preview: markdown, JSON, HTML, an image, plain text).
+    sb.write(
+        "report.sh",
+        r##"echo packaged shop-1.4.2.tar.gz
+mkdir -p reports
+printf '# Release 1.4.2\n\n- 42 tests passed\n- package: `shop-1.4.2.tar.gz`\n' > reports/summary.md
+printf '{"passed": 42, "failed": 0, "flaky": ["test_checkout"]}\n' > reports/tests.json
+printf '<!doctype html><h1>Coverage</h1><p>81.4%% of lines</p>\n' > reports/coverage.html
+printf '<svg xmlns="http://www.w3.org/2000/svg" width="90" height="20"><rect width="90" height="20" fill="#2e7d32"/><text x="8" y="14" fill="#fff" font-size="11">tests 42/42</text></svg>\n' > reports/badge.svg
+printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
+"##,
+    );
+    sb.write(
+        "release.toml",
+        "[workflow]\ngraph = \"release.fabro\"\n[run.artifacts]\ninclude = [\"reports/**\"]\n",
     );
     let c = run_here(
         weft(sb),
-        "release.fabro",
+        "release.toml",
         &["--label", "release", "--label", "nightly"],
         0,
     );
@@ -242,6 +259,7 @@ fn dump(home: &Home) -> Value {
     let mut events = Map::new();
     let mut stage_files = Map::new();
     let mut questions = Vec::new();
+    let mut artifacts = Map::new();
     for summary in &page.runs {
         let view = views.run(&summary.id).unwrap_or_else(|e| panic!("{e}"));
         let run_events = views
@@ -257,6 +275,12 @@ fn dump(home: &Home) -> Value {
                 json!(files),
             );
         }
+        for artifact in &view.artifacts {
+            let content = views
+                .artifact(&summary.id, &artifact.path)
+                .unwrap_or_else(|e| panic!("{e}"));
+            artifacts.insert(format!("{}/{}", summary.id, artifact.path), json!(content));
+        }
         questions.extend(view.questions.iter().map(|q| json!(q)));
         run_views.push(json!(view));
     }
@@ -265,6 +289,7 @@ fn dump(home: &Home) -> Value {
         "events": events,
         "stageFiles": stage_files,
         "questions": questions,
+        "artifacts": artifacts,
     })
 }
 
@@ -323,6 +348,13 @@ fn shape(fixtures: &Value) -> Vec<(String, BTreeSet<String>)> {
                     }
                 }
             }
+            if let Some(artifacts) = fixtures["artifacts"].as_object() {
+                for (key, content) in artifacts {
+                    if let Some(path) = key.strip_prefix(&format!("{id}/")) {
+                        keys(content, &format!("artifacts.{path}"), &mut paths);
+                    }
+                }
+            }
             if let Some(questions) = fixtures["questions"].as_array() {
                 for q in questions.iter().filter(|q| q["run_id"] == id) {
                     keys(q, "questions[]", &mut paths);
@@ -369,6 +401,21 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         );
     }
     assert_eq!(runs.len(), 6, "one view per run: {runs:?}");
+    let media: BTreeSet<&str> = fixtures["artifacts"]
+        .as_object()
+        .map(|a| a.values().filter_map(|c| c["media"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        media,
+        BTreeSet::from([
+            "application/json",
+            "image/svg+xml",
+            "text/html",
+            "text/markdown",
+            "text/plain"
+        ]),
+        "the release run captured one artifact of each preview kind"
+    );
     assert!(
         fixtures["questions"]
             .as_array()

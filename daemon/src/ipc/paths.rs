@@ -99,6 +99,20 @@ impl DaemonPaths {
         self.socket.parent().unwrap_or(&self.runtime_dir)
     }
 
+    /// The desktop app's single-instance socket, beside the daemon's
+    /// (`weftd.app.sock`, or `<hash>.app.sock` in a fallback directory): a
+    /// second app started for the same home hands its route to the first
+    /// over it. Four bytes longer than the daemon's socket, which the
+    /// margin of [`MAX_SOCKET_PATH_BYTES`] allows.
+    #[must_use]
+    pub fn app_socket(&self) -> PathBuf {
+        let stem = self
+            .socket
+            .file_stem()
+            .map_or_else(|| "weftd".into(), |s| s.to_string_lossy().into_owned());
+        self.socket.with_file_name(format!("{stem}.app.sock"))
+    }
+
     /// Creates the runtime directory and the socket's directory, each 0700
     /// (tightening an existing one that is looser), and checks they belong
     /// to this user. The daemon calls this before binding.
@@ -259,6 +273,29 @@ mod tests {
             .to_string_lossy()
             .into_owned();
         assert_eq!(name.len(), "0123456789abcdef.sock".len(), "{name}");
+    }
+
+    #[test]
+    fn the_app_socket_sits_beside_the_daemon_socket_one_per_home() {
+        let short = DaemonPaths::resolve(Path::new("/h/weft"), None, 1000);
+        assert_eq!(short.app_socket(), Path::new("/h/weft/run/weftd.app.sock"));
+        let xdg = Some(Path::new("/run/user/1000"));
+        let a = DaemonPaths::resolve(
+            &PathBuf::from(format!("/h/{}/a", "x".repeat(120))),
+            xdg,
+            1000,
+        );
+        let b = DaemonPaths::resolve(
+            &PathBuf::from(format!("/h/{}/b", "x".repeat(120))),
+            xdg,
+            1000,
+        );
+        assert_eq!(a.app_socket().parent(), a.socket.parent());
+        assert_ne!(a.app_socket(), b.app_socket(), "two homes, two apps");
+        assert!(
+            a.app_socket().as_os_str().len() <= 104,
+            "fits sun_path everywhere"
+        );
     }
 
     #[test]

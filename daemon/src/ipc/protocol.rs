@@ -457,7 +457,8 @@ impl From<&StoreError> for RpcError {
         let number = match e {
             StoreError::RunNotFound(_)
             | StoreError::StageNotFound(_)
-            | StoreError::QuestionNotFound(_) => code::NOT_FOUND,
+            | StoreError::QuestionNotFound(_)
+            | StoreError::ArtifactNotFound { .. } => code::NOT_FOUND,
             StoreError::AmbiguousRun { .. } => code::AMBIGUOUS,
             StoreError::InvalidArtifactPath(_) => code::INVALID_PARAMS,
             _ => code::STORE,

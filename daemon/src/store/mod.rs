@@ -53,6 +53,9 @@ pub enum StoreError {
     StageNotFound(String),
     #[error("no question `{0}`")]
     QuestionNotFound(String),
+    /// Names the run and the path; the run captured no such artifact.
+    #[error("run {run} captured no artifact `{path}`")]
+    ArtifactNotFound { run: String, path: String },
     #[error("blob {0} is missing from the blob store")]
     BlobMissing(String),
     #[error(
@@ -93,6 +96,7 @@ impl StoreError {
             StoreError::AmbiguousRun { .. } => "run.ambiguous",
             StoreError::StageNotFound(_) => "stage.not_found",
             StoreError::QuestionNotFound(_) => "question.not_found",
+            StoreError::ArtifactNotFound { .. } => "artifact.not_found",
             StoreError::BlobMissing(_) => "blob.missing",
             StoreError::SchemaTooNew { .. } => "store.schema_too_new",
             StoreError::SchemaTooOld { .. } => "store.schema_too_old",

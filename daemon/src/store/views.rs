@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
@@ -449,23 +449,7 @@ impl Views {
     /// larger image is `truncated` with no bytes), anything else as size
     /// and media type only.
     pub fn artifact(&self, id_or_prefix: &str, path: &str) -> Result<ArtifactContent> {
-        let store = self.store(id_or_prefix)?;
-        let record = store.find_run(id_or_prefix)?;
-        let latest = store
-            .artifacts(&record.id)?
-            .into_iter()
-            .rev()
-            .find(|a| a.path == path)
-            .ok_or_else(|| {
-                StoreError::io(
-                    format!("run {} captured no artifact `{path}`", record.id),
-                    std::io::Error::from(std::io::ErrorKind::NotFound),
-                )
-            })?;
-        let blob = latest.blob().ok_or_else(|| {
-            StoreError::BlobMissing(format!("{} (artifact `{path}`)", latest.blob_hash))
-        })?;
-        let home = Home::at(store.path().parent().unwrap_or_else(|| Path::new(".")));
+        let (latest, blob, blobs) = self.latest_artifact(id_or_prefix, path)?;
         let media = artifact_media(path);
         let mut content = ArtifactContent {
             path: latest.path.clone(),
@@ -476,7 +460,7 @@ impl Views {
             truncated: false,
         };
         if media.starts_with("text/") || media == "application/json" || media == "image/svg+xml" {
-            let bytes = super::Blobs::new(&home).get(&blob)?;
+            let bytes = blobs.get(&blob)?;
             let cap = usize::try_from(ARTIFACT_TEXT_MAX).unwrap_or(usize::MAX);
             content.truncated = bytes.len() > cap;
             let shown = &bytes[..bytes.len().min(cap)];
@@ -486,13 +470,79 @@ impl Views {
             if latest.size > ARTIFACT_IMAGE_MAX {
                 content.truncated = true;
             } else {
-                let bytes = super::Blobs::new(&home).get(&blob)?;
+                let bytes = blobs.get(&blob)?;
                 content.base64 = Some(base64_encode(&bytes));
             }
         }
         Ok(content)
     }
+
+    /// Writes the latest captured version of artifact `path` of the run to
+    /// `artifacts/PATH` in the run directory and returns that file, for
+    /// "reveal in folder": the captured bytes may no longer be in the
+    /// working directory, and the blob store names files by hash. Writes
+    /// only when the file is missing or differs; the bytes are checked
+    /// against their hash first, so a damaged blob is never shown as the
+    /// artifact.
+    pub fn export_artifact(&self, id_or_prefix: &str, path: &str) -> Result<PathBuf> {
+        let (latest, blob, blobs) = self.latest_artifact(id_or_prefix, path)?;
+        let bytes = blobs.get(&blob)?;
+        if super::BlobRef::of(&bytes) != blob {
+            return Err(StoreError::BlobMissing(format!(
+                "{} (artifact `{path}`: the stored bytes do not match their hash)",
+                latest.blob_hash
+            )));
+        }
+        let run_dir = self.run_dir(id_or_prefix)?;
+        // Recorded paths passed `is_artifact_path` (relative, no `.`/`..`),
+        // so the target stays inside `artifacts/`.
+        let target = latest
+            .path
+            .split('/')
+            .fold(run_dir.path().join(ARTIFACT_EXPORT_DIR), |dir, segment| {
+                dir.join(segment)
+            });
+        if std::fs::read(&target).ok().as_deref() != Some(&bytes[..]) {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    StoreError::io(format!("cannot create {}", parent.display()), e)
+                })?;
+            }
+            super::run_dir::write_atomic(&target, &bytes)?;
+        }
+        Ok(target)
+    }
+
+    /// The run's latest capture of `path` (capture order: the last record
+    /// wins), its blob, and the blob store; [`StoreError::ArtifactNotFound`]
+    /// when the run never captured it.
+    fn latest_artifact(
+        &self,
+        id_or_prefix: &str,
+        path: &str,
+    ) -> Result<(ArtifactRecord, super::BlobRef, super::Blobs)> {
+        let store = self.store(id_or_prefix)?;
+        let record = store.find_run(id_or_prefix)?;
+        let latest = store
+            .artifacts(&record.id)?
+            .into_iter()
+            .rev()
+            .find(|a| a.path == path)
+            .ok_or_else(|| StoreError::ArtifactNotFound {
+                run: record.id.clone(),
+                path: path.to_string(),
+            })?;
+        let blob = latest.blob().ok_or_else(|| {
+            StoreError::BlobMissing(format!("{} (artifact `{path}`)", latest.blob_hash))
+        })?;
+        let home = Home::at(store.path().parent().unwrap_or_else(|| Path::new(".")));
+        Ok((latest, blob, super::Blobs::new(&home)))
+    }
 }
+
+/// The folder of the run directory that [`Views::export_artifact`] writes
+/// to.
+pub const ARTIFACT_EXPORT_DIR: &str = "artifacts";
 
 /// The most bytes of a text artifact [`Views::artifact`] returns, 1 MiB.
 pub const ARTIFACT_TEXT_MAX: u64 = 1024 * 1024;

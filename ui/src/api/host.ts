@@ -35,6 +35,12 @@ export interface Host {
   appVersion(): Promise<string>;
   /** Where the app was asked to open (a clicked gate notification). */
   initialRoute(): Promise<InitialRoute | null>;
+  /**
+   * Later requests to open a route, while the app is open (a gate
+   * notification clicked again starts a second app, which hands its route
+   * over). Absent where nothing else can start the app (a plain browser).
+   */
+  onOpenRoute?(open: (route: InitialRoute) => void): Promise<Unsubscribe>;
 
   // History: read from the database, works with the daemon stopped.
   runsPage(query: RunList): Promise<RunsPage>;
@@ -44,6 +50,13 @@ export interface Host {
   searchLogs(run: string, query: string): Promise<LogMatch[]>;
   /** The latest captured version of artifact `path` of the run, for a preview. */
   artifactContent(run: string, path: string): Promise<ArtifactContent>;
+  /**
+   * Writes the latest captured version of artifact `path` to `artifacts/PATH`
+   * in the run directory and shows it in the system file manager; resolves
+   * to that file's path. Rejects with `app.reveal_failed` (the message names
+   * the file) when no file manager answers.
+   */
+  revealArtifact(run: string, path: string): Promise<string>;
 
   // Live: through weftd (rejects with code `daemon.not_running` when it is
   // not running; `daemonStart` starts it).

@@ -1,12 +1,15 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
+import { listen } from '@tauri-apps/api/event';
 import { open } from '@tauri-apps/plugin-dialog';
 
-import type { Event, Host } from './host';
+import type { Event, Host, InitialRoute } from './host';
 
 /** The real backend: commands implemented in `src-tauri` (snake_case args). */
 export const tauriHost: Host = {
   appVersion: () => invoke('app_version'),
   initialRoute: () => invoke('initial_route'),
+  // Emitted by the single-instance hand-over (src-tauri/src/instance.rs).
+  onOpenRoute: (open) => listen<InitialRoute>('open-route', (e) => open(e.payload)),
 
   runsPage: (query) => invoke('runs_page', { query }),
   runView: (run) => invoke('run_view', { run }),
@@ -14,6 +17,7 @@ export const tauriHost: Host = {
   stageFiles: (run, node, visit) => invoke('stage_files', { run, node, visit }),
   searchLogs: (run, query) => invoke('search_logs', { run, query }),
   artifactContent: (run, path) => invoke('artifact_content', { run, path }),
+  revealArtifact: (run, path) => invoke('reveal_artifact', { run, path }),
 
   daemonStatus: () => invoke('daemon_status'),
   daemonStart: () => invoke('daemon_start'),

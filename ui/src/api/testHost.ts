@@ -13,6 +13,10 @@ function notFound(what: string): Promise<never> {
   return Promise.reject({ code: 'run.not_found', message: `no run matches ${what}` });
 }
 
+function artifactNotFound(run: string, path: string): Promise<never> {
+  return Promise.reject({ code: 'artifact.not_found', message: `run ${run} captured no artifact \`${path}\`` });
+}
+
 /**
  * A backend over fixed fixtures, used when the UI runs in a plain browser:
  * history queries are answered from `fixtures`; live actions change them in
@@ -74,8 +78,14 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
     artifactContent: (run, path) => {
       const view = find(run);
       const record = view?.artifacts.filter((a) => a.path === path).at(-1);
-      if (!view || !record) return Promise.reject({ code: 'io', message: `run ${run} captured no artifact \`${path}\`` });
-      return Promise.resolve(syntheticArtifact(path, record.size));
+      if (!view || !record) return artifactNotFound(run, path);
+      return Promise.resolve(fixtures.artifacts?.[`${view.run.id}/${path}`] ?? syntheticArtifact(path, record.size));
+    },
+    // No file manager in a browser: say where the app would have put it.
+    revealArtifact: (run, path) => {
+      const view = find(run);
+      if (!view?.artifacts.some((a) => a.path === path)) return artifactNotFound(run, path);
+      return Promise.resolve(`${view.run.run_dir}/artifacts/${path}`);
     },
 
     daemonStatus: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running (test host)' }),

@@ -45,6 +45,25 @@ export function App({ host = api }: { host?: Host }) {
     };
   }, [host]);
 
+  // Clicked again while the app is open: the running window opens it.
+  useEffect(() => {
+    if (!host.onOpenRoute) return;
+    let stop: (() => void) | null = null;
+    let live = true;
+    host
+      .onOpenRoute((to) => {
+        window.location.hash = routeHash({ screen: 'run', run: to.run, question: to.question });
+      })
+      .then(
+        (unsubscribe) => (live ? (stop = unsubscribe) : unsubscribe()),
+        () => {},
+      );
+    return () => {
+      live = false;
+      stop?.();
+    };
+  }, [host]);
+
   return (
     <div className="shell">
       <Header />

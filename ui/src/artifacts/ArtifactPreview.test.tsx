@@ -3,8 +3,10 @@ import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { ArtifactContent } from '../api';
-import { ArtifactBody, prettyJson, previewKind } from './ArtifactPreview';
+import type { ArtifactContent, Host } from '../api';
+import { recorded } from '../api/fixtures/recorded';
+import { makeTestHost } from '../api/testHost';
+import { ArtifactBody, ArtifactPreview, prettyJson, previewKind } from './ArtifactPreview';
 import { escapeHtml, renderMarkdown } from './markdown';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -78,5 +80,45 @@ describe('the media switch', () => {
     const md = show(content('text/markdown', '<script>x</script>'));
     expect(md.querySelector('script')).toBeNull();
     expect(md.textContent).toContain('<script>x</script>');
+  });
+});
+
+describe('reveal in folder', () => {
+  // The recorded release run captured reports (tests/tests/ui_fixtures.rs).
+  const view = recorded.views.find((v) => v.artifacts.length > 0);
+  let root: Root | null = null;
+  let container: HTMLElement | null = null;
+  afterEach(() => {
+    act(() => root?.unmount());
+    container?.remove();
+  });
+  const render = async (host: Host): Promise<HTMLElement> => {
+    if (!view) throw new Error('the recorded fixtures have no run with artifacts');
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    await act(async () => root?.render(<ArtifactPreview host={host} runId={view.run.id} artifacts={view.artifacts} />));
+    const path = view.artifacts[0]?.path ?? '';
+    const button = [...container.querySelectorAll('button')].find((b) => b.textContent === path);
+    await act(async () => button?.click());
+    const reveal = container.querySelector<HTMLButtonElement>('[data-testid=artifact-reveal]');
+    expect(reveal, 'a selected artifact offers Reveal in folder').not.toBeNull();
+    await act(async () => reveal?.click());
+    return container;
+  };
+
+  it('says where the file was written', async () => {
+    const shown = await render(makeTestHost(recorded));
+    const said = shown.querySelector('[data-testid=artifact-revealed]')?.textContent ?? '';
+    expect(said).toContain(`${view?.run.run_dir}/artifacts/${view?.artifacts[0]?.path}`);
+  });
+
+  it('explains when no file manager could show it', async () => {
+    const host: Host = {
+      ...makeTestHost(recorded),
+      revealArtifact: () => Promise.reject({ code: 'app.reveal_failed', message: 'no file manager could show /r/artifacts/x; the file is at /r/artifacts/x' }),
+    };
+    const shown = await render(host);
+    expect(shown.querySelector('[role=alert]')?.textContent).toContain('the file is at /r/artifacts/x');
   });
 });

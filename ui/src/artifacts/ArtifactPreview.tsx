@@ -3,6 +3,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { appError, type ArtifactContent, type ArtifactRecord, type Host } from '../api';
 import { formatSize } from './ArtifactList';
 import { renderMarkdown } from './markdown';
+import './artifacts.css';
 
 /** How a content is shown: the switch on its media type. */
 export type PreviewKind = 'markdown' | 'json' | 'text' | 'image' | 'html' | 'none';
@@ -78,6 +79,7 @@ export function ArtifactPreview({ host, runId, artifacts }: { host: Host; runId:
           </button>
         ))}
       </div>
+      {selected != null && <RevealButton host={host} runId={runId} path={selected} />}
       {state.kind === 'loading' && <p className="muted">Loading {state.path}…</p>}
       {state.kind === 'error' && <p role="alert">Cannot preview {state.path}: {state.message}</p>}
       {state.kind === 'ready' && (
@@ -85,6 +87,45 @@ export function ArtifactPreview({ host, runId, artifacts }: { host: Host; runId:
           {state.content.truncated && <p className="muted">Showing part of {state.content.path} ({formatSize(state.content.size)}).</p>}
           <ArtifactBody content={state.content} />
         </div>
+      )}
+    </div>
+  );
+}
+
+type Reveal = { kind: 'idle' } | { kind: 'busy' } | { kind: 'done'; file: string } | { kind: 'error'; message: string };
+
+/**
+ * "Reveal in folder": the backend copies the captured version out of the
+ * blob store into the run directory and shows it in the file manager; the
+ * path is shown too, since a file manager may open behind the window or
+ * not at all.
+ */
+function RevealButton({ host, runId, path }: { host: Host; runId: string; path: string }) {
+  const [reveal, setReveal] = useState<Reveal>({ kind: 'idle' });
+  useEffect(() => setReveal({ kind: 'idle' }), [runId, path]);
+  const onClick = () => {
+    setReveal({ kind: 'busy' });
+    host.revealArtifact(runId, path).then(
+      (file) => setReveal({ kind: 'done', file }),
+      (e: unknown) => setReveal({ kind: 'error', message: appError(e).message }),
+    );
+  };
+  return (
+    <div className="artifact-preview__reveal">
+      <button type="button" data-testid="artifact-reveal" disabled={reveal.kind === 'busy'} onClick={onClick}>
+        Reveal in folder
+      </button>
+      {reveal.kind === 'done' && (
+        <span className="muted" data-testid="artifact-revealed">
+          {' '}
+          Shown in the file manager: <span className="run-mono">{reveal.file}</span>
+        </span>
+      )}
+      {reveal.kind === 'error' && (
+        <span role="alert" data-testid="artifact-reveal-error">
+          {' '}
+          {reveal.message}
+        </span>
       )}
     </div>
   );

@@ -22,7 +22,7 @@ function fixtures() {
   const view = failedView();
   view.run = { ...view.run, id: QUESTION.run_id, status: 'blocked', workflow_name: 'Ship', goal: 'Ship it' };
   view.questions = [QUESTION];
-  return { views: [view], events: {}, stageFiles: {}, questions: [QUESTION] };
+  return { views: [view], events: {}, stageFiles: {}, questions: [QUESTION], artifacts: {} };
 }
 
 async function render(host: Host) {

@@ -19,7 +19,7 @@ afterEach(() => {
 });
 
 function hostWithSpy(answer?: Host['questionAnswer']) {
-  const base = makeTestHost({ views: [], events: {}, stageFiles: {}, questions: [QUESTION] });
+  const base = makeTestHost({ views: [], events: {}, stageFiles: {}, questions: [QUESTION], artifacts: {} });
   const questionAnswer = vi.fn(answer ?? base.questionAnswer);
   return { host: { ...base, questionAnswer } as Host, questionAnswer };
 }

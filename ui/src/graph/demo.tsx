@@ -1,12 +1,16 @@
 // Demo page for the run graph (graph-demo.html): the sample workflow with a
-// mix of states, or with `?big=1` a 600-node ladder. The browser test drives
-// it; it is not linked from the app.
+// mix of states, with `?big=1` a 600-node ladder, or with `?gate=1` a small
+// gate with labelled edges. The browser test drives it; it is not linked from
+// the app.
 
 import { StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
 import '../app/app.css';
 import {
+  GATE_STATES,
+  GATE_TAKEN_EDGES,
+  GATE_WORKFLOW,
   ladderRun,
   ladderWorkflow,
   SAMPLE_STATES,
@@ -18,19 +22,18 @@ import { GraphView } from './GraphView';
 
 const BIG_RUNGS = 300;
 
+/** The graph and run state the page's query asks for. */
+function demoRun(query: URLSearchParams) {
+  if (query.has('big')) return { dot: ladderWorkflow(BIG_RUNGS), ...ladderRun(BIG_RUNGS) };
+  if (query.has('gate')) {
+    return { dot: GATE_WORKFLOW, states: GATE_STATES, visits: {}, takenEdges: GATE_TAKEN_EDGES };
+  }
+  return { dot: SAMPLE_WORKFLOW, states: SAMPLE_STATES, visits: SAMPLE_VISITS, takenEdges: SAMPLE_TAKEN_EDGES };
+}
+
 function Demo() {
-  const big = new URLSearchParams(window.location.search).has('big');
   const [selected, setSelected] = useState<string | null>(null);
-  const [run] = useState(() =>
-    big
-      ? { dot: ladderWorkflow(BIG_RUNGS), ...ladderRun(BIG_RUNGS) }
-      : {
-          dot: SAMPLE_WORKFLOW,
-          states: SAMPLE_STATES,
-          visits: SAMPLE_VISITS,
-          takenEdges: SAMPLE_TAKEN_EDGES,
-        },
-  );
+  const [run] = useState(() => demoRun(new URLSearchParams(window.location.search)));
   return (
     <main className="content graph-demo">
       <p className="muted" data-testid="selected-node">

@@ -74,6 +74,40 @@ export const SAMPLE_TAKEN_EDGES: Array<[string, string]> = [
   ['review', 'implement'],
 ];
 
+/** A small gate: a human question with three labelled answers and a loop
+ * back, every edge taken (bold labels, the widest). Small graphs are where
+ * Graphviz packs labels tightest, so this is where they would overlap. */
+export const GATE_WORKFLOW = `digraph review {
+  start  [shape=Mdiamond]
+  exit   [shape=Msquare]
+  review [shape=hexagon, label="Review the change?"]
+  merge  [shape=parallelogram]
+  rework [shape=box]
+  drop   [shape=parallelogram]
+  start -> review
+  review -> merge  [label="[A] Approve"]
+  review -> rework [label="[R] Request changes"]
+  review -> drop   [label="[D] Drop"]
+  rework -> review [label="again"]
+  merge -> exit
+  drop -> exit
+}
+`;
+
+export const GATE_STATES: Record<string, NodeState> = {
+  start: 'succeeded',
+  review: 'waiting',
+  rework: 'succeeded',
+};
+
+export const GATE_TAKEN_EDGES: Array<[string, string]> = [
+  ['start', 'review'],
+  ['review', 'merge'],
+  ['review', 'rework'],
+  ['review', 'drop'],
+  ['rework', 'review'],
+];
+
 /** A ladder of `rungs` × 2 nodes (two chains with a rung between each pair),
  * for checking that big graphs stay responsive. */
 export function ladderWorkflow(rungs: number): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { isAbortError, layout, LayoutClient, withRankdir, type LayoutEngine } from './layout';
+import { isAbortError, LABEL_FONT, LABEL_FONT_SIZE, layout, LayoutClient, NODE_SEP, withLayoutDefaults, withRankdir, type LayoutEngine } from './layout';
 
 const viewBox = (svg: string) => {
   const m = /viewBox="([\d.\s-]+)"/.exec(svg);
@@ -36,6 +36,19 @@ describe('withRankdir', () => {
   });
 });
 
+describe('withLayoutDefaults', () => {
+  it('sets the label font and spacing first in the root graph, so the workflow can still set its own', () => {
+    const out = withLayoutDefaults('digraph g { /* { */ a -> b [label="}"] }');
+    expect(out).toBe(
+      `digraph g {\ngraph [nodesep=${NODE_SEP}]; node [fontname="${LABEL_FONT}", fontsize=${LABEL_FONT_SIZE}]; edge [fontname="${LABEL_FONT}", fontsize=${LABEL_FONT_SIZE}];\n /* { */ a -> b [label="}"] }`,
+    );
+  });
+
+  it('leaves text without a graph body alone', () => {
+    expect(withLayoutDefaults('digraph g')).toBe('digraph g');
+  });
+});
+
 describe('layout (in process under node)', () => {
   const chain = 'digraph g { graph [rankdir=LR]; a -> b -> c -> d }';
 
@@ -54,6 +67,27 @@ describe('layout (in process under node)', () => {
     );
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg).toContain('<title>work</title>');
+  });
+
+  it('sizes node and edge labels in the font graph.css draws them in, unless the workflow sets one', async () => {
+    // Graphviz estimates text widths from the font it is given; a label drawn
+    // in another font than the one it measured overlaps its neighbours.
+    const svg = await layout(
+      'digraph gate { approve [shape=hexagon]; approve -> ship [label="[S] Ship"]; ' +
+        'approve -> hold [label="[H] Hold", fontname="Courier", fontsize=9] }',
+      'TB',
+    );
+    // The font attributes of the first <text> in the group titled `title`
+    // (Graphviz escapes `->` in titles as `&#45;&gt;`).
+    const fontOf = (title: string) => {
+      const group = svg.split('<g ').find((g) => g.includes(`<title>${title.replace('->', '&#45;&gt;')}</title>`)) ?? '';
+      const text = /<text [^>]*font-family="([^"]*)" font-size="([^"]*)"/.exec(group);
+      return { family: text?.[1], size: Number(text?.[2]) };
+    };
+    for (const title of ['approve', 'approve->ship']) {
+      expect(fontOf(title)).toEqual({ family: LABEL_FONT, size: LABEL_FONT_SIZE });
+    }
+    expect(fontOf('approve->hold')).toEqual({ family: 'Courier,monospace', size: 9 });
   });
 
   it("rejects with Graphviz's message on a syntax error", async () => {
@@ -98,22 +132,22 @@ describe('LayoutClient', () => {
   it('drops a queued request once its caller aborts, without rendering it', async () => {
     const { engine, calls } = manualEngine();
     const client = new LayoutClient(engine);
-    const busy = client.layout('digraph { a }', 'TB');
+    const busy = client.layout('digraph { busy }', 'TB');
     const controller = new AbortController();
-    const stale = client.layout('digraph { b }', 'TB', { signal: controller.signal });
-    const fresh = client.layout('digraph { c }', 'TB');
+    const stale = client.layout('digraph { stale }', 'TB', { signal: controller.signal });
+    const fresh = client.layout('digraph { fresh }', 'TB');
     controller.abort();
     await expect(stale).rejects.toSatisfy(isAbortError);
 
-    calls[0]?.resolve('<svg>a</svg>');
+    calls[0]?.resolve('<svg>busy</svg>');
     await busy;
     await flush();
     expect(calls.map((c) => c.dot)).toEqual([
-      expect.stringContaining('{ a'),
-      expect.stringContaining('{ c'),
+      expect.stringContaining('busy'),
+      expect.stringContaining('fresh'),
     ]);
-    calls[1]?.resolve('<svg>c</svg>');
-    expect(await fresh).toBe('<svg>c</svg>');
+    calls[1]?.resolve('<svg>fresh</svg>');
+    expect(await fresh).toBe('<svg>fresh</svg>');
   });
 
   it('stops the running render when its only caller aborts and moves on', async () => {

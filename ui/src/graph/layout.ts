@@ -32,13 +32,52 @@ export interface LayoutEngine {
  * unchanged so that Graphviz reports the syntax error.
  */
 export function withRankdir(dot: string, rankdir: Rankdir): string {
-  const end = rootBodyEnd(dot);
-  if (end < 0) return dot;
-  return `${dot.slice(0, end)}\nrankdir=${rankdir};\n${dot.slice(end)}`;
+  const body = rootBody(dot);
+  if (!body) return dot;
+  return `${dot.slice(0, body.close)}\nrankdir=${rankdir};\n${dot.slice(body.close)}`;
 }
 
-/** Index of the `}` that closes the first top-level graph body, or -1. */
-function rootBodyEnd(dot: string): number {
+/**
+ * The font Graphviz sizes labels with. Graphviz (in wasm) cannot ask the
+ * browser how wide a text is: it estimates from built-in metrics of the font
+ * it is told, and its default (Times) draws about a quarter wider than
+ * estimated once the browser substitutes a serif it has. graph.css draws
+ * every label in this family (or a fallback at most as wide), smaller than
+ * `LABEL_FONT_SIZE` (12 to 13 px against 14), so a label, bold when its edge
+ * was taken, always fits in the space Graphviz left for it.
+ */
+export const LABEL_FONT = 'DejaVu Sans';
+/** The size Graphviz measures labels at; graph.css draws them smaller. */
+export const LABEL_FONT_SIZE = 14;
+
+/**
+ * Space between neighbours in a rank, in inches (Graphviz's default is 0.25).
+ * Edge labels are laid out as nodes of their own, so this is also what keeps
+ * two labels, or a label and the next edge, apart on a small graph.
+ */
+export const NODE_SEP = 0.4;
+
+/**
+ * Returns `dot` with the view's layout defaults set first thing in the root
+ * graph: node and edge labels in `LABEL_FONT` at `LABEL_FONT_SIZE`, and
+ * `NODE_SEP`. A workflow setting its own `fontname`, `fontsize` or `nodesep`
+ * still wins, as later statements do. Text without a graph body is returned
+ * unchanged.
+ */
+export function withLayoutDefaults(dot: string): string {
+  const body = rootBody(dot);
+  if (!body) return dot;
+  const font = `fontname="${LABEL_FONT}", fontsize=${LABEL_FONT_SIZE}`;
+  const at = body.open + 1;
+  return `${dot.slice(0, at)}\ngraph [nodesep=${NODE_SEP}]; node [${font}]; edge [${font}];\n${dot.slice(at)}`;
+}
+
+/**
+ * Indexes of the `{` and `}` around the first top-level graph body, or null.
+ * Braces inside strings, HTML labels and comments are skipped.
+ */
+function rootBody(dot: string): { open: number; close: number } | null {
+  let open = -1;
   let depth = 0;
   let i = 0;
   const n = dot.length;
@@ -66,17 +105,19 @@ function rootBodyEnd(dot: string): number {
       // C-preprocessor output lines are comments in DOT.
       while (i < n && dot[i] !== '\n') i += 1;
     } else {
-      if (c === '{') depth += 1;
-      else if (c === '}') {
+      if (c === '{') {
+        if (depth === 0 && open < 0) open = i;
+        depth += 1;
+      } else if (c === '}') {
         depth -= 1;
-        if (depth === 0) return i;
+        if (depth === 0 && open >= 0) return { open, close: i };
       }
       i += 1;
     }
     const prev = dot[i - 1];
     lineStart = prev === '\n' || (lineStart && (prev === ' ' || prev === '\t'));
   }
-  return -1;
+  return null;
 }
 
 function abortError(): DOMException {
@@ -128,7 +169,7 @@ export class LayoutClient {
 
     let job = this.jobs.get(key);
     if (!job) {
-      job = { key, source: withRankdir(dot, rankdir), waiters: new Set(), cancelled: false };
+      job = { key, source: withRankdir(withLayoutDefaults(dot), rankdir), waiters: new Set(), cancelled: false };
       this.jobs.set(key, job);
       this.queue.push(job);
     }

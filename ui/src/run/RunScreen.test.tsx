@@ -3,9 +3,9 @@ import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { Host } from '../api';
+import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
-import { FAILED_EVENTS, failedView, RUN } from './fixture.test-data';
+import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -38,11 +38,36 @@ function host(): Host {
   });
 }
 
-async function render(h: Host, run = RUN) {
+/**
+ * A run watched live: the test host serving `view`, with its subscription
+ * taken over so the test can push events as weftd would. `advance` swaps the
+ * view the host serves and sends the event that makes the screen re-read it.
+ */
+function liveRun(view: RunView) {
+  const fixtures = { views: [view], events: { [RUN]: [] as Event[] }, stageFiles: {}, questions: [] };
+  let send: (event: Event) => void = () => {};
+  const h: Host = {
+    ...makeTestHost(fixtures),
+    subscribe: (_run, _afterSeq, onEvent) => {
+      send = onEvent;
+      return Promise.resolve(() => {});
+    },
+  };
+  const advance = async (status: RunStatus, stages: StageRecord[], event: Event) => {
+    fixtures.views[0] = { ...view, run: { ...view.run, status }, stages };
+    await act(async () => send(event));
+  };
+  return { host: h, advance };
+}
+
+const started = (at: number, node: string) => ev(at, node, 1, { event: 'stage.started', properties: { handler: 'command', attempt: 1 } });
+const shownStage = () => q('[data-testid=stage-detail]')?.getAttribute('data-node');
+
+async function render(h: Host, run = RUN, node?: string) {
   container = document.createElement('div');
   document.body.append(container);
   root = createRoot(container);
-  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run }} />));
+  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run, ...(node ? { node } : {}) }} />));
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
@@ -57,6 +82,44 @@ describe('RunScreen', () => {
     expect(q('[data-testid=run-status]')?.textContent).toBe('failed');
     await until(() => q('[data-testid=stage-detail]')?.getAttribute('data-node') === 'push');
     await until(() => q('[data-testid=log-text]')?.textContent === 'pushing\n');
+  });
+
+  it('opens a succeeded run on the last stage that did work', async () => {
+    const view = { ...failedView(), run: { ...failedView().run, status: 'succeeded' as const, failure_reason: null } };
+    view.stages = [FAILED_STAGES[0]!, FAILED_STAGES[1]!, stage('push', 1, 3, 'succeeded', 10, 12), stage('exit', 1, 4, 'succeeded', 12, 12, { handler: 'exit' })];
+    await render(makeTestHost({ views: [view], events: {}, stageFiles: {}, questions: [] }));
+    await until(() => shownStage() === 'push');
+  });
+
+  it('follows a live run from stage to stage, and ends on the stage that failed', async () => {
+    const { host: h, advance } = liveRun({ ...failedView(), stages: [stage('start', 1, 1, 'running', 0, null)] });
+    const [start, build, push] = FAILED_STAGES as [StageRecord, StageRecord, StageRecord];
+    await render(h);
+    await until(() => shownStage() === 'start');
+    await advance('running', [start, stage('build', 1, 2, 'running', 0, null)], started(0, 'build'));
+    await until(() => shownStage() === 'build');
+    await advance('running', [start, build, stage('push', 1, 3, 'running', 10, null)], started(10, 'push'));
+    await until(() => shownStage() === 'push');
+    // on_failure sends the run on to notify after push fails: the run failed,
+    // so the panel ends on push, not on the last stage to run.
+    await advance('running', [start, build, push, stage('notify', 1, 4, 'running', 12, null)], started(12, 'notify'));
+    await until(() => shownStage() === 'notify');
+    await advance('failed', [start, build, push, stage('notify', 1, 4, 'succeeded', 12, 13)],
+      ev(13, null, null, { event: 'run.failed', properties: { reason: 'push failed', duration_ms: 13000 } }));
+    await until(() => shownStage() === 'push');
+  });
+
+  it('keeps the stage the user picked while the run moves on, over the node the route named', async () => {
+    const { host: h, advance } = liveRun({ ...failedView(), stages: [stage('start', 1, 1, 'succeeded', 0, 0), stage('build', 1, 2, 'running', 0, null)] });
+    await render(h, RUN, 'build');
+    await until(() => shownStage() === 'build');
+    await act(async () => container.querySelector<HTMLButtonElement>('.timeline__bar[data-node="start"]')?.click());
+    await until(() => shownStage() === 'start');
+    const [start, build] = FAILED_STAGES as [StageRecord, StageRecord];
+    await advance('running', [start, build, stage('push', 1, 3, 'running', 10, null)], started(10, 'push'));
+    // The re-read view arrives after a short debounce; wait until it shows.
+    await until(() => q('g.node[data-node-id="push"]')?.getAttribute('data-state') === 'running' && !!q('.timeline__bar[data-node="push"]'));
+    expect(shownStage()).toBe('start');
   });
 
   it('colours the graph from stages and events', async () => {

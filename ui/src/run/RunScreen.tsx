@@ -7,7 +7,7 @@ import { ArtifactPreview } from '../artifacts/ArtifactPreview';
 import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
 import { LogsPanel } from '../logs/LogsPanel';
-import { deriveGraph, failureSummary, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
+import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
 import { EventsPanel } from './EventsPanel';
 import { RunHeader } from './RunHeader';
 import { StageDetail } from './StageDetail';
@@ -18,6 +18,8 @@ import './run.css';
 const ACTIVE = new Set(['running', 'queued', 'blocked']);
 
 type Selection = { node: string; visit: number };
+/** A stage the user chose; `visit` null is the node's latest visit (a node named by the route). */
+type Pick = { node: string; visit: number | null };
 
 /** Ticks once a second while `on`, so running durations grow. */
 function useNow(on: boolean): number {
@@ -30,14 +32,15 @@ function useNow(on: boolean): number {
   return on ? now : Date.now();
 }
 
-/** The stage a run opens on: the route's node, else the failed, waiting or latest one. */
-function initialSelection(view: RunView, node?: string): Selection | null {
-  const byNode = node ? latestStage(view.stages, node) : undefined;
-  if (byNode) return { node: byNode.node_id, visit: byNode.visit };
-  const failure = failureSummary(view);
-  if (failure?.node) return { node: failure.node, visit: failure.visit ?? 1 };
-  const last = [...view.stages].sort((a, b) => b.rank - a.rank)[0];
-  return last ? { node: last.node_id, visit: last.visit } : null;
+/**
+ * The stage the panel shows: the user's pick, else the one the run is at
+ * (`followedStage`), worked out again from every new view so that the panel
+ * follows a live run until the user picks a stage.
+ */
+function selectionOf(view: RunView, picked: Pick | null): Selection | null {
+  if (picked) return { node: picked.node, visit: picked.visit ?? latestStage(view.stages, picked.node)?.visit ?? 1 };
+  const stage = followedStage(view);
+  return stage ? { node: stage.node_id, visit: stage.visit } : null;
 }
 
 /** What led to a gate's question: the previous stage's response or stdout tail. */
@@ -81,23 +84,16 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   const { load, events, live, reload } = useRun(host, route.run);
   const view = load.kind === 'ready' ? load.view : null;
   const now = useNow(!!view && ACTIVE.has(view.run.status));
-  const [selected, setSelected] = useState<Selection | null>(null);
-
-  // A new run (or a node in the route) decides the selection again.
-  useEffect(() => setSelected(null), [route.run]);
-  useEffect(() => {
-    if (view && (selected === null || (route.node && selected.node !== route.node))) {
-      setSelected(initialSelection(view, route.node));
-    }
-    // Only when the view first arrives or the route names another node.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [view, route.node]);
+  // A node in the route counts as picked; a new run or route starts over.
+  const [picked, setPicked] = useState<Pick | null>(() => (route.node ? { node: route.node, visit: null } : null));
+  useEffect(() => setPicked(route.node ? { node: route.node, visit: null } : null), [route.run, route.node]);
+  const selected = useMemo(() => (view ? selectionOf(view, picked) : null), [view, picked]);
 
   const select = useCallback(
     (node: string, visit?: number) => {
       if (!view) return;
       const stage = visit === undefined ? latestStage(view.stages, node) : view.stages.find((s) => s.node_id === node && s.visit === visit);
-      setSelected({ node, visit: stage?.visit ?? visit ?? 1 });
+      setPicked({ node, visit: stage?.visit ?? visit ?? 1 });
       // Reflect the node in the address without a new history entry per click.
       window.history.replaceState(null, '', routeHash({ screen: 'run', run: route.run, node }));
     },

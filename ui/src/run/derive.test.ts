@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { choiceForKey, choicesOf, parseAccelerator } from '../gates/accelerator';
-import { deriveGraph, failureSummary, nodeAttribute, routingOf, stageBefore, timelineOf } from './derive';
+import { deriveGraph, failureSummary, followedStage, nodeAttribute, routingOf, stageBefore, timelineOf } from './derive';
 import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, QUESTION, stage } from './fixture.test-data';
 
 describe('deriveGraph', () => {
@@ -58,6 +58,60 @@ describe('failureSummary', () => {
     const view = failedView();
     view.run.status = 'succeeded';
     expect(failureSummary(view)).toBeNull();
+  });
+});
+
+describe('followedStage', () => {
+  const at = (view: ReturnType<typeof failedView>) => {
+    const s = followedStage(view);
+    return s && `${s.node_id}@${s.visit}`;
+  };
+
+  it('follows a live run to the stage that started last', () => {
+    const view = failedView();
+    view.run.status = 'running';
+    view.stages = [stage('start', 1, 1, 'succeeded', 0, 0), stage('build', 1, 2, 'running', 0, null)];
+    expect(at(view)).toBe('build@1');
+    view.stages = [...view.stages.slice(0, 1), stage('build', 1, 2, 'succeeded', 0, 10), stage('push', 1, 3, 'running', 10, null)];
+    expect(at(view)).toBe('push@1');
+  });
+
+  it('shows the failed stage of a failed run, even when stages ran after it', () => {
+    const view = failedView();
+    view.stages = [...FAILED_STAGES, stage('notify', 1, 4, 'succeeded', 12, 13)];
+    expect(at(view)).toBe('push@1');
+  });
+
+  it('shows the last stage that did work once a run succeeded, not its exit', () => {
+    const view = failedView();
+    view.run.status = 'succeeded';
+    view.stages = [
+      stage('start', 1, 1, 'succeeded', 0, 0, { handler: 'start' }),
+      stage('build', 1, 2, 'succeeded', 0, 10),
+      stage('exit', 1, 3, 'succeeded', 10, 10, { handler: 'exit' }),
+    ];
+    expect(at(view)).toBe('build@1');
+  });
+
+  it('shows the start node while nothing else has started', () => {
+    const view = failedView();
+    view.run.status = 'running';
+    view.stages = [stage('start', 1, 1, 'running', 0, null, { handler: 'start' })];
+    expect(at(view)).toBe('start@1');
+  });
+
+  it('takes a stage restarted on resume as the latest, though it keeps its rank', () => {
+    const view = failedView();
+    view.run.status = 'running';
+    view.stages = [stage('start', 1, 1, 'succeeded', 0, 0), stage('build', 1, 2, 'running', 60, null), stage('lint', 1, 3, 'interrupted', 5, 6)];
+    expect(at(view)).toBe('build@1');
+  });
+
+  it('is nothing before any stage started', () => {
+    const view = failedView();
+    view.run.status = 'queued';
+    view.stages = [];
+    expect(followedStage(view)).toBeUndefined();
   });
 });
 

@@ -261,6 +261,26 @@ export function routingOf(events: readonly Event[], node: string, visit: number)
   );
 }
 
+/**
+ * The stage the run screen shows until the user picks one, so the panel
+ * follows the run: the failed stage of a failed run, otherwise the stage
+ * that started last (the running one while the run goes on, the last to run
+ * once it has ended). The start and exit nodes do no work, so they are
+ * shown only while nothing else has started. A stage restarted on resume
+ * keeps its rank but starts anew, so start times order them, rank breaking
+ * ties.
+ */
+export function followedStage(view: RunView): StageRecord | undefined {
+  const failure = failureSummary(view);
+  const failed = failure?.node
+    ? view.stages.find((s) => s.node_id === failure.node && s.visit === failure.visit)
+    : undefined;
+  if (failed) return failed;
+  const started = (s: StageRecord) => time(s.started_at);
+  const latestFirst = [...view.stages].sort((a, b) => (started(b) || 0) - (started(a) || 0) || b.rank - a.rank);
+  return latestFirst.find((s) => s.handler !== 'start' && s.handler !== 'exit') ?? latestFirst[0];
+}
+
 /** The latest stage (highest visit) of `node`. */
 export function latestStage(stages: readonly StageRecord[], node: string): StageRecord | undefined {
   return stages.filter((s) => s.node_id === node).sort((a, b) => b.visit - a.visit)[0];

@@ -1,6 +1,7 @@
 // Browser test of the run graph: serves the built UI (dist/) with `vite
 // preview`, opens graph-demo.html in Debian's Chromium through playwright-core
-// and checks layout in the worker, decoration, the LR/TB toggle, zoom, and
+// and checks layout in the worker, decoration, the LR/TB toggle, zoom, that
+// edge labels of a small gate (?gate=1) get their own space as drawn, and
 // that a 600-node graph (?big=1) renders and keeps the page responsive.
 //
 // Usage: npm run build && node tests/browser/graph.mjs
@@ -14,6 +15,9 @@ const BIG_GRAPH_TIMEOUT_MS = 30_000;
 /** A click on zoom must show within this, even with 600 nodes on screen. A
  * functional bound (the page is not frozen), not a benchmark. */
 const RESPONSIVE_MS = 500;
+
+/** The least space between two drawn edge labels, in SVG units. */
+const LABEL_CLEARANCE = 4;
 
 const demoUrl = (base) => new URL('graph-demo.html', base).href;
 
@@ -37,6 +41,54 @@ const waitForLayout = (page, rankdir, timeout = STEP_TIMEOUT_MS) =>
     rankdir,
     { timeout },
   );
+
+/**
+ * What the drawn edge labels overlap, measured in Chromium (getBBox of the
+ * text as the browser draws it, not as Graphviz estimated it): other labels
+ * (closer than `LABEL_CLEARANCE`, so two never read as one), node shapes,
+ * and edge lines. Empty when every label has its own space.
+ */
+const labelOverlaps = (page) =>
+  page.evaluate((clearance) => {
+    const svg = document.querySelector('[data-testid=graph-canvas] svg');
+    const titleOf = (g) => g.querySelector('title')?.textContent ?? '?';
+    const hit = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    const grown = (b, by) => ({ x: b.x - by, y: b.y - by, width: b.width + 2 * by, height: b.height + 2 * by });
+    const labels = [...svg.querySelectorAll('g.edge')].flatMap((g) =>
+      [...g.querySelectorAll('text')].map((t) => ({ name: `label "${t.textContent}"`, box: t.getBBox() })),
+    );
+    const shapes = [...svg.querySelectorAll('g.node')].map((g) => {
+      // The shape only: the state glyph and visit badge sit on its corners by design.
+      const parts = [...g.children].filter((el) => ['ellipse', 'polygon', 'polyline', 'path', 'rect'].includes(el.localName));
+      const boxes = parts.map((el) => el.getBBox());
+      const x = Math.min(...boxes.map((b) => b.x));
+      const y = Math.min(...boxes.map((b) => b.y));
+      const box = { x, y, width: Math.max(...boxes.map((b) => b.x + b.width)) - x, height: Math.max(...boxes.map((b) => b.y + b.height)) - y };
+      return { name: `node ${titleOf(g)}`, box };
+    });
+    const out = [];
+    for (const [i, label] of labels.entries()) {
+      for (const other of labels.slice(i + 1)) {
+        if (hit(grown(label.box, clearance), other.box)) out.push(`${label.name} is within ${clearance} of ${other.name}`);
+      }
+      for (const other of shapes) {
+        if (hit(label.box, other.box)) out.push(`${label.name} overlaps ${other.name}`);
+      }
+      // An edge line crossing the label's box, by points 1 unit apart.
+      const b = label.box;
+      for (const path of svg.querySelectorAll('g.edge path')) {
+        const length = path.getTotalLength();
+        for (let at = 0; at <= length; at += 1) {
+          const p = path.getPointAtLength(at);
+          if (p.x > b.x && p.x < b.x + b.width && p.y > b.y && p.y < b.y + b.height) {
+            out.push(`${label.name} overlaps edge ${titleOf(path.parentElement)}`);
+            break;
+          }
+        }
+      }
+    }
+    return out;
+  }, LABEL_CLEARANCE);
 
 await suite(
   'graph',
@@ -92,6 +144,23 @@ await suite(
         await page.locator('g.node[data-node-id="approve"]').click();
         const selected = (await page.getByTestId('selected-node').textContent())?.trim();
         check(selected === 'Selected: approve', `clicking a node should select it (got ${JSON.stringify(selected)})`);
+        checkNoErrors(errors);
+      },
+    ],
+    [
+      'a small gate: every edge label, drawn bold, clear of the other labels, nodes and edges',
+      async (page, base, errors) => {
+        await page.goto(`${demoUrl(base)}?gate=1`, { waitUntil: 'load' });
+        await waitForLayout(page, 'TB');
+        const taken = await page.locator('g.edge[data-taken] text').count();
+        check(taken === 4, `all four labels should be drawn as taken (bold), got ${taken}`);
+        const tb = await labelOverlaps(page);
+        await page.screenshot({ path: join(resultsDir, 'graph-gate-tb.png') });
+        check(tb.length === 0, `top to bottom, edge labels overlap:\n  ${tb.join('\n  ')}`);
+        await page.getByTestId('graph-rankdir').click();
+        await waitForLayout(page, 'LR');
+        const lr = await labelOverlaps(page);
+        check(lr.length === 0, `left to right, edge labels overlap:\n  ${lr.join('\n  ')}`);
         checkNoErrors(errors);
       },
     ],

@@ -4,7 +4,7 @@
 // fixtures (src/api/fixtures/recorded.json): a failed run shows what failed
 // and why and colours its failed node, a pending question is answered by
 // click and (after a reload, which resets the test host) by its accelerator
-// key, and #/gates lists it. Which runs to open is read from the fixtures, so
+// key, #/gates lists it, and every timeline bar's name reads in full. Which runs to open is read from the fixtures, so
 // regenerated fixtures need no edit here.
 //
 // Usage: npm run build && node tests/browser/run.mjs
@@ -28,6 +28,40 @@ const fixtures = existsSync(fixturesPath) ? JSON.parse(readFileSync(fixturesPath
 const failedView = fixtures?.views.find((v) => v.run.status === 'failed' && v.stages.some((s) => s.status === 'failed'));
 const failedStage = failedView && [...failedView.stages].sort((a, b) => b.rank - a.rank).find((s) => s.status === 'failed');
 const question = fixtures?.questions.find((q) => q.status === 'pending' && q.options.length >= 2);
+
+const runsWithStages = fixtures?.views.filter((v) => v.stages.length > 0) ?? [];
+
+/**
+ * Timeline bars whose name does not read in full as drawn: a name must sit
+ * wholly inside its bar, or beside it within the track and clear of the
+ * other bars, or be hidden with the bar's tooltip and accessible name
+ * giving node, attempt, status and duration.
+ */
+const unreadableBars = (page) =>
+  page.evaluate(() => {
+    const out = [];
+    const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5;
+    const apart = (a, b) => a.right <= b.left || b.right <= a.left;
+    for (const track of document.querySelectorAll('[data-testid=timeline] .timeline__track')) {
+      const trackBox = track.getBoundingClientRect();
+      const bars = [...track.querySelectorAll('.timeline__bar')];
+      for (const bar of bars) {
+        const title = bar.getAttribute('title') ?? '';
+        const name = `${bar.dataset.node}: ${title}`;
+        if (!/attempt \d+: \w+, .+/.test(title) || bar.getAttribute('aria-label') !== title) {
+          out.push(`${name}: the tooltip and accessible name should give node, attempt, status and duration`);
+        }
+        const label = bar.querySelector('span');
+        if (!label || label.getClientRects().length === 0) continue;
+        const box = label.getBoundingClientRect();
+        const barBox = bar.getBoundingClientRect();
+        if (inside(box, barBox)) continue;
+        if (!inside(box, trackBox)) out.push(`${name}: its name runs out of the lane`);
+        else if (!bars.every((other) => apart(box, other.getBoundingClientRect()))) out.push(`${name}: its name is clipped or covers a bar`);
+      }
+    }
+    return out;
+  });
 
 const waitForGraph = (page) =>
   page.waitForFunction(() => document.querySelector('[data-testid=graph-canvas] svg g.node') !== null);
@@ -125,6 +159,20 @@ await suite(
           const shown = (await done.textContent()) ?? '';
           const text = label.replace(/^\s*(\[[^\]]+\]|[^)\s]+\)|\S+\s+-)\s*/, '');
           check(shown === `Answered: ${text}`, `pressing ${key} should answer “${text}” (got ${JSON.stringify(shown)})`);
+          checkNoErrors(errors);
+        }),
+    ],
+    [
+      'every timeline bar reads in full: its name inside, beside it, or in its tooltip',
+      runsWithStages.length > 0 &&
+        (async (page, base, errors) => {
+          for (const view of runsWithStages) {
+            await page.goto(at(base, `#/runs/${view.run.id}`), { waitUntil: 'load' });
+            await page.locator('[data-testid=timeline] .timeline__bar').first().waitFor();
+            const bad = await unreadableBars(page);
+            check(bad.length === 0, `run ${view.run.id} (${view.run.workflow_name}):\n  ${bad.join('\n  ')}`);
+          }
+          await page.getByTestId('timeline').screenshot({ path: join(resultsDir, 'run-timeline.png') });
           checkNoErrors(errors);
         }),
     ],

@@ -380,10 +380,11 @@ fn app_errors_keep_the_stable_code() {
     );
 }
 
-#[test]
-fn artifact_reads_the_latest_capture_as_text_or_base64() {
+/// A home with run `01ART` that captured `out/report.md` twice (the
+/// second version wins), `shot.png` and `data.bin`.
+fn home_with_artifacts() -> (tempfile::TempDir, Home) {
     use crate::store::{Blobs, NewArtifact};
-    let (_temp, home) = home();
+    let (temp, home) = home();
     let mut store = Store::open(&home).expect("store");
     store
         .create_run(&new_run(
@@ -412,7 +413,12 @@ fn artifact_reads_the_latest_capture_as_text_or_base64() {
     capture(&mut store, "out/report.md", b"# Report\n\xffok\n");
     capture(&mut store, "shot.png", b"\x89PNG");
     capture(&mut store, "data.bin", b"\0\x01");
-    drop(store);
+    (temp, home)
+}
+
+#[test]
+fn artifact_reads_the_latest_capture_as_text_or_base64() {
+    let (_temp, home) = home_with_artifacts();
     let views = Views::open(&home).expect("views");
 
     let md = views.artifact("01ART", "out/report.md").expect("md");
@@ -434,8 +440,73 @@ fn artifact_reads_the_latest_capture_as_text_or_base64() {
     assert_eq!(bin.media, "application/octet-stream");
     assert!(bin.text.is_none() && bin.base64.is_none());
 
-    assert!(views.artifact("01ART", "missing.txt").is_err());
+    let missing = views.artifact("01ART", "missing.txt").unwrap_err();
+    assert_eq!(
+        missing.code(),
+        "artifact.not_found",
+        "the UI tells a missing artifact from a failed read by this code"
+    );
+    assert_eq!(
+        missing.to_string(),
+        "run 01ART captured no artifact `missing.txt`"
+    );
     assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
     assert_eq!(base64_encode(b"fo"), "Zm8=");
     assert_eq!(artifact_media("a/B.JSON"), "application/json");
+}
+
+#[test]
+fn export_writes_the_latest_capture_under_the_run_directory() {
+    let (_temp, home) = home_with_artifacts();
+    let views = Views::open(&home).expect("views");
+    let run_dir = views.run_dir("01ART").expect("run dir");
+
+    let file = views
+        .export_artifact("01A", "out/report.md")
+        .expect("export");
+    assert_eq!(file, run_dir.path().join("artifacts/out/report.md"));
+    assert_eq!(
+        std::fs::read(&file).expect("exported"),
+        b"# Report\n\xffok\n",
+        "the latest version, byte for byte"
+    );
+
+    // Someone edits the exported copy: revealing again restores the capture.
+    std::fs::write(&file, b"edited").expect("edit");
+    views
+        .export_artifact("01ART", "out/report.md")
+        .expect("again");
+    assert_eq!(
+        std::fs::read(&file).expect("restored"),
+        b"# Report\n\xffok\n"
+    );
+
+    let missing = views.export_artifact("01ART", "nope.txt").unwrap_err();
+    assert_eq!(missing.code(), "artifact.not_found");
+}
+
+#[test]
+fn export_refuses_a_blob_whose_bytes_do_not_match_their_hash() {
+    let (_temp, home) = home_with_artifacts();
+    let views = Views::open(&home).expect("views");
+    let png = {
+        let store = Store::open(&home).expect("store");
+        store
+            .artifacts("01ART")
+            .expect("artifacts")
+            .into_iter()
+            .find(|a| a.path == "shot.png")
+            .expect("png")
+    };
+    let blob = png.blob().expect("blob ref");
+    let stored = crate::store::Blobs::new(&home).path(&blob);
+    std::fs::write(&stored, b"not the png").expect("damage the blob");
+
+    let err = views.export_artifact("01ART", "shot.png").unwrap_err();
+    assert_eq!(err.code(), "blob.missing");
+    let run_dir = views.run_dir("01ART").expect("run dir");
+    assert!(
+        !run_dir.path().join("artifacts/shot.png").exists(),
+        "damaged bytes are never shown as the artifact"
+    );
 }
