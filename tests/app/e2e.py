@@ -6,7 +6,8 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
 (Debian package webkit2gtk-driver). The test
 
   1. launches a workflow with a human gate from the Launch screen,
-  2. sees the gate's question on the run screen and answers "Ship",
+  2. sees the gate's question on the run screen and in the Gates inbox,
+     and answers "Ship",
   3. sees the run succeed (and the file its last command writes appear),
   4. finds the run in Runs, sees the empty Gates inbox and a broken
      workflow's inline diagnostic on Launch,
@@ -325,6 +326,12 @@ class E2E:
         if (self.work / SHIPPED_FILE).exists():
             raise Failure(f"{SHIPPED_FILE} exists before the gate was answered")
         self.shot("run-gate.png")
+        # The Gates inbox lists it too (the screenshot shows a waiting gate).
+        self.nav("Gates")
+        self.wait_text("listing the question in the Gates inbox", "[data-testid=gates-screen]", QUESTION)
+        self.shot("gates.png")
+        self.s.set_hash(f"#/runs/{self.run_id}")
+        wait_until("back on the run at its question", asked, UI_TIMEOUT_S, describe=self.gate_state)
 
     def step_answer(self) -> None:
         self.s.click(self.s.find_by_text("[data-testid=question-panel] button.question__option", "Ship"))
@@ -352,7 +359,6 @@ class E2E:
     def step_gates(self) -> None:
         self.nav("Gates")
         self.wait_text("showing the empty Gates inbox", "[data-testid=gates-screen]", "No gate is waiting for an answer.")
-        self.shot("gates.png")
 
     def step_launch_broken(self) -> None:
         self.nav("Launch")
