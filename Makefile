@@ -160,6 +160,19 @@ bench:
 	$(CARGO) bench -p weft --bench daemon
 	$(CARGO) bench -p weft --bench app
 
+# The real app window on the app bench's large home (10,000 runs, 1,000,000
+# events): start to first run row, opening the 300-node run, memory after a
+# minute of browsing (docs/performance.md). Release build; prints Markdown
+# tables and asserts no timing. Not part of `make test`.
+.PHONY: bench-app-window
+bench-app-window: ui
+	@test -f $(CARGO_TARGET_DIR)/tmp/app-bench-home/bench-format.txt || \
+	  $(CARGO) bench -p weft --bench app -- --reps 1
+	$(CARGO) build --release -p weft-desktop
+	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/perf.py \
+	  $(CARGO_TARGET_DIR)/release/weft-desktop $(CARGO_TARGET_DIR)/tmp/app-bench-home
+
 clean:
 	$(CARGO) clean
 	rm -rf ui/dist ui/node_modules

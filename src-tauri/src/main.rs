@@ -14,6 +14,7 @@ mod bridge;
 mod commands;
 #[cfg(unix)]
 mod instance;
+mod rendering;
 mod reveal;
 
 use weft::store::views::InitialRoute;
@@ -41,12 +42,15 @@ fn main() {
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
+            use tauri::Manager;
+            if let Some(window) = app.get_webview_window("main") {
+                rendering::fit_to_machine(&window);
+            }
             #[cfg(unix)]
             if let Some(listener) = later_starts {
                 let handle = app.handle().clone();
                 instance::serve(listener, move |route| show(&handle, route));
             }
-            let _ = app;
             Ok(())
         })
         .manage(route)

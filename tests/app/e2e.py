@@ -164,6 +164,9 @@ class E2E:
         # Without this Tauri does not enable WebKit automation, and creating a
         # session hangs forever.
         self.env["TAURI_WEBVIEW_AUTOMATION"] = "true"
+        # Without a GPU the app paints without compositing (src-tauri/src/rendering.rs),
+        # and WebKitWebDriver's screenshot then never answers: keep compositing on.
+        self.env["WEFT_GPU_COMPOSITING"] = "1"
         # Keep every file the app or WebKit writes out of the real user's dirs
         # (the recent-workflows list lives in the webview's local storage).
         for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME"):
@@ -181,10 +184,11 @@ class E2E:
         self.env["PATH"] = f"{fake_bin}{os.pathsep}{self.env.get('PATH', '')}"
         self.env["WEFT_E2E_XDG_LOG"] = str(self.xdg_log)
 
-    def weft_cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    def run_briefly(self, argv: list[str], what: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """Runs a program that must finish within CLI_TIMEOUT_S; `what` names it in the failure."""
         try:
             return subprocess.run(
-                [str(self.weft), *args],
+                argv,
                 env=self.env,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
@@ -193,7 +197,10 @@ class E2E:
                 timeout=CLI_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as e:
-            raise Failure(f"`weft {' '.join(args)}` did not finish within {CLI_TIMEOUT_S} s") from e
+            raise Failure(f"{what} did not finish within {CLI_TIMEOUT_S} s") from e
+
+    def weft_cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return self.run_briefly([str(self.weft), *args], f"`weft {' '.join(args)}`", cwd)
 
     def start_daemon(self) -> None:
         log = open(self.scratch / "weftd.log", "wb")
@@ -408,17 +415,10 @@ class E2E:
         # As weftd starts the app for a clicked gate notification.
         self.nav("Runs")
         question = "q-from-a-notification"
-        try:
-            second = subprocess.run(
-                [str(self.app), "--run", str(self.run_id), "--question", question],
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=CLI_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired as e:
-            raise Failure(f"a second start of the app still runs after {CLI_TIMEOUT_S} s: it opened its own window") from e
+        second = self.run_briefly(
+            [str(self.app), "--run", str(self.run_id), "--question", question],
+            "a second start of the app (so it opened its own window)",
+        )
         if second.returncode != 0:
             raise Failure(f"the second start exited {second.returncode}: {second.stderr.strip()}")
         wanted = f"#/runs/{self.run_id}/question/{question}"

@@ -67,6 +67,9 @@ def run(binary: Path, screenshot: Path | None, scratch: Path) -> None:
     # Without this Tauri does not enable WebKit automation, and creating a
     # session hangs forever.
     env["TAURI_WEBVIEW_AUTOMATION"] = "true"
+    # Without a GPU the app paints without compositing (src-tauri/src/rendering.rs),
+    # and WebKitWebDriver's screenshot then never answers: keep compositing on.
+    env["WEFT_GPU_COMPOSITING"] = "1"
     # Keep every file the app or WebKit writes out of the real user's dirs.
     for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
         d = scratch / var.lower()

@@ -3,11 +3,15 @@ import { useEffect, useState } from 'react';
 import { api, type Host } from '../api';
 import { Header } from '../components/Header';
 import { GatesScreen } from '../gates/GatesScreen';
+import { warmLayout } from '../graph/layout';
 import { LaunchScreen } from '../launch/LaunchScreen';
 import { RunScreen } from '../run/RunScreen';
 import { RunsScreen } from '../runs/RunsScreen';
 import { parseRoute, routeHash, type Route } from './route';
 import { VersionLine, type VersionState } from './VersionLine';
+
+/** How long after start Graphviz is readied: after the first screen, not competing with it. */
+const LAYOUT_WARM_DELAY_MS = 1_500;
 
 /** The current route, following the URL hash. */
 function useRoute(): Route {
@@ -44,6 +48,12 @@ export function App({ host = api }: { host?: Host }) {
       live = false;
     };
   }, [host]);
+
+  // Ready Graphviz while the user reads the first screen, not when a run opens.
+  useEffect(() => {
+    const timer = setTimeout(() => void warmLayout(), LAYOUT_WARM_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, []);
 
   // Clicked again while the app is open: the running window opens it.
   useEffect(() => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { isAbortError, LABEL_FONT, LABEL_FONT_SIZE, layout, LayoutClient, NODE_SEP, withLayoutDefaults, withRankdir, type LayoutEngine } from './layout';
+import { isAbortError, LABEL_FONT, LABEL_FONT_SIZE, layout, LayoutClient, NODE_SEP, warmLayout, withLayoutDefaults, withRankdir, type LayoutEngine } from './layout';
 
 const viewBox = (svg: string) => {
   const m = /viewBox="([\d.\s-]+)"/.exec(svg);
@@ -88,6 +88,11 @@ describe('layout (in process under node)', () => {
       expect(fontOf(title)).toEqual({ family: LABEL_FONT, size: LABEL_FONT_SIZE });
     }
     expect(fontOf('approve->hold')).toEqual({ family: 'Courier,monospace', size: 9 });
+  });
+
+  it('warms Graphviz up without failing, and layouts still work after', async () => {
+    await expect(warmLayout()).resolves.toBeUndefined();
+    expect(await layout('digraph { a -> b }', 'TB')).toContain('<svg');
   });
 
   it("rejects with Graphviz's message on a syntax error", async () => {

@@ -1,4 +1,7 @@
+import { type CSSProperties, useLayoutEffect, useMemo, useRef, useState } from 'react';
+
 import type { Event } from '../api';
+import { virtualWindow } from '../components/virtualWindow';
 import { downloadText } from '../logs/download';
 import { ALERT_EVENTS } from './derive';
 
@@ -31,13 +34,45 @@ export function eventSummary(e: Event): string {
   }
 }
 
-function EventRow({ e }: { e: Event }) {
+/** One event's line; `style` places it in the windowed list. */
+function EventRow({ e, style }: { e: Event; style?: CSSProperties }) {
   return (
-    <li className={ALERT_EVENTS.has(e.event) ? 'events__alert' : undefined} data-event={e.event}>
+    <li className={ALERT_EVENTS.has(e.event) ? 'events__alert' : undefined} data-event={e.event} style={style}>
       <span className="run-mono muted">#{e.seq}</span> <span className="run-mono">{e.event}</span>
       {e.node_id ? <span className="muted"> {e.node_id}{(e.visit ?? 1) > 1 ? `@${e.visit}` : ''}</span> : null}{' '}
       {eventSummary(e)}
     </li>
+  );
+}
+
+/** Fixed row height (px) of the full list: the window's maths depend on it. */
+export const EVENT_ROW_HEIGHT = 20;
+/** The full list's viewport height (px) before it has been measured. */
+const LIST_HEIGHT = 320;
+/** Rows rendered beyond each edge of the viewport. */
+const OVERSCAN = 10;
+
+/**
+ * Every event, windowed like the runs list: a run may have tens of
+ * thousands, and a row each in the DOM made opening a 20,000-event run take
+ * seconds (docs/performance.md). Rendered only while the list is open.
+ */
+function AllEvents({ events }: { events: readonly Event[] }) {
+  const [scrollTop, setScrollTop] = useState(0);
+  const [height, setHeight] = useState(LIST_HEIGHT);
+  const list = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    if (list.current?.clientHeight) setHeight(list.current.clientHeight);
+  }, []);
+  const { start, end } = virtualWindow(scrollTop, height, EVENT_ROW_HEIGHT, events.length, OVERSCAN);
+  return (
+    <div ref={list} className="events__all" data-testid="events-all" onScroll={(ev) => setScrollTop(ev.currentTarget.scrollTop)}>
+      <ul className="events__list events__spacer" style={{ height: events.length * EVENT_ROW_HEIGHT }}>
+        {events.slice(start, end).map((e, i) => (
+          <EventRow key={e.seq} e={e} style={{ top: (start + i) * EVENT_ROW_HEIGHT }} />
+        ))}
+      </ul>
+    </div>
   );
 }
 
@@ -46,7 +81,8 @@ function EventRow({ e }: { e: Event }) {
  * export of every event as JSON Lines.
  */
 export function EventsPanel({ runId, events }: { runId: string; events: readonly Event[] }) {
-  const alerts = events.filter((e) => ALERT_EVENTS.has(e.event));
+  const alerts = useMemo(() => events.filter((e) => ALERT_EVENTS.has(e.event)), [events]);
+  const [open, setOpen] = useState(false);
   return (
     <section className="events" aria-label="Events" data-testid="events">
       {alerts.length > 0 && (
@@ -56,7 +92,7 @@ export function EventsPanel({ runId, events }: { runId: string; events: readonly
           ))}
         </ul>
       )}
-      <details>
+      <details open={open} onToggle={(ev) => setOpen(ev.currentTarget.open)}>
         <summary>
           All {events.length} events{' '}
           <button
@@ -70,11 +106,7 @@ export function EventsPanel({ runId, events }: { runId: string; events: readonly
             Export JSONL
           </button>
         </summary>
-        <ul className="events__list">
-          {events.map((e) => (
-            <EventRow key={e.seq} e={e} />
-          ))}
-        </ul>
+        {open && <AllEvents events={events} />}
       </details>
     </section>
   );

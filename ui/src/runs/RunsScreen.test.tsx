@@ -3,10 +3,11 @@ import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { Event, Host } from '../api/host';
+import type { Event, Host, RunList } from '../api/host';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { RunsScreen } from './RunsScreen';
+import { PAGE_SIZE, prefetchFirstPage } from './useRunPages';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -48,6 +49,28 @@ describe('RunsScreen', () => {
     expect(el.querySelectorAll('[data-testid=gates-badge]')).toHaveLength(1);
     expect(el.querySelector('[data-testid=gates-banner]')?.textContent).toContain('1 run waiting on you');
     expect(el.textContent).toContain('on_failure=exit stopped the run');
+  });
+
+  it('takes the first page asked for before it mounted instead of asking again', async () => {
+    const asked: RunList[] = [];
+    const base = makeTestHost(recorded);
+    const host: Host = {
+      ...base,
+      runsPage: (query) => {
+        asked.push(query);
+        return base.runsPage(query);
+      },
+    };
+    prefetchFirstPage(host);
+    const el = await render(host);
+    expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(6);
+    expect(asked, 'one request for the first page, the early one').toEqual([{ limit: PAGE_SIZE, offset: 0, archived: false }]);
+
+    // Taken once: the next screen asks for itself.
+    act(() => root?.unmount());
+    container?.remove();
+    await render(host);
+    expect(asked).toHaveLength(2);
   });
 
   it('says what failed when the history cannot be read', async () => {

@@ -5,7 +5,7 @@ import { navigate } from '../app/route';
 import { StatusChip } from '../components/StatusChip';
 import { absoluteTime, formatCost, formatDuration, formatTokens, relativeTime, runDurationMs } from './format';
 import { PAGE_SIZE, useRunPages } from './useRunPages';
-import { pagesFor, scrollToShow, virtualWindow } from './virtualWindow';
+import { pagesFor, scrollToShow, virtualWindow } from '../components/virtualWindow';
 import './runs.css';
 
 /** Fixed row height (px): the virtual window's maths depend on it. */

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-import { appError, type Host, type RunList, type RunSummary } from '../api/host';
+import { appError, type Host, type RunList, type RunsPage, type RunSummary } from '../api/host';
 
 /** Runs fetched per `runsPage` call as the list scrolls. */
 export const PAGE_SIZE = 200;
@@ -32,6 +32,51 @@ const fresh = (key: string): Pages => ({
   error: null,
 });
 
+/** The cache key of a filter set: equal keys mean equal filters. */
+function keyOf(filters: RunFilters): string {
+  return JSON.stringify([
+    filters.status ?? null,
+    filters.workflow ?? null,
+    filters.text ?? null,
+    filters.showArchived ?? false,
+    filters.generation ?? 0,
+  ]);
+}
+
+/** The `runsPage` query for page `page` of `filters`. */
+function queryFor(filters: RunFilters, page: number): RunList {
+  const query: RunList = { limit: PAGE_SIZE, offset: page * PAGE_SIZE };
+  if (filters.status) query.status = filters.status;
+  if (filters.workflow) query.workflow = filters.workflow;
+  if (filters.text) query.text = filters.text;
+  // Archived runs are hidden unless asked for.
+  if (!filters.showArchived) query.archived = false;
+  return query;
+}
+
+/** The unfiltered first page, asked for before the screen mounted. */
+let early: { host: Host; key: string; page: Promise<RunsPage> } | null = null;
+
+/**
+ * Asks for the unfiltered list's first page right away (main.tsx calls it
+ * before React renders), so the answer is on its way while the runs screen
+ * mounts; the screen's first `load(0)` takes it instead of asking again.
+ */
+export function prefetchFirstPage(host: Host): void {
+  const page = host.runsPage(queryFor({}, 0));
+  // Handled by whoever takes it; never an unhandled rejection meanwhile.
+  page.catch(() => {});
+  early = { host, key: keyOf({}), page };
+}
+
+/** The prefetched page when it answers this request; taken once. */
+function takeEarly(host: Host, key: string, page: number): Promise<RunsPage> | null {
+  if (page !== 0 || early?.host !== host || early.key !== key) return null;
+  const taken = early.page;
+  early = null;
+  return taken;
+}
+
 /**
  * The run list for `filters`, fetched a page at a time on demand (`load`):
  * what the virtualised list shows. Changing the filters starts over; answers
@@ -39,13 +84,7 @@ const fresh = (key: string): Pages => ({
  * (history comes from the database), it reads as no runs.
  */
 export function useRunPages(host: Host, filters: RunFilters) {
-  const key = JSON.stringify([
-    filters.status ?? null,
-    filters.workflow ?? null,
-    filters.text ?? null,
-    filters.showArchived ?? false,
-    filters.generation ?? 0,
-  ]);
+  const key = keyOf(filters);
   const cache = useRef<Pages>(fresh(''));
   if (cache.current.key !== key) cache.current = fresh(key);
   const [, setTick] = useState(0);
@@ -59,13 +98,7 @@ export function useRunPages(host: Host, filters: RunFilters) {
       if (c.key !== key || c.pages.has(page) || c.inflight.has(page) || c.error) return;
       if (c.total != null && page * PAGE_SIZE >= c.total && page > 0) return;
       c.inflight.add(page);
-      const query: RunList = { limit: PAGE_SIZE, offset: page * PAGE_SIZE };
-      if (filters.status) query.status = filters.status;
-      if (filters.workflow) query.workflow = filters.workflow;
-      if (filters.text) query.text = filters.text;
-      // Archived runs are hidden unless asked for.
-      if (!filters.showArchived) query.archived = false;
-      host.runsPage(query).then(
+      (takeEarly(host, key, page) ?? host.runsPage(queryFor(filters, page))).then(
         (res) => {
           if (cache.current !== c) return;
           c.inflight.delete(page);

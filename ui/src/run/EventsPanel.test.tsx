@@ -1,0 +1,70 @@
+// @vitest-environment happy-dom
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Event } from '../api';
+import { EVENT_ROW_HEIGHT, EventsPanel } from './EventsPanel';
+import { RUN } from './fixture.test-data';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+/** `count` command output lines, with one failed stage in the middle. */
+function manyEvents(count: number): Event[] {
+  return Array.from({ length: count }, (_, i): Event => {
+    const base = { seq: i + 1, ts: '2026-12-02T10:00:00.000Z', run_id: RUN, node_id: 'build', visit: 1 };
+    return i === count / 2
+      ? ({ ...base, event: 'stage.failed', properties: { status: 'failed', outcome: { failure: { message: 'boom' } } } } as unknown as Event)
+      : ({ ...base, event: 'command.output', properties: { stream: 'stdout', text: `line ${i + 1}` } } as unknown as Event);
+  });
+}
+
+describe('the events panel', () => {
+  let root: Root | null = null;
+  let container: HTMLElement | null = null;
+  afterEach(() => {
+    act(() => root?.unmount());
+    container?.remove();
+  });
+
+  const show = (events: Event[]): HTMLElement => {
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    act(() => root?.render(<EventsPanel runId={RUN} events={events} />));
+    return container;
+  };
+  const seqs = (el: HTMLElement) =>
+    [...el.querySelectorAll('[data-testid=events-all] li')].map((li) => Number(li.textContent?.match(/#(\d+)/)?.[1]));
+
+  it('keeps failures in view and renders no other event while the list is closed', () => {
+    const panel = show(manyEvents(20_000));
+    expect(panel.querySelectorAll('[data-testid=event-alerts] li')).toHaveLength(1);
+    expect(panel.querySelector('summary')?.textContent).toContain('All 20000 events');
+    expect(panel.querySelector('[data-testid=events-all]'), 'nothing of the full list until it is opened').toBeNull();
+    expect(panel.querySelectorAll('li').length).toBe(1);
+  });
+
+  it('renders only the rows in view of 20,000 events, and follows the scroll', () => {
+    const panel = show(manyEvents(20_000));
+    const details = panel.querySelector('details');
+    act(() => {
+      if (details) details.open = true;
+      details?.dispatchEvent(new Event('toggle'));
+    });
+    const first = seqs(panel);
+    expect(first[0]).toBe(1);
+    expect(first.length, 'a window, not 20,000 rows').toBeLessThan(60);
+
+    const list = panel.querySelector<HTMLElement>('[data-testid=events-all]');
+    act(() => {
+      if (list) list.scrollTop = 10_000 * EVENT_ROW_HEIGHT;
+      list?.dispatchEvent(new Event('scroll'));
+    });
+    const later = seqs(panel);
+    expect(later).toContain(10_001);
+    expect(later.length).toBeLessThan(60);
+    const spacer = list?.querySelector<HTMLElement>('ul');
+    expect(spacer?.style.height).toBe(`${20_000 * EVENT_ROW_HEIGHT}px`);
+  });
+});
