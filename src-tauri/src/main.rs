@@ -12,6 +12,7 @@
 
 mod bridge;
 mod commands;
+mod first_page;
 #[cfg(unix)]
 mod instance;
 mod rendering;
@@ -39,13 +40,12 @@ fn main() {
         // The first command shows the home error in the window.
         Err(_) => None,
     };
+    let first_page = first_page::FirstPage::read_in_background();
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
-            use tauri::Manager;
-            if let Some(window) = app.get_webview_window("main") {
-                rendering::fit_to_machine(&window);
-            }
+            let window = main_window(app, first_page.script(FIRST_PAGE_WAIT))?;
+            rendering::fit_to_machine(&window);
             #[cfg(unix)]
             if let Some(listener) = later_starts {
                 let handle = app.handle().clone();
@@ -88,6 +88,26 @@ fn main() {
         eprintln!("weft-desktop: could not start the app window: {e}");
         std::process::exit(1);
     }
+}
+
+/// How long window creation waits for the runs list's first page: about
+/// what reading it from a cold 10,000-run database takes.
+const FIRST_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// The one window (label `main`, which the capability names), with the
+/// runs list's first page on it when it was read in time.
+fn main_window(
+    app: &tauri::App,
+    first_page: Option<String>,
+) -> tauri::Result<tauri::WebviewWindow> {
+    let mut builder = tauri::WebviewWindowBuilder::new(app, "main", tauri::WebviewUrl::default())
+        .title("Weft")
+        .inner_size(1100.0, 720.0)
+        .min_inner_size(640.0, 420.0);
+    if let Some(script) = first_page {
+        builder = builder.initialization_script(&script);
+    }
+    builder.build()
 }
 
 /// Raises the window for a later start of the app, and has the UI open

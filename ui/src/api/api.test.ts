@@ -21,3 +21,21 @@ describe('test host', () => {
     expect(TEST_APP_VERSION).toMatch(/-test$/);
   });
 });
+
+describe('the first runs page handed over at start', () => {
+  const page = { runs: [], total: 0, open_questions: {} };
+  const handOver = (at: number) => {
+    (globalThis as { __WEFT_FIRST_RUNS__?: unknown }).__WEFT_FIRST_RUNS__ = { at, page };
+  };
+
+  it('is taken once', () => {
+    handOver(Date.now());
+    expect(tauriHost.firstRunsPage?.()).toEqual(page);
+    expect(tauriHost.firstRunsPage?.(), 'a second screen asks the backend').toBeNull();
+  });
+
+  it('is ignored when stale, as after a reload long after start', () => {
+    handOver(Date.now() - 60_000);
+    expect(tauriHost.firstRunsPage?.()).toBeNull();
+  });
+});

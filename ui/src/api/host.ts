@@ -44,6 +44,12 @@ export interface Host {
 
   // History: read from the database, works with the daemon stopped.
   runsPage(query: RunList): Promise<RunsPage>;
+  /**
+   * The runs list's first page (200 runs, archived hidden) as the backend
+   * read it while the window started, once, and only if fresh; null when
+   * there is none. A head start only: ask `runsPage` as well.
+   */
+  firstRunsPage?(): RunsPage | null;
   runView(run: string): Promise<RunView>;
   runEvents(run: string, afterSeq: number, limit?: number): Promise<Event[]>;
   stageFiles(run: string, node: string, visit: number): Promise<StageFiles>;

@@ -2,7 +2,13 @@ import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { open } from '@tauri-apps/plugin-dialog';
 
-import type { Event, Host, InitialRoute } from './host';
+import type { Event, Host, InitialRoute, RunsPage } from './host';
+
+/**
+ * How old the page handed over at start may be: the page loads within a
+ * second of it; a reload later must not show the start's list.
+ */
+const FIRST_PAGE_FRESH_MS = 5_000;
 
 /** The real backend: commands implemented in `src-tauri` (snake_case args). */
 export const tauriHost: Host = {
@@ -12,6 +18,13 @@ export const tauriHost: Host = {
   onOpenRoute: (open) => listen<InitialRoute>('open-route', (e) => open(e.payload)),
 
   runsPage: (query) => invoke('runs_page', { query }),
+  firstRunsPage: () => {
+    // Set by the window's initialisation script (src-tauri/src/first_page.rs).
+    const w = globalThis as { __WEFT_FIRST_RUNS__?: { at: number; page: RunsPage } };
+    const handed = w.__WEFT_FIRST_RUNS__;
+    delete w.__WEFT_FIRST_RUNS__;
+    return handed && Date.now() - handed.at < FIRST_PAGE_FRESH_MS ? handed.page : null;
+  },
   runView: (run) => invoke('run_view', { run }),
   runEvents: (run, afterSeq, limit) => invoke('run_events', { run, after_seq: afterSeq, limit }),
   stageFiles: (run, node, visit) => invoke('stage_files', { run, node, visit }),

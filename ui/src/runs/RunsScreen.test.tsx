@@ -73,6 +73,23 @@ describe('RunsScreen', () => {
     expect(asked).toHaveLength(2);
   });
 
+  it('shows the page handed over at start, then the fresh answer', async () => {
+    const base = makeTestHost(recorded);
+    const fresh = await base.runsPage({ limit: PAGE_SIZE, offset: 0, archived: false });
+    const handed = { ...fresh, runs: fresh.runs.slice(0, 2), total: 2 };
+    let answer: (page: typeof fresh) => void = () => {};
+    const host: Host = {
+      ...base,
+      firstRunsPage: () => handed,
+      runsPage: () => new Promise((resolve) => (answer = resolve)),
+    };
+    prefetchFirstPage(host);
+    const el = await render(host);
+    expect(el.querySelectorAll('[data-testid=run-row]'), 'the handed-over rows, before any answer').toHaveLength(2);
+    await act(async () => answer(fresh));
+    expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(6);
+  });
+
   it('says what failed when the history cannot be read', async () => {
     const failing: Host = {
       ...makeTestHost(recorded),

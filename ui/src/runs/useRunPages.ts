@@ -54,27 +54,47 @@ function queryFor(filters: RunFilters, page: number): RunList {
   return query;
 }
 
-/** The unfiltered first page, asked for before the screen mounted. */
-let early: { host: Host; key: string; page: Promise<RunsPage> } | null = null;
+/**
+ * The unfiltered first page, got going before the screen mounted: the page
+ * the backend handed over at start (`handed`, shown in the screen's very
+ * first render) and the request for it (`asked`, its answer replaces it).
+ */
+interface Early {
+  host: Host;
+  key: string;
+  handed: RunsPage | null;
+  asked: Promise<RunsPage>;
+}
+let early: Early | null = null;
 
 /**
- * Asks for the unfiltered list's first page right away (main.tsx calls it
- * before React renders), so the answer is on its way while the runs screen
- * mounts; the screen's first `load(0)` takes it instead of asking again.
+ * Gets the unfiltered list's first page going before React renders
+ * (main.tsx calls it): the page the backend handed over at start when
+ * there is one, and a request for it in any case, so the answer is on its
+ * way while the runs screen mounts. The screen starts from the handed-over
+ * page and its first `load(0)` takes the request instead of asking again.
  */
 export function prefetchFirstPage(host: Host): void {
-  const page = host.runsPage(queryFor({}, 0));
+  const asked = host.runsPage(queryFor({}, 0));
   // Handled by whoever takes it; never an unhandled rejection meanwhile.
-  page.catch(() => {});
-  early = { host, key: keyOf({}), page };
+  asked.catch(() => {});
+  early = { host, key: keyOf({}), handed: host.firstRunsPage?.() ?? null, asked };
 }
 
-/** The prefetched page when it answers this request; taken once. */
-function takeEarly(host: Host, key: string, page: number): Promise<RunsPage> | null {
-  if (page !== 0 || early?.host !== host || early.key !== key) return null;
-  const taken = early.page;
-  early = null;
-  return taken;
+/** The early page for this list, if any, without taking it. */
+function earlyFor(host: Host, key: string): Early | null {
+  return early?.host === host && early.key === key ? early : null;
+}
+
+/** A fresh cache for `key`, starting from a handed-over first page. */
+function startFrom(key: string, handed: RunsPage | null): Pages {
+  const c = fresh(key);
+  if (handed) {
+    c.pages.set(0, handed.runs);
+    c.total = handed.total;
+    for (const [run, n] of Object.entries(handed.open_questions)) if (n) c.open[run] = n;
+  }
+  return c;
 }
 
 /**
@@ -86,7 +106,8 @@ function takeEarly(host: Host, key: string, page: number): Promise<RunsPage> | n
 export function useRunPages(host: Host, filters: RunFilters) {
   const key = keyOf(filters);
   const cache = useRef<Pages>(fresh(''));
-  if (cache.current.key !== key) cache.current = fresh(key);
+  // Rendering (not an effect) so the very first frame has the rows.
+  if (cache.current.key !== key) cache.current = startFrom(key, earlyFor(host, key)?.handed ?? null);
   const [, setTick] = useState(0);
   const bump = useCallback(() => setTick((t) => t + 1), []);
   /** Workflow names seen on any page (for the workflow filter). */
@@ -95,19 +116,27 @@ export function useRunPages(host: Host, filters: RunFilters) {
   const load = useCallback(
     (page: number) => {
       const c = cache.current;
+      const taken = page === 0 ? earlyFor(host, key) : null;
+      if (taken) early = null;
+      const answered = (res: RunsPage) => {
+        if (cache.current !== c) return;
+        c.inflight.delete(page);
+        c.pages.set(page, res.runs);
+        c.total = res.total;
+        for (const [run, n] of Object.entries(res.open_questions)) if (n) c.open[run] = n;
+        for (const run of res.runs) workflows.current.add(run.workflow_name);
+        bump();
+      };
+      // Started from a handed-over page: its fresh answer replaces it.
+      if (taken?.handed) {
+        taken.asked.then(answered, () => {});
+        return;
+      }
       if (c.key !== key || c.pages.has(page) || c.inflight.has(page) || c.error) return;
       if (c.total != null && page * PAGE_SIZE >= c.total && page > 0) return;
       c.inflight.add(page);
-      (takeEarly(host, key, page) ?? host.runsPage(queryFor(filters, page))).then(
-        (res) => {
-          if (cache.current !== c) return;
-          c.inflight.delete(page);
-          c.pages.set(page, res.runs);
-          c.total = res.total;
-          for (const [run, n] of Object.entries(res.open_questions)) if (n) c.open[run] = n;
-          for (const run of res.runs) workflows.current.add(run.workflow_name);
-          bump();
-        },
+      (taken?.asked ?? host.runsPage(queryFor(filters, page))).then(
+        answered,
         (e: unknown) => {
           if (cache.current !== c) return;
           c.inflight.delete(page);
