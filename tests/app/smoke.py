@@ -45,6 +45,27 @@ TEST_HOST_VERSION = "0.0.0-test"
 PAGE_TIMEOUT_S = 20  # the page showing name and version
 
 
+# Calls `app_version` the way the UI does and notes whether Tauri sent it as
+# a fetch to ipc://localhost (answered there) rather than by postMessage.
+CUSTOM_PROTOCOL_PROBE = """
+const fetched = [];
+const realFetch = window.fetch;
+window.fetch = (url, init) => {
+  const r = realFetch(url, init);
+  if (String(url).startsWith('ipc:')) fetched.push(r.then((res) => res.ok, () => false));
+  return r;
+};
+return window.__TAURI_INTERNALS__.invoke('app_version').then(
+  async (answer) => {
+    window.fetch = realFetch;
+    const oks = await Promise.all(fetched);
+    return { answer, fetched: oks.length > 0 && oks.every(Boolean) };
+  },
+  (e) => { window.fetch = realFetch; return { error: String(e) }; },
+);
+"""
+
+
 def expected_version() -> str:
     """The version the app must show: weft-desktop inherits the workspace's."""
     with open(REPO / "Cargo.toml", "rb") as f:
@@ -91,6 +112,17 @@ def run(binary: Path, screenshot: Path | None, scratch: Path) -> None:
         )
         if TEST_HOST_VERSION in text:
             raise SmokeFailure("the page shows the browser test host's version, not the app's")
+
+        # Commands must go over Tauri's custom protocol (a fetch to ipc://):
+        # when the CSP blocks it, Tauri silently falls back to postMessage,
+        # which made opening a large run about 100 ms slower
+        # (docs/performance.md).
+        ipc = session.execute(CUSTOM_PROTOCOL_PROBE)
+        if not (isinstance(ipc, dict) and ipc.get("answer") == version and ipc.get("fetched")):
+            raise SmokeFailure(
+                "commands do not use Tauri's ipc:// custom protocol (check connect-src in "
+                f"src-tauri/tauri.conf.json); the probe saw {ipc!r}"
+            )
 
         if screenshot is not None:
             # The text is in the DOM; give the compositor a moment to paint it.

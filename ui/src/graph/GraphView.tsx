@@ -17,7 +17,7 @@ import {
   type GraphIndex,
   type NodeState,
 } from './decorate';
-import { isAbortError, layout, type Rankdir } from './layout';
+import { DEFAULT_RANKDIR, isAbortError, layout, type Rankdir } from './layout';
 import './graph.css';
 
 export type { NodeState } from './decorate';
@@ -64,7 +64,7 @@ export function GraphView({
   states,
   visits,
   takenEdges,
-  rankdir: initialRankdir = 'TB',
+  rankdir: initialRankdir = DEFAULT_RANKDIR,
   onSelectNode,
 }: GraphViewProps) {
   const [rankdir, setRankdir] = useState<Rankdir>(initialRankdir);

@@ -8,6 +8,9 @@ import type { LayoutRequest, LayoutResponse } from './layout.worker';
 /** Direction of rank flow: left to right, or top to bottom. */
 export type Rankdir = 'LR' | 'TB';
 
+/** The direction a graph is first shown in. */
+export const DEFAULT_RANKDIR: Rankdir = 'TB';
+
 export interface LayoutOptions {
   /** Aborting rejects the promise with an `AbortError` and, when no other
    * caller waits for the same layout, drops or stops the work. */
@@ -349,4 +352,14 @@ export function warmLayout(): Promise<void> {
     () => {},
     () => {},
   );
+}
+
+/**
+ * Starts laying out `dot` in the default direction before a view needs it,
+ * so the graph can appear as soon as its screen does (the run screen calls
+ * this when the run's view arrives, while its events are still being read).
+ * The result waits in the cache; never rejects.
+ */
+export function prefetchLayout(dot: string): void {
+  if (dot) layout(dot, DEFAULT_RANKDIR).catch(() => {});
 }

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
-import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, RUN, stage } from './fixture.test-data';
+import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, QUESTION, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -120,6 +120,32 @@ describe('RunScreen', () => {
     // The re-read view arrives after a short debounce; wait until it shows.
     await until(() => q('g.node[data-node-id="push"]')?.getAttribute('data-state') === 'running' && !!q('.timeline__bar[data-node="push"]'));
     expect(shownStage()).toBe('start');
+  });
+
+  it('shows a gate that opened between reading the view and reading the events', async () => {
+    // The view was read at seq N; by the time the events were, the gate had
+    // opened (seq N+1). The subscription starts after N+1, so only a second
+    // read of the view can show the question.
+    const before: RunView = { ...failedView(), run: { ...failedView().run, status: 'running', failure_reason: null } };
+    const question = { ...QUESTION, run_id: RUN, node_id: 'approve' };
+    const after: RunView = { ...before, run: { ...before.run, status: 'blocked', last_seq: before.run.last_seq + 1 }, questions: [question] };
+    const opened = ev(14, 'approve', 1, {
+      event: 'interview.started',
+      properties: { question_id: question.id, question: question.text, options: question.options, freeform: question.freeform },
+    });
+    let viewReads = 0;
+    const inner = makeTestHost({ views: [after], events: { [RUN]: [...FAILED_EVENTS, opened] }, stageFiles: {}, questions: [question] });
+    const h: Host = { ...inner, runView: (run) => (viewReads++ === 0 ? Promise.resolve(before) : inner.runView(run)) };
+    await render(h);
+    await until(() => q('[data-testid=question-panel]') !== null);
+    expect(viewReads).toBe(2);
+  });
+
+  it('reads the view once when no event came after it', async () => {
+    let viewReads = 0;
+    const inner = host();
+    await render({ ...inner, runView: (run) => (viewReads++, inner.runView(run)) });
+    expect(viewReads).toBe(1);
   });
 
   it('colours the graph from stages and events', async () => {

@@ -6,6 +6,7 @@ import { ArtifactList } from '../artifacts/ArtifactList';
 import { ArtifactPreview } from '../artifacts/ArtifactPreview';
 import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
+import { prefetchLayout } from '../graph/layout';
 import { LogsPanel } from '../logs/LogsPanel';
 import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
 import { EventsPanel } from './EventsPanel';
@@ -79,9 +80,12 @@ function RunQuestion({ host, view, question }: { host: Host; view: RunView; ques
   );
 }
 
+/** The graph's layout starts with the view, while the events are still read. */
+const USE_RUN = { onView: (view: RunView) => prefetchLayout(view.graph_source) };
+
 /** A run: header, graph, question, timeline, stage detail, logs, events, artifacts. */
 export function RunScreen({ host, route }: { host: Host; route: Extract<Route, { screen: 'run' }> }) {
-  const { load, events, live, reload } = useRun(host, route.run);
+  const { load, events, live, reload } = useRun(host, route.run, USE_RUN);
   const view = load.kind === 'ready' ? load.view : null;
   const now = useNow(!!view && ACTIVE.has(view.run.status));
   // A node in the route counts as picked; a new run or route starts over.

@@ -32,14 +32,35 @@ export type RunLoad =
   | { kind: 'failed'; code: string; message: string }
   | { kind: 'ready'; view: RunView };
 
-/** Every stored event of `run`, page by page. */
-async function allEvents(host: Host, run: string): Promise<Event[]> {
-  const out: Event[] = [];
-  for (;;) {
-    const page = await host.runEvents(run, out.at(-1)?.seq ?? 0, EVENTS_PAGE);
-    out.push(...page);
-    if (page.length < EVENTS_PAGE) return out;
+/**
+ * Every stored event of `run`, given the last seq its view saw. Seqs are
+ * 1-based and gap-free (`Store::append_events`), so the pages up to
+ * `lastSeq` are known in advance and read at once: the backend reads one
+ * while the page parses another.
+ */
+export async function allEvents(host: Host, run: string, lastSeq: number): Promise<Event[]> {
+  const count = Math.max(1, Math.ceil(lastSeq / EVENTS_PAGE));
+  const pages = await Promise.all(
+    Array.from({ length: count }, (_, k) => host.runEvents(run, k * EVENTS_PAGE, EVENTS_PAGE)),
+  );
+  // Each page keeps to its own range, so pages never overlap even if the
+  // seqs had gaps; the last one may run past `lastSeq`.
+  const out = pages.flatMap((page, k) => (k === count - 1 ? page : page.filter((e) => e.seq <= (k + 1) * EVENTS_PAGE)));
+  // A full last page that went past `lastSeq` may have more after it;
+  // one that ends at `lastSeq` is all the view saw (the subscription, which
+  // starts after the last event read, brings anything newer).
+  let last = pages[count - 1] ?? [];
+  while (last.length === EVENTS_PAGE && (last.at(-1)?.seq ?? 0) > lastSeq) {
+    last = await host.runEvents(run, out.at(-1)?.seq ?? 0, EVENTS_PAGE);
+    out.push(...last);
   }
+  return out;
+}
+
+export interface UseRunOptions {
+  /** Called with the run's view as soon as it is read, before its events
+   * (the run screen starts the graph's layout then). */
+  onView?: (view: RunView) => void;
 }
 
 /**
@@ -47,7 +68,7 @@ async function allEvents(host: Host, run: string): Promise<Event[]> {
  * then a subscription from the last stored seq appends new events (each
  * once) and re-reads the view, debounced, when a stage or the run moves on.
  */
-export function useRun(host: Host, runId: string) {
+export function useRun(host: Host, runId: string, { onView }: UseRunOptions = {}) {
   const [load, setLoad] = useState<RunLoad>({ kind: 'loading' });
   const [events, setEvents] = useState<Event[]>([]);
   const [live, setLive] = useState<LiveState>({ kind: 'connecting' });
@@ -55,6 +76,9 @@ export function useRun(host: Host, runId: string) {
   const [reloads, setReloads] = useState(0);
 
   const reload = useCallback(() => setReloads((n) => n + 1), []);
+  // A ref, so a new callback each render does not restart the reads.
+  const onViewRef = useRef(onView);
+  onViewRef.current = onView;
 
   useEffect(() => {
     let active = true;
@@ -84,14 +108,17 @@ export function useRun(host: Host, runId: string) {
         return;
       }
       if (!active) return;
+      onViewRef.current?.(view);
       const id = view.run.id;
-      const history = await allEvents(host, id).catch(() => [] as Event[]);
+      const history = await allEvents(host, id, view.run.last_seq).catch(() => [] as Event[]);
       if (!active) return;
-      // Read the view again: events recorded after the first read (a gate
-      // opening, say) are in `history` and the subscription starts after
-      // them, so only a view at least as new as the history shows them.
-      view = await host.runView(id).catch(() => view);
-      if (!active) return;
+      // Events recorded after the view was read (a gate opening, say) are in
+      // `history` and the subscription starts after them, so read the view
+      // again: only one at least as new as the history shows them.
+      if ((history.at(-1)?.seq ?? 0) > view.run.last_seq) {
+        view = await host.runView(id).catch(() => view);
+        if (!active) return;
+      }
       lastSeq.current = history.at(-1)?.seq ?? 0;
       setEvents(history);
       setLoad({ kind: 'ready', view });

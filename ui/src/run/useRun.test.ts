@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+
+import type { Event, Host } from '../api';
+import { makeTestHost } from '../api/testHost';
+import { ev, failedView, RUN } from './fixture.test-data';
+import { allEvents } from './useRun';
+
+/** `n` events numbered 1..n, as the store numbers them. */
+function numbered(n: number): Event[] {
+  const template = ev(0, 'build', 1, { event: 'stage.started', properties: { handler: 'command', attempt: 1 } });
+  return Array.from({ length: n }, (_, i) => ({ ...template, seq: i + 1 }));
+}
+
+/** The test host over `events`, noting every `runEvents` call as `after/limit`. */
+function counting(events: Event[]): { host: Host; calls: string[] } {
+  const calls: string[] = [];
+  const inner = makeTestHost({ views: [failedView()], events: { [RUN]: events }, stageFiles: {}, questions: [] });
+  const host: Host = {
+    ...inner,
+    runEvents: (run, after, limit) => {
+      calls.push(`${after}/${limit}`);
+      return inner.runEvents(run, after, limit);
+    },
+  };
+  return { host, calls };
+}
+
+const seqs = (events: Event[]) => events.map((e) => e.seq);
+const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+describe('allEvents', () => {
+  it('reads every page up to the view\'s last seq at once, and no empty page after them', async () => {
+    const { host, calls } = counting(numbered(25_000));
+    const events = await allEvents(host, RUN, 25_000);
+    expect(seqs(events)).toEqual(oneTo(25_000));
+    expect(calls).toEqual(['0/10000', '10000/10000', '20000/10000']);
+  });
+
+  it('reads on past a full last page that went past the view\'s last seq', async () => {
+    const { host, calls } = counting(numbered(20_003));
+    const events = await allEvents(host, RUN, 19_999);
+    expect(seqs(events)).toEqual(oneTo(20_003));
+    expect(calls).toEqual(['0/10000', '10000/10000', '20000/10000']);
+  });
+
+  it('stops at a full last page that ends at the view\'s last seq', async () => {
+    // Newer events come from the subscription, which starts after 20,000.
+    const { host, calls } = counting(numbered(20_003));
+    const events = await allEvents(host, RUN, 20_000);
+    expect(seqs(events)).toEqual(oneTo(20_000));
+    expect(calls).toEqual(['0/10000', '10000/10000']);
+  });
+
+  it('asks once for a run with no events', async () => {
+    const { host, calls } = counting([]);
+    expect(await allEvents(host, RUN, 0)).toEqual([]);
+    expect(calls).toEqual(['0/10000']);
+  });
+
+  it('keeps each event once even when seqs have gaps', async () => {
+    // Not what the store writes, but pages must not overlap if it ever did.
+    const gappy = numbered(15_000).map((e, i) => ({ ...e, seq: i < 5_000 ? i + 1 : i + 3_001 }));
+    const { host } = counting(gappy);
+    const events = await allEvents(host, RUN, 18_000);
+    expect(seqs(events)).toEqual(seqs(gappy));
+  });
+});
