@@ -1,9 +1,14 @@
+// @vitest-environment happy-dom
+import { act, createElement } from 'react';
+import { createRoot } from 'react-dom/client';
 import { describe, expect, it } from 'vitest';
 
-import type { Event, Host } from '../api';
+import type { Event, Host, RunView } from '../api';
 import { makeTestHost } from '../api/testHost';
 import { ev, failedView, RUN } from './fixture.test-data';
-import { allEvents } from './useRun';
+import { allEvents, useRun } from './useRun';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 /** `n` events numbered 1..n, as the store numbers them. */
 function numbered(n: number): Event[] {
@@ -63,5 +68,34 @@ describe('allEvents', () => {
     const { host } = counting(gappy);
     const events = await allEvents(host, RUN, 18_000);
     expect(seqs(events)).toEqual(seqs(gappy));
+  });
+});
+
+describe('useRun', () => {
+  it('hands over the view before the events are read', async () => {
+    // The run screen starts the graph's layout from this callback, so it
+    // must come while the (large) event history is still on its way.
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const { host: inner, calls } = counting(numbered(3));
+    const host: Host = { ...inner, runEvents: (...args) => held.then(() => inner.runEvents(...args)) };
+    const seen: RunView[] = [];
+    let loaded = '';
+    function Probe() {
+      const { load } = useRun(host, RUN, { onView: (v) => seen.push(v) });
+      loaded = load.kind;
+      return null;
+    }
+    const root = createRoot(document.createElement('div'));
+    await act(async () => root.render(createElement(Probe)));
+    await act(() => new Promise((r) => setTimeout(r, 20)));
+    expect(seen.map((v) => v.run.id)).toEqual([RUN]);
+    expect(loaded).toBe('loading');
+    await act(async () => release());
+    await act(() => new Promise((r) => setTimeout(r, 20)));
+    expect(loaded).toBe('ready');
+    expect(calls).toEqual(['0/10000']);
+    expect(seen).toHaveLength(1);
+    act(() => root.unmount());
   });
 });
