@@ -390,8 +390,17 @@ class E2E:
             raise Failure(f"`weft run report.toml` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
         run_id = json.loads(done.stdout)["run_id"]
         self.s.set_hash(f"#/runs/{run_id}")
-        preview = "[data-testid=artifact-preview]"
-        self.s.click(self.s.find_by_text(f"{preview} button", REPORT_PATH))
+        # The run screen reads the run after the hash changes: wait for its list.
+        def report_button() -> str | None:
+            try:
+                return self.s.find_by_text("[data-testid=artifact-preview] button", REPORT_PATH)
+            except Failure:
+                return None
+
+        self.s.click(wait_until(
+            f"the artifact list offering {REPORT_PATH}", report_button, UI_TIMEOUT_S,
+            describe=lambda: f"the page says {self.s.text()[:300]!r}",
+        ))
         self.wait_text("rendering the captured report", "[data-testid=artifact-markdown]", "Release report")
         self.s.click(self.s.find("[data-testid=artifact-reveal]"))
         said = self.wait_text("saying where the report was written", "[data-testid=artifact-revealed]", REPORT_PATH)
