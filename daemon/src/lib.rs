@@ -8,11 +8,14 @@
 //! - [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!   OpenAI-compatible servers), the model catalog, retries and failover.
 //! - [`engine`]: executes runs: the run loop, routing, handlers.
+//!
+//! [`limits`] is shared by all of them: bounded, regular-file-only reads.
 
 pub mod cli;
 pub mod engine;
 pub mod ipc;
 pub mod lang;
+pub mod limits;
 pub mod llm;
 pub mod server;
 pub mod store;
