@@ -37,6 +37,7 @@ pub fn weftd_path() -> std::path::PathBuf {
 }
 
 async fn start(home: &Home, json: bool) -> u8 {
+    super::report::warn_about_settings(home);
     match crate::server::detach::start_detached(home, &weftd_path()).await {
         Ok((info, started)) => {
             if json {

@@ -132,6 +132,24 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
     out
 }
 
+/// Prints the warnings about `$WEFT_HOME/settings.toml` (keys nothing
+/// reads) on stderr, rustc-style.
+pub fn warn_about_settings(home: &crate::store::Home) {
+    let path = home.settings_path();
+    let warnings = crate::config::settings_warnings(&path);
+    if warnings.is_empty() {
+        return;
+    }
+    let text = crate::config::read(&path)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let file = path.display().to_string();
+    for d in &warnings {
+        eprintln!("{}", human(d, &file, &text, Style::for_stderr()));
+    }
+}
+
 /// The one-line summary printed after a file's diagnostics.
 #[must_use]
 pub fn summary(wf: &Workflow) -> String {

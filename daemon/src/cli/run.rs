@@ -25,7 +25,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_CANCELLED: u8 = 130;
 
 /// A run configuration file (execution/run-configuration.mdx): the parts
-/// Weft reads. Other sections are accepted and ignored.
+/// Weft reads. Other keys are ignored with a warning naming their position
+/// (see [`crate::config::warnings`]).
 #[derive(Debug, Default, Deserialize)]
 struct RunConfig {
     #[serde(rename = "_version", default)]
@@ -66,6 +67,9 @@ struct ModelSection {
 
 /// `weft run`.
 pub fn run(args: &RunArgs) -> u8 {
+    if let Ok(home) = Home::from_env() {
+        report::warn_about_settings(&home);
+    }
     let request = match request(args) {
         Ok(r) => r,
         Err(message) => {
@@ -278,10 +282,14 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut artifacts = Vec::new();
     let mut model = ModelChoice::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
-        let config: RunConfig =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = crate::config::read(&file)?
+            .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
+        let (config, skipped): (RunConfig, _) =
+            crate::config::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let shown = file.display().to_string();
+        for d in crate::config::warnings(&shown, &text, &skipped) {
+            eprintln!("{}", report::human(&d, &shown, &text, Style::for_stderr()));
+        }
         if let Some(v) = config.version
             && v != 1
         {
