@@ -781,3 +781,227 @@ pub fn seconds(d: Duration) -> String {
         format!("{}m{:02}s", whole / 60, whole % 60)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::outcome::Outcome;
+
+    /// A writer the test reads back after the display owns it.
+    #[derive(Clone, Default)]
+    struct Screen(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Screen {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("screen").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Screen {
+        fn take(&self) -> String {
+            let bytes = std::mem::take(&mut *self.0.lock().expect("screen"));
+            String::from_utf8(bytes).expect("utf-8")
+        }
+    }
+
+    fn display(tty: bool, gates: Gates) -> (Progress, Screen) {
+        let screen = Screen::default();
+        let progress = Progress::new(Box::new(screen.clone()), tty, Style::when(false), gates);
+        progress.lock().width = Some(60);
+        (progress, screen)
+    }
+
+    fn event(node: Option<&str>, kind: EventKind) -> Event {
+        Event {
+            seq: 1,
+            ts: "2026-12-02T12:34:56.789Z".into(),
+            run_id: "R1".into(),
+            node_id: node.map(str::to_string),
+            visit: node.map(|_| 1),
+            kind,
+        }
+    }
+
+    fn started(node: &str, branch: Option<&str>) -> Event {
+        event(
+            Some(node),
+            EventKind::StageStarted {
+                handler: "command".into(),
+                attempt: 1,
+                branch: branch.map(str::to_string),
+            },
+        )
+    }
+
+    /// A run whose directory holds what `alpha` and `beta` wrote.
+    fn run_with_output(progress: &Progress, at: Instant) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("dir");
+        let run_dir = RunDir::open(dir.path());
+        for (node, file, text) in [
+            ("alpha", "stdout.log", "building\ncompiling alpha-7\n\n"),
+            (
+                "beta",
+                "stderr.log",
+                "\x1b[31mtesting\x1b[0m 10%\rtesting 90%\n",
+            ),
+        ] {
+            let folder = run_dir.node_dir(node, 1);
+            std::fs::create_dir_all(&folder).expect("folder");
+            std::fs::write(folder.join(file), text).expect("write");
+        }
+        progress.on_event(
+            &event(
+                None,
+                EventKind::RunStarted {
+                    workflow: "W".into(),
+                    goal: None,
+                    run_dir: dir.path().display().to_string(),
+                    resumed: false,
+                },
+            ),
+            at,
+        );
+        progress.on_event(&started("alpha", Some("alpha")), at);
+        progress.on_event(&started("beta", Some("beta")), at);
+        dir
+    }
+
+    #[test]
+    fn a_terminal_shows_every_running_stage_with_its_last_output_line() {
+        let (progress, screen) = display(true, Gates::Here);
+        let at = Instant::now();
+        let _dir = run_with_output(&progress, at);
+        screen.take();
+        progress.tick(at + Duration::from_millis(2500));
+        let drawn = screen.take();
+        let lines: Vec<&str> = drawn.split('\n').collect();
+        assert_eq!(lines.len(), 2, "one line per branch: {drawn:?}");
+        assert!(
+            lines[0].ends_with("alpha    2.5s  compiling alpha-7"),
+            "{drawn:?}"
+        );
+        assert!(
+            lines[1].ends_with("beta     2.5s  testing 90%"),
+            "the last redraw of a progress bar, without escapes: {drawn:?}"
+        );
+        assert!(lines.iter().all(|l| l.chars().count() < 60), "{drawn:?}");
+        progress.tick(at + Duration::from_millis(2600));
+        assert!(
+            screen.take().starts_with("\r\x1b[2K\x1b[1A\x1b[2K"),
+            "the next frame erases both lines first"
+        );
+    }
+
+    #[test]
+    fn without_a_terminal_a_long_stage_gets_a_heartbeat_line_now_and_then() {
+        let (progress, screen) = display(false, Gates::Here);
+        let at = Instant::now();
+        let _dir = run_with_output(&progress, at);
+        screen.take();
+        progress.tick(at + Duration::from_secs(5));
+        assert_eq!(screen.take(), "", "nothing before the first heartbeat");
+        progress.tick(at + HEARTBEAT);
+        assert_eq!(
+            screen.take(),
+            "  … alpha still running (30.0s): compiling alpha-7\n  … beta still running (30.0s): testing 90%\n"
+        );
+        progress.tick(at + HEARTBEAT + Duration::from_secs(5));
+        assert_eq!(screen.take(), "", "then quiet until the next one");
+        progress.tick(at + HEARTBEAT * 2);
+        assert_eq!(screen.take().lines().count(), 2);
+    }
+
+    #[test]
+    fn partial_success_and_skips_are_not_shown_as_success() {
+        let (progress, screen) = display(false, Gates::Here);
+        for (status, mark) in [
+            (Status::PartiallySucceeded, "◐"),
+            (Status::Skipped, "–"),
+            (Status::Succeeded, "✓"),
+        ] {
+            progress.on_event(
+                &event(
+                    Some("fan"),
+                    EventKind::StageCompleted {
+                        status,
+                        duration_ms: 10,
+                        attempts: 1,
+                        outcome: Outcome::succeeded(),
+                    },
+                ),
+                Instant::now(),
+            );
+            let line = screen.take();
+            assert!(
+                line.starts_with(&format!("  {mark} fan")) && line.contains(status.as_str()),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_timeout_after_a_prompt_starts_its_own_line() {
+        let (progress, screen) = display(false, Gates::Here);
+        let asked = event(
+            Some("gate"),
+            EventKind::InterviewStarted {
+                question_id: "Q".into(),
+                question: "Ship?".into(),
+                options: vec!["[S] Ship".into()],
+                freeform: false,
+                context: None,
+                timeout_ms: Some(1000),
+                default_choice: None,
+            },
+        );
+        progress.on_event(&asked, Instant::now());
+        let timeout = event(
+            Some("gate"),
+            EventKind::InterviewTimeout {
+                question_id: "Q".into(),
+                default_choice: None,
+            },
+        );
+        progress.on_event(&timeout, Instant::now());
+        assert_eq!(screen.take(), "\n  ⏱ gate: no answer in time\n");
+        // Answered here: the person's Enter ended the line.
+        progress.on_event(&asked, Instant::now());
+        progress.prompt_closed();
+        progress.on_event(&timeout, Instant::now());
+        assert_eq!(screen.take(), "  ⏱ gate: no answer in time\n");
+    }
+
+    #[test]
+    fn a_waiting_gate_offers_each_option_as_a_shell_word() {
+        let question = Question {
+            id: "Q1".into(),
+            node_id: "approve".into(),
+            text: "Ship it?".into(),
+            context: Some("line 1\nline 2".into()),
+            choices: ["[S] Ship", "Hold it's fine"]
+                .into_iter()
+                .map(|label| {
+                    let (key, text) = parse_accelerator(label);
+                    crate::engine::interviewer::Choice {
+                        key,
+                        label: label.into(),
+                        text,
+                        target: "x".into(),
+                    }
+                })
+                .collect(),
+            freeform: true,
+            timeout_ms: None,
+            default_choice: None,
+        };
+        assert_eq!(
+            waiting_lines("R1", &question, true),
+            "  │ line 1\n  │ line 2\n  ? approve: Ship it?  ([S] Ship | Hold it's fine | any text; no timeout)\n    \
+             answer with: weft answer R1 --question Q1 --key S  (or --label 'Hold it'\\''s fine', --text 'your reply')"
+        );
+    }
+}
