@@ -182,15 +182,6 @@ impl OnTerminal {
         false
     }
 
-    /// Types `text` on the terminal.
-    fn type_in(&mut self, text: &str) {
-        use std::io::Write as _;
-        if let Some(stdin) = self.child.stdin.as_mut() {
-            let _ = stdin.write_all(text.as_bytes());
-            let _ = stdin.flush();
-        }
-    }
-
     fn wait(mut self) -> (Option<i32>, String) {
         drop(self.child.stdin.take());
         let status = self.child.wait().unwrap_or_else(|e| panic!("wait: {e}"));
