@@ -73,7 +73,25 @@ fn a_run_configuration_that_is_a_fifo_is_refused_without_blocking() {
         .status()
         .unwrap_or_else(|e| panic!("mkfifo: {e}"));
     assert!(made.success());
-    let run = sb.run(&["run", "--no-daemon", "run.toml"]);
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    // Reading a FIFO nobody writes to would block for good: give up (and
+    // fail) after a while rather than hang the test run.
+    let mut child = sb
+        .weft()
+        .args(["run", "--no-daemon", "run.toml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().ok().flatten().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("weft blocked reading a FIFO as its run configuration");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
 }

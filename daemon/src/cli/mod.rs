@@ -147,8 +147,8 @@ pub enum Command {
     ///
     /// Shows stdout and stderr of commands and the response of agent and
     /// prompt nodes. Stages are shown in execution order under `== node@visit (status,
-    /// duration) ==`. Exits 2 when RUN is unknown or ambiguous, or NODE never
-    /// ran.
+    /// duration) ==`; `--follow` streams running stages' output until the run
+    /// ends. Exits 2 when RUN is unknown or ambiguous, or NODE never ran.
     Logs(LogsArgs),
     /// Export a run to a directory, laid out as `fabro dump` does.
     ///
@@ -249,7 +249,9 @@ pub struct RunArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Answer every human gate with its first option (or "yes"/"approve").
+    /// Answer every human gate with its approving option: the first whose
+    /// text starts with approve, yes, ok, ship, accept, continue, proceed,
+    /// ... (docs/cli.md lists them); else its first option.
     #[arg(long)]
     pub auto_approve: bool,
     /// Simulate agent and prompt nodes instead of calling a model; human
