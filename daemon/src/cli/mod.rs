@@ -358,7 +358,8 @@ pub struct ResumeArgs {
     /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// Answer every human gate with its first option.
+    /// Answer every human gate with its approving option, as `weft run
+    /// --auto-approve` does.
     #[arg(long)]
     pub auto_approve: bool,
     /// Print the conclusion as JSON on stdout when the run ends.
