@@ -362,6 +362,9 @@ fn generate(home: &Home) -> Result<Generated> {
                     question: "Deploy this build to production?".into(),
                     options: vec!["approve".into(), "reject".into()],
                     freeform: false,
+                    context: None,
+                    timeout_ms: None,
+                    default_choice: None,
                 },
                 _ => EventKind::RunNotice {
                     message: "waiting for the next stage".into(),

@@ -9,9 +9,11 @@
 //!   OpenAI-compatible servers), the model catalog, retries and failover.
 //! - [`engine`]: executes runs: the run loop, routing, handlers.
 //!
-//! [`limits`] is shared by all of them: bounded, regular-file-only reads.
+//! [`limits`] is shared by all of them: bounded, regular-file-only reads;
+//! [`config`] reads the TOML configuration files with them.
 
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod ipc;
 pub mod lang;

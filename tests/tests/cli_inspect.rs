@@ -89,13 +89,15 @@ fn ps_lists_runs_newest_first_in_a_table_and_as_json() {
     let lines: Vec<&str> = table.stdout.lines().collect();
     assert_eq!(lines.len(), 3, "a header and two runs: {}", table.stdout);
     assert!(lines[0].starts_with("ID"), "{}", lines[0]);
+    // Each id as its shortest unique prefix (see cli_ids.rs).
+    let id_of = |line: &str| line.split_whitespace().next().unwrap_or("").to_string();
     assert!(
-        lines[1].starts_with(&failed) && lines[1].contains("failed"),
-        "the newest run comes first with its full id: {}",
+        failed.starts_with(&id_of(lines[1])) && lines[1].contains("failed"),
+        "the newest run comes first: {}",
         lines[1]
     );
     assert!(
-        lines[2].starts_with(&hello) && lines[2].contains("succeeded"),
+        hello.starts_with(&id_of(lines[2])) && lines[2].contains("succeeded"),
         "{}",
         lines[2]
     );

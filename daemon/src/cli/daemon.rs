@@ -37,6 +37,7 @@ pub fn weftd_path() -> std::path::PathBuf {
 }
 
 async fn start(home: &Home, json: bool) -> u8 {
+    super::report::warn_about_settings(home);
     match crate::server::detach::start_detached(home, &weftd_path()).await {
         Ok((info, started)) => {
             if json {
@@ -91,8 +92,9 @@ async fn stop(home: &Home, json: bool) -> u8 {
         );
     } else {
         println!(
-            "weftd stopped (pid {}; {} run(s) interrupted, resumed at its next start)",
-            stopping.pid, stopping.runs_interrupted
+            "weftd stopped (pid {}; {} interrupted, resumed at its next start)",
+            stopping.pid,
+            super::report::count(stopping.runs_interrupted, "run", "runs")
         );
     }
     EXIT_OK
@@ -105,11 +107,11 @@ async fn status(home: &Home, json: bool) -> u8 {
                 println!("{}", serde_json::to_string(&info).unwrap_or_default());
             } else {
                 println!(
-                    "weftd {} running (pid {}, up {}s): {} run(s) running, {} queued\n  socket: {}\n  database: {}",
+                    "weftd {} running (pid {}, up {}s): {} running, {} queued\n  socket: {}\n  database: {}",
                     info.version,
                     info.pid,
                     info.uptime_ms / 1000,
-                    info.runs_running,
+                    super::report::count(info.runs_running, "run", "runs"),
                     info.runs_queued,
                     info.socket_path.display(),
                     info.db_path.display()

@@ -46,7 +46,9 @@ pub fn run(args: &DumpArgs) -> u8 {
             let mut out = std::io::stdout().lock();
             super::output_done(writeln!(
                 out,
-                "dumped {stages} stages and {events} events to {}",
+                "dumped {} and {} to {}",
+                super::report::count(stages as u64, "stage", "stages"),
+                super::report::count(events, "event", "events"),
                 args.out.display()
             ))
         }

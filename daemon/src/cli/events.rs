@@ -364,8 +364,8 @@ fn summary(kind: &EventKind) -> String {
             join_policy,
             max_parallel,
         } => format!(
-            "{} branches ({}), join at {}, {join_policy}, at most {max_parallel} at once",
-            branches.len(),
+            "{} ({}), join at {}, {join_policy}, at most {max_parallel} at once",
+            super::report::count(branches.len() as u64, "branch", "branches"),
             branches.join(", "),
             join.as_deref().unwrap_or("none")
         ),

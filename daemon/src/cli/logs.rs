@@ -1,16 +1,30 @@
 //! `weft logs RUN [NODE]`: what a run's stages wrote, read from the stage
-//! folders of the run directory, in execution order.
+//! folders of the run directory, in execution order; with `--follow`, the
+//! output of running stages as it arrives.
 
-use std::io::Write;
-use std::path::Path;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::progress::seconds;
 use super::reader::Reader;
 use super::{EXIT_USAGE, LogsArgs};
+use crate::engine::event::{Event, EventKind};
 use crate::engine::outcome::LlmUsage;
 use crate::ipc::protocol::RunDetail;
-use crate::store::{RunDir, StageRecord};
+use crate::store::{RunDir, RunStatus, StageRecord};
+
+/// How often `--follow` reads what running stages added to their files
+/// (and, with `--no-daemon`, looks for new events).
+const POLL: Duration = Duration::from_millis(200);
+
+/// The most bytes read from a log file at once; a long output is copied in
+/// pieces of this size, so memory stays bounded whatever it holds.
+const CHUNK: u64 = 64 * 1024;
+
+/// At most this many events are read from the database at a time.
+const EVENT_PAGE: u32 = 1000;
 
 /// `weft logs`.
 pub fn run(args: &LogsArgs) -> u8 {
@@ -19,17 +33,31 @@ pub fn run(args: &LogsArgs) -> u8 {
         Err(code) => return code,
     };
     super::with_runtime(|| async {
-        let detail = match Reader::open(&home, args.no_daemon).await {
-            Ok(reader) => reader.get(&args.run).await,
-            Err(e) => Err(e),
+        let reader = match Reader::open(&home, args.no_daemon).await {
+            Ok(reader) => reader,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
         };
-        let RunDetail { run, stages } = match detail {
+        let RunDetail { run, stages } = match reader.get(&args.run).await {
             Ok(detail) => detail,
             Err(e) => {
                 eprintln!("error: {e}");
                 return EXIT_USAGE;
             }
         };
+        if args.follow && active(run.status) {
+            let mut out = std::io::stdout().lock();
+            return match follow(&reader, &run, &stages, args, &mut out).await {
+                Ok(code) => code,
+                Err(Failure::Read(e)) => {
+                    eprintln!("error: {e}");
+                    EXIT_USAGE
+                }
+                Err(Failure::Write(e)) => super::output_done(Err(e)),
+            };
+        }
         let chosen = match choose(&stages, args.node.as_deref(), args.visit) {
             Ok(chosen) => chosen,
             Err(message) => {
@@ -46,6 +74,352 @@ pub fn run(args: &LogsArgs) -> u8 {
     })
 }
 
+/// Whether a run with `status` may still run stages (without a resume).
+fn active(status: RunStatus) -> bool {
+    matches!(
+        status,
+        RunStatus::Queued | RunStatus::Running | RunStatus::Blocked
+    )
+}
+
+enum Failure {
+    Read(String),
+    Write(std::io::Error),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Write(e)
+    }
+}
+
+/// A stage whose files `--follow` copies out as they grow.
+struct Followed {
+    node: String,
+    visit: u32,
+    folder: PathBuf,
+    /// How far stdout.log and stderr.log have been copied.
+    copied: [u64; 2],
+    /// The end of a line not finished yet, per stream; it is printed once
+    /// its newline arrives (or the stage ends), so streams never mix
+    /// within a line.
+    partial: [Vec<u8>; 2],
+}
+
+/// Where `--follow` stands: which stage and stream it printed last.
+#[derive(Default)]
+struct Cursor {
+    at: Option<(String, u32, usize)>,
+    /// True while the last byte printed was not a newline.
+    mid_line: bool,
+}
+
+/// `--follow`: prints the finished stages chosen, then streams the output
+/// of running and new stages as it arrives until the run ends (or, with
+/// `--visit`, until that visit ends). New stages are learnt from the
+/// daemon's subscription, or with `--no-daemon` from the database every
+/// [`POLL`]; their output is read from the stage folder's files either way,
+/// since output events are capped and the files are not.
+async fn follow(
+    reader: &Reader,
+    run: &crate::store::RunRecord,
+    stages: &[StageRecord],
+    args: &LogsArgs,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let dir = RunDir::open(&run.run_dir);
+    let wanted = |node: &str, visit: u32| {
+        args.node.as_deref().is_none_or(|n| n == node) && args.visit.is_none_or(|v| v == visit)
+    };
+    // Subscribe before printing what is recorded: every event after
+    // `last_seq` arrives, so no stage can start unseen in between.
+    let mut after = run.last_seq;
+    let mut live = reader
+        .subscribe(&run.id, after)
+        .await
+        .map_err(Failure::Read)?;
+    let mut followed: Vec<Followed> = Vec::new();
+    let mut cursor = Cursor::default();
+    let mut seen_any = false;
+    for stage in stages.iter().filter(|s| wanted(&s.node_id, s.visit)) {
+        seen_any = true;
+        if stage.status == "running" {
+            writeln!(out, "{}", header(stage))?;
+            cursor.at = Some((stage.node_id.clone(), stage.visit, 0));
+            followed.push(Followed::new(&dir, &stage.node_id, stage.visit));
+        } else {
+            write_stage(out, &dir, stage)?;
+        }
+    }
+    out.flush()?;
+    loop {
+        let events = match &mut live {
+            Some(subscription) => {
+                tokio::select! {
+                    event = subscription.next() => match event {
+                        Some(event) => vec![event],
+                        None => {
+                            return Err(Failure::Read(format!(
+                                "lost the connection to weftd; `weft logs {} --follow` continues",
+                                run.id
+                            )));
+                        }
+                    },
+                    () = tokio::time::sleep(POLL) => Vec::new(),
+                }
+            }
+            None => {
+                tokio::time::sleep(POLL).await;
+                let ended = !active(reader.status(&run.id).await.map_err(Failure::Read)?);
+                let page = reader
+                    .events(&run.id, after, EVENT_PAGE)
+                    .await
+                    .map_err(Failure::Read)?;
+                if page.is_empty() && ended {
+                    // Ended without a final event (its process died).
+                    for stage in &mut followed {
+                        stage.copy(out, &mut cursor, true)?;
+                    }
+                    return Ok(super::EXIT_OK);
+                }
+                page
+            }
+        };
+        for stage in &mut followed {
+            stage.copy(out, &mut cursor, false)?;
+        }
+        for event in events {
+            after = after.max(event.seq);
+            if let (EventKind::StageStarted { .. }, Some(node), Some(visit)) =
+                (&event.kind, &event.node_id, event.visit)
+            {
+                seen_any |= wanted(node, visit);
+            }
+            let step = on_event(&event, &dir, &wanted, &mut followed, &mut cursor, out)?;
+            out.flush()?;
+            match step {
+                Step::Continue => {}
+                Step::VisitDone => return Ok(super::EXIT_OK),
+                Step::RunEnded => {
+                    if let Some(node) = args.node.as_deref().filter(|_| !seen_any) {
+                        eprintln!("error: run {}: node `{node}` never ran", run.id);
+                        return Ok(EXIT_USAGE);
+                    }
+                    return Ok(super::EXIT_OK);
+                }
+            }
+        }
+        out.flush()?;
+    }
+}
+
+/// What `--follow` does after an event.
+enum Step {
+    Continue,
+    /// The one visit asked for (`--visit`) has ended.
+    VisitDone,
+    RunEnded,
+}
+
+/// Starts following a wanted stage that starts, and finishes one that
+/// ends: the rest of its output, an LLM stage's response, and a closing
+/// line with its status and duration.
+fn on_event(
+    event: &Event,
+    dir: &RunDir,
+    wanted: &impl Fn(&str, u32) -> bool,
+    followed: &mut Vec<Followed>,
+    cursor: &mut Cursor,
+    out: &mut impl Write,
+) -> std::io::Result<Step> {
+    let (node, visit) = match (&event.node_id, event.visit) {
+        (Some(node), Some(visit)) => (node.as_str(), visit),
+        _ => ("", 0),
+    };
+    match &event.kind {
+        EventKind::StageStarted { .. }
+            if wanted(node, visit) && !followed.iter().any(|f| f.is(node, visit)) =>
+        {
+            cursor.end_line(out)?;
+            writeln!(out, "== {node}@{visit} (running) ==")?;
+            cursor.at = Some((node.to_string(), visit, 0));
+            followed.push(Followed::new(dir, node, visit));
+        }
+        EventKind::StageCompleted {
+            status,
+            duration_ms,
+            ..
+        }
+        | EventKind::StageFailed {
+            status,
+            duration_ms,
+            ..
+        } => {
+            let Some(at) = followed.iter().position(|f| f.is(node, visit)) else {
+                return Ok(Step::Continue);
+            };
+            let mut stage = followed.remove(at);
+            stage.copy(out, cursor, true)?;
+            cursor.end_line(out)?;
+            if let Some(text) = read(&stage.folder.join("response.md")) {
+                writeln!(out, "-- response --")?;
+                write_text(out, &text)?;
+            }
+            let status = if matches!(event.kind, EventKind::StageFailed { .. }) {
+                "failed"
+            } else {
+                status.as_str()
+            };
+            writeln!(
+                out,
+                "-- {node}@{visit} {status} in {} --",
+                seconds(Duration::from_millis(*duration_ms))
+            )?;
+            cursor.at = None;
+            // With `--visit`, the one stage wanted has ended.
+            if wanted(node, visit) && !wanted(node, visit + 1) {
+                return Ok(Step::VisitDone);
+            }
+        }
+        EventKind::RunCompleted { .. }
+        | EventKind::RunFailed { .. }
+        | EventKind::RunCancelled { .. }
+        | EventKind::RunInterrupted { .. } => {
+            for stage in followed.iter_mut() {
+                stage.copy(out, cursor, true)?;
+            }
+            cursor.end_line(out)?;
+            return Ok(Step::RunEnded);
+        }
+        _ => {}
+    }
+    Ok(Step::Continue)
+}
+
+impl Followed {
+    fn new(dir: &RunDir, node: &str, visit: u32) -> Followed {
+        Followed {
+            node: node.to_string(),
+            visit,
+            folder: dir.node_dir(node, visit),
+            copied: [0; 2],
+            partial: [Vec::new(), Vec::new()],
+        }
+    }
+
+    fn is(&self, node: &str, visit: u32) -> bool {
+        self.node == node && self.visit == visit
+    }
+
+    /// Copies what the stage's files gained since the last call: whole
+    /// lines, or everything when `last` (the stage has ended).
+    fn copy(
+        &mut self,
+        out: &mut impl Write,
+        cursor: &mut Cursor,
+        last: bool,
+    ) -> std::io::Result<()> {
+        for stream in 0..2 {
+            let path = self.folder.join(["stdout.log", "stderr.log"][stream]);
+            loop {
+                let chunk = read_from(&path, self.copied[stream]);
+                if chunk.is_empty() {
+                    break;
+                }
+                self.copied[stream] += chunk.len() as u64;
+                self.partial[stream].extend_from_slice(&chunk);
+                let whole = if self.partial[stream].len() as u64 >= CHUNK {
+                    self.partial[stream].len()
+                } else {
+                    self.partial[stream]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |i| i + 1)
+                };
+                let text: Vec<u8> = self.partial[stream].drain(..whole).collect();
+                self.emit(out, cursor, stream, &text)?;
+            }
+            if last {
+                let rest = std::mem::take(&mut self.partial[stream]);
+                self.emit(out, cursor, stream, &rest)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn emit(
+        &self,
+        out: &mut impl Write,
+        cursor: &mut Cursor,
+        stream: usize,
+        text: &[u8],
+    ) -> std::io::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        cursor.switch(out, &self.node, self.visit, stream)?;
+        out.write_all(text)?;
+        cursor.mid_line = !text.ends_with(b"\n");
+        Ok(())
+    }
+}
+
+impl Cursor {
+    /// Ends a line left unfinished, so that a marker starts its own.
+    fn end_line(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if std::mem::take(&mut self.mid_line) {
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+
+    /// Marks a change of stage (`== node@visit ==`) or of stream (`--
+    /// stderr --`, `-- stdout --`) before text from another place.
+    fn switch(
+        &mut self,
+        out: &mut impl Write,
+        node: &str,
+        visit: u32,
+        stream: usize,
+    ) -> std::io::Result<()> {
+        let here = Some((node.to_string(), visit, stream));
+        if self.at == here {
+            return Ok(());
+        }
+        self.end_line(out)?;
+        let same_stage = self
+            .at
+            .as_ref()
+            .is_some_and(|(n, v, _)| n == node && *v == visit);
+        if !same_stage {
+            writeln!(out, "== {node}@{visit} ==")?;
+        }
+        if same_stage || stream == 1 {
+            writeln!(out, "-- {} --", ["stdout", "stderr"][stream])?;
+        }
+        self.at = here;
+        Ok(())
+    }
+}
+
+/// Up to [`CHUNK`] bytes of the regular file at `path` from `offset`;
+/// empty when there are none (yet), or the path is not a regular file.
+fn read_from(path: &Path, offset: u64) -> Vec<u8> {
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0))
+        .open(path)
+    else {
+        return Vec::new();
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) || file.seek(SeekFrom::Start(offset)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    let _ = file.take(CHUNK).read_to_end(&mut bytes);
+    bytes
+}
 /// The stages to show: all, or NODE's (one visit with `--visit`). A node or
 /// visit that never ran is an error naming the ones that did.
 fn choose<'a>(
@@ -88,14 +462,13 @@ fn choose<'a>(
     Ok(matching)
 }
 
-/// `== node@visit (status, duration) ==`, then the stage's stdout, its
-/// stderr under `-- stderr --` when there is any, and an LLM stage's
-/// response under `-- response --`.
-fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::io::Result<()> {
-    let duration = stage.duration_ms.map_or_else(
-        || "running".to_string(),
-        |ms| seconds(Duration::from_millis(ms)),
-    );
+/// `== node@visit (status, duration) ==`: a running or interrupted stage
+/// has no duration, so its header names only its status.
+fn header(stage: &StageRecord) -> String {
+    let duration = stage
+        .duration_ms
+        .map(|ms| format!(", {}", seconds(Duration::from_millis(ms))))
+        .unwrap_or_default();
     // An LLM stage's header names the model and what it spent.
     let llm = stage
         .outcome
@@ -104,11 +477,16 @@ fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::
         .and_then(|l| serde_json::from_value::<LlmUsage>(l.clone()).ok())
         .map(|l| format!(", {}", l.describe()))
         .unwrap_or_default();
-    writeln!(
-        out,
-        "== {}@{} ({}, {duration}{llm}) ==",
+    format!(
+        "== {}@{} ({}{duration}{llm}) ==",
         stage.node_id, stage.visit, stage.status
-    )?;
+    )
+}
+
+/// The stage's [`header`], then its stdout, its stderr under `-- stderr --`
+/// when there is any, and an LLM stage's response under `-- response --`.
+fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::io::Result<()> {
+    writeln!(out, "{}", header(stage))?;
     let folder = dir.node_dir(&stage.node_id, stage.visit);
     if let Some(text) = read(&folder.join("stdout.log")) {
         write_text(out, &text)?;

@@ -7,9 +7,43 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+// Every message of the CLI goes through these three macros, which shadow
+// std's for this module and its children (they are defined before the
+// `mod` lines below). std's versions panic when the write fails, and a
+// closed pipe (`weft run ... 2>&1 | head -2`) makes every write fail: a
+// panic there would abandon a run mid-stage. A message that cannot be
+// written is dropped instead; commands whose output is their product (`ps`,
+// `events`, `logs`, ...) write through `Write` and check with
+// [`output_done`].
+
+/// `eprintln!` that drops the message when stderr cannot be written.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` that drops the line when stdout cannot be written.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that drops the text when stdout cannot be written.
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod control;
 mod daemon;
 mod graph;
+mod manual;
 mod model;
 mod progress;
 mod reader;
@@ -31,10 +65,32 @@ pub const EXIT_INVALID: u8 = 1;
 /// Exit code: bad usage or a file that cannot be read.
 pub const EXIT_USAGE: u8 = 2;
 
+/// What `weft --help` says after the commands: where Weft keeps its data,
+/// its settings and its documentation.
+const AFTER_HELP: &str = "\
+Runs: RUN is a run id, a unique prefix of one (as `weft ps` shows it), `last`
+(the newest run) or `last~N` (the Nth run before it).
+
+Environment:
+  WEFT_HOME  where runs, the database and the daemon's socket live
+             (default: ~/.local/share/weft)
+  NO_COLOR   no colour, even on a terminal
+
+Settings: $WEFT_HOME/settings.toml (the daemon, language-model providers).
+Docs: docs/cli.md in the Weft repository, or `weft man`; shell completions
+with `weft completions SHELL`.";
+
 /// Weft runs AI coding-agent workflows written in Fabro's workflow language
 /// (Graphviz DOT files, `.fabro` or `.dot`) on your own machine.
 #[derive(Debug, Parser)]
-#[command(name = "weft", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "weft",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = AFTER_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -91,8 +147,8 @@ pub enum Command {
     ///
     /// Shows stdout and stderr of commands and the response of agent and
     /// prompt nodes. Stages are shown in execution order under `== node@visit (status,
-    /// duration) ==`. Exits 2 when RUN is unknown or ambiguous, or NODE never
-    /// ran.
+    /// duration) ==`; `--follow` streams running stages' output until the run
+    /// ends. Exits 2 when RUN is unknown or ambiguous, or NODE never ran.
     Logs(LogsArgs),
     /// Export a run to a directory, laid out as `fabro dump` does.
     ///
@@ -116,6 +172,30 @@ pub enum Command {
     /// model and exits 0 when all answer, 1 when any fails, 2 on usage
     /// errors.
     Model(ModelArgs),
+    /// Print a shell completion script: `weft completions bash > ...`.
+    ///
+    /// bash: `weft completions bash > ~/.local/share/bash-completion/completions/weft`;
+    /// zsh: into a directory of `$fpath` as `_weft`; fish:
+    /// `~/.config/fish/completions/weft.fish`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), of weft or of one command.
+    ///
+    /// `weft man | man -l -` reads it; `weft man run` is weft-run(1).
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, `ps`, ...); weft(1) without.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// Options shared by commands that load a workflow.
@@ -169,7 +249,9 @@ pub struct RunArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Answer every human gate with its first option (or "yes"/"approve").
+    /// Answer every human gate with its approving option: the first whose
+    /// text starts with approve, yes, ok, ship, accept, continue, proceed,
+    /// ... (docs/cli.md lists them); else its first option.
     #[arg(long)]
     pub auto_approve: bool,
     /// Simulate agent and prompt nodes instead of calling a model; human
@@ -208,14 +290,16 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
 }
 
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// The question, when the run has several open (see `weft questions`).
@@ -237,7 +321,7 @@ pub struct AnswerArgs {
 
 #[derive(Debug, Args)]
 pub struct QuestionsArgs {
-    /// Only this run's questions (id or unique prefix).
+    /// Only this run's questions (id, unique prefix, `last` or `last~N`).
     #[arg(value_name = "RUN")]
     pub run: Option<String>,
     /// Include answered and closed questions.
@@ -270,10 +354,12 @@ pub enum DaemonAction {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// Answer every human gate with its first option.
+    /// Answer every human gate with its approving option, as `weft run
+    /// --auto-approve` does.
     #[arg(long)]
     pub auto_approve: bool,
     /// Print the conclusion as JSON on stdout when the run ends.
@@ -301,8 +387,13 @@ pub struct PsArgs {
     /// Only runs of the workflow with exactly this name.
     #[arg(long, value_name = "NAME")]
     pub workflow: Option<String>,
-    /// Show at most N runs.
-    #[arg(long, value_name = "N")]
+    /// Only runs carrying this label, exactly as given to `weft run
+    /// --label` (e.g. `env=prod`).
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Show at most N runs, newest first: the N most recent (with the
+    /// active ones) instead of 20. N is at least 1; `--all` lists every run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: Option<u32>,
     /// Read the run store directly instead of asking weftd (works without a
     /// daemon, and does not start one).
@@ -312,7 +403,8 @@ pub struct PsArgs {
 
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// Print one event envelope (JSON) per line.
@@ -333,7 +425,8 @@ pub struct EventsArgs {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// Only this node's stages.
@@ -342,6 +435,10 @@ pub struct LogsArgs {
     /// Only this visit of NODE (1 is the first).
     #[arg(long, value_name = "N", requires = "node")]
     pub visit: Option<u32>,
+    /// Keep printing the output of running and new stages as it arrives,
+    /// until the run ends (with `--visit`, until that visit ends).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
     /// Read the run store directly instead of asking weftd (works without a
     /// daemon, and does not start one).
     #[arg(long)]
@@ -350,7 +447,8 @@ pub struct LogsArgs {
 
 #[derive(Debug, Args)]
 pub struct DumpArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// The directory to write; created if missing.
@@ -363,7 +461,8 @@ pub struct DumpArgs {
 
 #[derive(Debug, Args)]
 pub struct ArtifactsArgs {
-    /// The run id, or any unique prefix of it.
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// Print a JSON array of artifacts instead of a table.
@@ -530,6 +629,8 @@ pub fn main() -> ExitCode {
         Command::Dump(args) => dump::run(&args),
         Command::Artifacts(args) => artifacts::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::Completions(args) => manual::completions(args.shell),
+        Command::Man(args) => manual::man(args.command.as_deref()),
     };
     ExitCode::from(code)
 }

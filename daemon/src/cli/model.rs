@@ -41,6 +41,7 @@ fn process_env() -> BTreeMap<String, String> {
 /// saying why not.
 fn settings() -> Result<LlmSettings, u8> {
     let home = super::home()?;
+    super::report::warn_about_settings(&home);
     LlmSettings::load(&home.settings_path()).map_err(|e| {
         eprintln!("error: {e}");
         EXIT_USAGE

@@ -1,42 +1,160 @@
 //! Live progress of a run on stderr: one line per finished stage with its
-//! status and duration, and on a terminal a spinner for the running stage.
-//! Stdout stays free for `--json`.
+//! status and duration, and what is running now. Stdout stays free for
+//! `--json`.
+//!
+//! On a terminal a live block at the bottom shows every running stage —
+//! each branch of a fan-out gets its own line — with a spinner, its time so
+//! far and the last line its command wrote, redrawn in place ten times a
+//! second. Without a terminal (CI logs, pipes) nothing is redrawn: a stage
+//! running longer than [`HEARTBEAT`] gets one line with its latest output,
+//! and another after each further [`HEARTBEAT`].
+//!
+//! The output shown comes from the stage folder's `stdout.log` and
+//! `stderr.log`, not from `command.output` events: the engine caps how many
+//! events a huge output produces, while the files always have the end.
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use super::report::{Style, count, status_colour};
 use crate::engine::event::{Event, EventKind};
+use crate::engine::interviewer::{Question, parse_accelerator};
+use crate::engine::outcome::Status;
 use crate::engine::recorder::Observer;
+use crate::store::RunDir;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
-#[derive(Debug, Default)]
+/// How often a terminal's live block is redrawn.
+const TTY_TICK: Duration = Duration::from_millis(100);
+
+/// How often, without a terminal, running stages are checked for a
+/// [`HEARTBEAT`] line.
+const PLAIN_TICK: Duration = Duration::from_secs(1);
+
+/// Without a terminal, a stage that has run this long gets a line with its
+/// latest output, and another each time this much more has passed: often
+/// enough to show a CI log is alive, rarely enough not to flood it.
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
+
+/// At most this many running stages get a line of their own in the live
+/// block; the rest are counted on one more line.
+const MAX_LIVE_LINES: usize = 6;
+
+/// How much of the end of an output file is read to find its last line.
+const TAIL_BYTES: u64 = 4096;
+
+/// The longest output line shown without a terminal (a terminal cuts lines
+/// at its width so that the live block never wraps).
+const PLAIN_TAIL_CHARS: usize = 120;
+
+/// The width assumed when the terminal's cannot be read.
+const DEFAULT_WIDTH: usize = 80;
+
+/// At most this many lines of a gate's context (the previous stage's
+/// output) are shown to a person reading a log.
+const CONTEXT_LINES: usize = 20;
+
+/// Who answers the run's human gates; it decides what a gate shows here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gates {
+    /// A console on this terminal asks (and prints the question itself).
+    Here,
+    /// `--auto-approve` or `--dry-run`: gates answer themselves.
+    Auto,
+    /// Another client answers (`weft answer`, the app): say how.
+    Elsewhere,
+}
+
+/// A stage that has started and not finished.
+#[derive(Debug)]
+struct Running {
+    node: String,
+    visit: u32,
+    /// `node`, or `node@visit` from the second visit on.
+    name: String,
+    branch: Option<String>,
+    /// Only commands write output files worth following.
+    command: bool,
+    since: Instant,
+    /// When the last heartbeat line was printed (or the stage started).
+    heartbeat: Instant,
+    /// The last non-empty line of its output, cleaned for one line.
+    tail: Option<String>,
+    /// Length and modification time of stdout.log and stderr.log when the
+    /// tail was last read: unchanged files are not read again.
+    seen: [(u64, Option<SystemTime>); 2],
+}
+
 struct State {
-    /// The running stage (`node` or `node@visit`) and when it started.
-    running: Option<(String, Instant)>,
+    out: Box<dyn Write + Send>,
+    tty: bool,
+    style: Style,
+    /// The terminal's width, or `None` to ask the terminal on stderr.
+    width: Option<usize>,
+    gates: Gates,
+    run_dir: Option<RunDir>,
+    /// In start order.
+    running: Vec<Running>,
     frame: usize,
-    /// A spinner line is on screen and must be cleared before printing.
-    drawn: bool,
-    /// A human gate is asking on the terminal: draw nothing.
+    /// How many lines of the live block are on screen.
+    live: usize,
+    /// A question is being asked on this terminal: draw nothing.
     paused: bool,
+    /// A console printed a prompt and no newline has ended that line yet.
+    prompt_open: bool,
+    /// Questions asked and not yet settled, by id.
+    open_questions: Vec<String>,
     run_id: String,
 }
 
 /// The progress display.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Progress {
     state: Arc<Mutex<State>>,
     tty: bool,
 }
 
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress").field("tty", &self.tty).finish()
+    }
+}
+
 impl Progress {
-    /// Progress on stderr, with a spinner when stderr is a terminal.
+    /// Progress on stderr, redrawn in place and coloured (unless `NO_COLOR`)
+    /// when stderr is a terminal.
     #[must_use]
-    pub fn stderr() -> Progress {
+    pub fn stderr(gates: Gates) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        Progress::new(Box::new(std::io::stderr()), tty, Style::when(tty), gates)
+    }
+
+    /// Progress written to `out`; `tty` chooses the live block over
+    /// heartbeat lines.
+    #[must_use]
+    pub fn new(out: Box<dyn Write + Send>, tty: bool, style: Style, gates: Gates) -> Progress {
+        let state = State {
+            out,
+            tty,
+            style,
+            width: None,
+            gates,
+            run_dir: None,
+            running: Vec::new(),
+            frame: 0,
+            live: 0,
+            paused: false,
+            prompt_open: false,
+            open_questions: Vec::new(),
+            run_id: String::new(),
+        };
         Progress {
-            state: Arc::default(),
-            tty: std::io::stderr().is_terminal(),
+            state: Arc::new(Mutex::new(state)),
+            tty,
         }
     }
 
@@ -46,56 +164,51 @@ impl Progress {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The observer to hand to the engine.
+    /// The observer to hand to the engine (or to feed followed events to).
     #[must_use]
     pub fn observer(&self) -> Observer {
         let me = self.clone();
-        Arc::new(move |event: &Event| me.on_event(event))
+        Arc::new(move |event: &Event| me.on_event(event, Instant::now()))
     }
 
-    /// Redraws the spinner ten times a second (terminals only).
+    /// Calls [`Progress::tick`] ten times a second on a terminal, once a
+    /// second otherwise.
     #[must_use]
-    pub fn spawn_ticker(&self) -> Option<tokio::task::JoinHandle<()>> {
-        if !self.tty {
-            return None;
-        }
+    pub fn spawn_ticker(&self) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
-        Some(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let every = if self.tty { TTY_TICK } else { PLAIN_TICK };
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                me.draw_spinner();
+                me.tick(Instant::now());
             }
-        }))
+        })
     }
 
-    /// Clears the spinner line.
-    pub fn finish(&self) {
+    /// Brings the display up to `now`: on a terminal, redraws the live
+    /// block; otherwise prints the heartbeat lines that are due.
+    pub fn tick(&self, now: Instant) {
         let mut state = self.lock();
-        clear(&mut state, self.tty);
-    }
-
-    fn draw_spinner(&self) {
-        let mut state = self.lock();
-        if state.paused {
-            return;
+        if state.tty {
+            state.refresh_tails(false);
+            state.draw(now);
+        } else {
+            state.heartbeats(now);
         }
-        let Some((stage, since)) = state.running.clone() else {
-            return;
-        };
-        state.frame = (state.frame + 1) % FRAMES.len();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K  {} {stage} running {}",
-            FRAMES[state.frame],
-            seconds(since.elapsed())
-        );
-        let _ = err.flush();
-        state.drawn = true;
     }
 
-    fn on_event(&self, event: &Event) {
+    /// Clears the live block.
+    pub fn finish(&self) {
+        self.lock().clear_live();
+    }
+
+    /// The console's prompt line was ended by the person's answer.
+    pub fn prompt_closed(&self) {
+        self.lock().prompt_open = false;
+    }
+
+    fn on_event(&self, event: &Event, now: Instant) {
         let mut state = self.lock();
         let stage = stage_name(event);
         let line = match &event.kind {
@@ -103,12 +216,30 @@ impl Progress {
                 run_dir, resumed, ..
             } => {
                 state.run_id.clone_from(&event.run_id);
+                state.run_dir = Some(RunDir::open(run_dir));
                 let verb = if *resumed { "resumed" } else { "started" };
                 Some(format!("run {} {verb}\n  run dir: {run_dir}", event.run_id))
             }
-            EventKind::StageStarted { attempt, .. } => {
-                if *attempt == 1 {
-                    state.running = Some((stage, Instant::now()));
+            EventKind::StageStarted {
+                attempt,
+                branch,
+                handler,
+            } => {
+                if let (1, Some(node), Some(visit)) = (*attempt, &event.node_id, event.visit) {
+                    state
+                        .running
+                        .retain(|r| !(r.node == *node && r.visit == visit));
+                    state.running.push(Running {
+                        node: node.clone(),
+                        visit,
+                        name: stage,
+                        branch: branch.clone(),
+                        command: handler == "command",
+                        since: now,
+                        heartbeat: now,
+                        tail: None,
+                        seen: [(0, None); 2],
+                    });
                 }
                 None
             }
@@ -117,7 +248,8 @@ impl Progress {
                 delay_ms,
                 reason,
             } => Some(format!(
-                "  ↻ {stage} attempt {attempt} failed ({reason}); retrying in {}",
+                "  {} {stage} attempt {attempt} failed ({reason}); retrying in {}",
+                state.style.paint("33", "↻"),
                 seconds(Duration::from_millis(*delay_ms))
             )),
             EventKind::StageCompleted {
@@ -132,12 +264,17 @@ impl Progress {
                 attempts,
                 ..
             } => {
-                state.running = None;
-                let mark = if matches!(event.kind, EventKind::StageFailed { .. }) {
-                    "✗"
-                } else {
-                    "✓"
+                let finished = state.take_running(event);
+                let failed = matches!(event.kind, EventKind::StageFailed { .. });
+                let mark = match status {
+                    _ if failed => "✗",
+                    Status::Succeeded => "✓",
+                    Status::PartiallySucceeded => "◐",
+                    Status::Skipped => "–",
+                    Status::Failed => "✗",
                 };
+                let status_text = if failed { "failed" } else { status.as_str() };
+                let colour = status_colour(status_text);
                 let tries = if *attempts > 1 {
                     format!(" after {attempts} attempts")
                 } else {
@@ -150,23 +287,65 @@ impl Progress {
                         .unwrap_or_default(),
                     _ => String::new(),
                 };
+                let branch = finished
+                    .and_then(|r| r.branch.filter(|b| *b != r.node))
+                    .map(|b| format!(" (branch {b})"))
+                    .unwrap_or_default();
                 Some(format!(
-                    "  {mark} {stage:<24} {:<20} {:>7}{tries}{reason}",
-                    status.as_str(),
+                    "  {} {stage:<24} {} {:>7}{tries}{branch}{reason}",
+                    state.style.paint(colour, mark),
+                    state.style.paint(colour, &format!("{status_text:<20}")),
                     seconds(Duration::from_millis(*duration_ms))
                 ))
             }
-            EventKind::InterviewStarted { .. } => {
-                clear(&mut state, self.tty);
-                state.paused = true;
-                None
+            EventKind::ParallelStarted { branches, .. } => Some(format!(
+                "  ⑂ {stage}: {} ({})",
+                count(branches.len() as u64, "branch", "branches"),
+                branches.join(", ")
+            )),
+            EventKind::InterviewStarted { question_id, .. } => {
+                state.open_questions.push(question_id.clone());
+                match state.gates {
+                    Gates::Here => {
+                        state.clear_live();
+                        state.paused = true;
+                        state.prompt_open = true;
+                        None
+                    }
+                    Gates::Auto => None,
+                    Gates::Elsewhere => question_of(event).map(|question| {
+                        let several = state.open_questions.len() > 1;
+                        waiting_lines(&event.run_id, &question, several)
+                    }),
+                }
             }
-            EventKind::InterviewCompleted { .. } | EventKind::InterviewInterrupted { .. } => {
-                state.paused = false;
-                None
+            EventKind::InterviewCompleted {
+                question_id,
+                selected,
+                text,
+            } => {
+                let elsewhere = state.settle_question(question_id);
+                let answer = text.as_deref().unwrap_or(selected);
+                match (elsewhere, state.gates) {
+                    (true, _) => Some(format!("  ↳ {stage}: answered elsewhere: {answer}")),
+                    (false, Gates::Auto) => Some(format!("  ↳ {stage}: auto-approved: {answer}")),
+                    (false, Gates::Elsewhere) => Some(format!("  ↳ {stage}: answered: {answer}")),
+                    (false, Gates::Here) => None,
+                }
             }
-            EventKind::InterviewTimeout { default_choice, .. } => {
-                state.paused = false;
+            EventKind::InterviewInterrupted {
+                question_id,
+                reason,
+            } => {
+                let elsewhere = state.settle_question(question_id);
+                (elsewhere || state.gates != Gates::Here)
+                    .then(|| format!("  ↳ {stage}: not answered: {reason}"))
+            }
+            EventKind::InterviewTimeout {
+                question_id,
+                default_choice,
+            } => {
+                state.settle_question(question_id);
                 Some(match default_choice {
                     Some(d) => format!("  ⏱ {stage}: no answer in time; taking the default `{d}`"),
                     None => format!("  ⏱ {stage}: no answer in time"),
@@ -213,20 +392,373 @@ impl Progress {
             )),
             _ => None,
         };
+        if matches!(
+            event.kind,
+            EventKind::RunCompleted { .. }
+                | EventKind::RunFailed { .. }
+                | EventKind::RunCancelled { .. }
+                | EventKind::RunInterrupted { .. }
+        ) {
+            state.running.clear();
+        }
         if let Some(line) = line {
-            clear(&mut state, self.tty);
-            eprintln!("{line}");
+            state.say(&line, now);
         }
     }
 }
 
-fn clear(state: &mut State, tty: bool) {
-    if state.drawn && tty {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K");
-        let _ = err.flush();
+impl State {
+    /// Prints `line` above the live block (which is redrawn below it).
+    fn say(&mut self, line: &str, now: Instant) {
+        self.clear_live();
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
+        self.draw(now);
     }
-    state.drawn = false;
+
+    /// Ends a question: the prompt line, if a console left one open, gets
+    /// its newline first (so a notice never overwrites it). True when that
+    /// prompt was still open, i.e. someone else answered.
+    fn settle_question(&mut self, question_id: &str) -> bool {
+        self.open_questions.retain(|q| q != question_id);
+        let open = std::mem::take(&mut self.prompt_open);
+        if open {
+            let _ = writeln!(self.out);
+        }
+        self.paused = false;
+        open
+    }
+
+    /// Removes and returns the running stage an event finishes.
+    fn take_running(&mut self, event: &Event) -> Option<Running> {
+        let at = self.running.iter().position(|r| {
+            event.node_id.as_deref() == Some(r.node.as_str()) && event.visit == Some(r.visit)
+        })?;
+        Some(self.running.remove(at))
+    }
+
+    fn clear_live(&mut self) {
+        if self.live == 0 {
+            return;
+        }
+        let mut erase = String::from("\r\x1b[2K");
+        for _ in 1..self.live {
+            erase.push_str("\x1b[1A\x1b[2K");
+        }
+        let _ = write!(self.out, "{erase}");
+        let _ = self.out.flush();
+        self.live = 0;
+    }
+
+    /// Redraws the live block: one line per running stage (terminals only).
+    fn draw(&mut self, now: Instant) {
+        if !self.tty || self.paused {
+            return;
+        }
+        self.clear_live();
+        if self.running.is_empty() {
+            return;
+        }
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let width = self
+            .width
+            .unwrap_or_else(terminal_width)
+            .saturating_sub(1)
+            .max(20);
+        let name_width = self
+            .running
+            .iter()
+            .map(|r| r.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(24);
+        let mut lines = Vec::new();
+        let spinner = self.style.paint("36", FRAMES[self.frame]);
+        for running in self.running.iter().take(MAX_LIVE_LINES) {
+            // The spinner in cyan, the name and time plain, the output dim;
+            // widths are counted on the plain text.
+            let elapsed = seconds(now.saturating_duration_since(running.since));
+            let head = format!(
+                " {:<name_width$} {elapsed:>7}",
+                cut(&running.name, name_width)
+            );
+            let room = width.saturating_sub(head.chars().count() + 5);
+            let mut line = format!("  {spinner}{head}");
+            if let Some(tail) = running.tail.as_deref().filter(|_| room > 3) {
+                line.push_str("  ");
+                line.push_str(&self.style.paint("2", &cut(tail, room)));
+            }
+            lines.push(line);
+        }
+        if self.running.len() > MAX_LIVE_LINES {
+            lines.push(format!(
+                "  … and {} more running",
+                self.running.len() - MAX_LIVE_LINES
+            ));
+        }
+        let _ = write!(self.out, "{}", lines.join("\n"));
+        let _ = self.out.flush();
+        self.live = lines.len();
+    }
+
+    /// Without a terminal: a line for each stage whose heartbeat is due.
+    fn heartbeats(&mut self, now: Instant) {
+        let due = self
+            .running
+            .iter()
+            .any(|r| now.saturating_duration_since(r.heartbeat) >= HEARTBEAT);
+        if !due {
+            return;
+        }
+        self.refresh_tails(true);
+        let mut lines = Vec::new();
+        for running in &mut self.running {
+            if now.saturating_duration_since(running.heartbeat) < HEARTBEAT {
+                continue;
+            }
+            running.heartbeat = now;
+            let elapsed = seconds(now.saturating_duration_since(running.since));
+            lines.push(match &running.tail {
+                Some(tail) => format!(
+                    "  … {} still running ({elapsed}): {}",
+                    running.name,
+                    cut(tail, PLAIN_TAIL_CHARS)
+                ),
+                None => format!("  … {} still running ({elapsed})", running.name),
+            });
+        }
+        for line in lines {
+            let _ = writeln!(self.out, "{line}");
+        }
+        let _ = self.out.flush();
+    }
+
+    /// Reads the last output line of each running command whose output
+    /// files changed (`all`: of every running command).
+    fn refresh_tails(&mut self, all: bool) {
+        let Some(run_dir) = &self.run_dir else {
+            return;
+        };
+        for running in self.running.iter_mut().filter(|r| r.command) {
+            let folder = run_dir.node_dir(&running.node, running.visit);
+            let files = [folder.join("stdout.log"), folder.join("stderr.log")];
+            let seen = files.clone().map(|path| {
+                std::fs::symlink_metadata(&path)
+                    .ok()
+                    .filter(std::fs::Metadata::is_file)
+                    .map_or((0, None), |m| (m.len(), m.modified().ok()))
+            });
+            if seen == running.seen && !all {
+                continue;
+            }
+            running.seen = seen;
+            // The stream written to last; stdout when both are as new.
+            let newest = (0..2)
+                .filter(|&i| seen[i].0 > 0)
+                .max_by_key(|&i| (seen[i].1, usize::from(i == 0)));
+            if let Some(i) = newest
+                && let Some(line) = last_line(&files[i], seen[i].0)
+            {
+                running.tail = Some(line);
+            }
+        }
+    }
+}
+
+/// The last non-empty line of the file at `path` (of length `len`), read
+/// from its final [`TAIL_BYTES`] and cleaned for display on one line.
+fn last_line(path: &Path, len: u64) -> Option<String> {
+    // Non-blocking and regular files only: a stage folder is ours, but a
+    // command could put a FIFO there.
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0))
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .rev()
+        .map(clean_line)
+        .find(|line| !line.is_empty())
+}
+
+/// One output line as it would look on a terminal, on one line: what
+/// follows the last carriage return (progress bars redraw that way),
+/// without escape sequences or control characters, tabs as spaces.
+fn clean_line(line: &str) -> String {
+    let shown = line
+        .split('\r')
+        .rev()
+        .find(|part| !part.trim().is_empty())
+        .unwrap_or("");
+    let mut out = String::with_capacity(shown.len());
+    let mut chars = shown.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // CSI (`ESC [ ... final`) or a two-character escape.
+                if chars.next_if_eq(&'[').is_some() {
+                    for c in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            break;
+                        }
+                    }
+                } else {
+                    chars.next();
+                }
+            }
+            '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out.trim().to_string()
+}
+
+/// `text` cut to `width` characters, ending in `…` when cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
+    short.push('…');
+    short
+}
+
+/// The width of the terminal on stderr, or [`DEFAULT_WIDTH`].
+fn terminal_width() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|&cols| cols > 0)
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// The question an `interview.started` event asks.
+#[must_use]
+pub fn question_of(event: &Event) -> Option<Question> {
+    let EventKind::InterviewStarted {
+        question_id,
+        question,
+        options,
+        freeform,
+        context,
+        timeout_ms,
+        default_choice,
+    } = &event.kind
+    else {
+        return None;
+    };
+    Some(Question {
+        id: question_id.clone(),
+        node_id: event.node_id.clone().unwrap_or_default(),
+        text: question.clone(),
+        context: context.clone(),
+        choices: options
+            .iter()
+            .map(|label| {
+                let (key, text) = parse_accelerator(label);
+                crate::engine::interviewer::Choice {
+                    key,
+                    label: label.clone(),
+                    text,
+                    target: String::new(),
+                }
+            })
+            .collect(),
+        freeform: *freeform,
+        timeout_ms: *timeout_ms,
+        default_choice: default_choice.clone(),
+    })
+}
+
+/// What a gate shows when nobody can answer it here: the end of the
+/// previous stage's output, the question and its options, what happens
+/// without an answer, and the command that answers it.
+#[must_use]
+pub fn waiting_lines(run_id: &str, question: &Question, several_open: bool) -> String {
+    let mut out = String::new();
+    if let Some(context) = question.context.as_deref().map(str::trim)
+        && !context.is_empty()
+    {
+        let lines: Vec<&str> = context.lines().collect();
+        let hidden = lines.len().saturating_sub(CONTEXT_LINES);
+        if hidden > 0 {
+            out.push_str(&format!(
+                "  │ … ({} not shown)\n",
+                count(hidden as u64, "earlier line", "earlier lines")
+            ));
+        }
+        for line in &lines[hidden..] {
+            out.push_str(&format!("  │ {line}\n"));
+        }
+    }
+    let options: Vec<&str> = question.choices.iter().map(|c| c.label.as_str()).collect();
+    let mut offered = options.join(" | ");
+    if question.freeform {
+        offered.push_str(if options.is_empty() {
+            "any text"
+        } else {
+            " | any text"
+        });
+    }
+    let wait = question
+        .wait_note()
+        .unwrap_or_else(|| "no timeout".to_string());
+    out.push_str(&format!(
+        "  ? {}: {}  ({offered}; {wait})\n",
+        question.node_id, question.text
+    ));
+    let pick = if several_open {
+        format!(" --question {}", question.id)
+    } else {
+        String::new()
+    };
+    let mut ways: Vec<String> = question
+        .choices
+        .iter()
+        .map(|c| match &c.key {
+            Some(key) if shell_safe(key) => format!("--key {key}"),
+            _ => format!("--label {}", shell_quote(&c.text)),
+        })
+        .collect();
+    if question.freeform {
+        ways.push("--text 'your reply'".to_string());
+    }
+    let others = if ways.len() > 1 {
+        format!("  (or {})", ways[1..].join(", "))
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "    answer with: weft answer {run_id}{pick} {}{others}",
+        ways.first().map_or("", String::as_str)
+    ));
+    out
+}
+
+fn shell_safe(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,/@%+=:".contains(c))
+}
+
+/// `text` as one shell word: as it is when safe, else in single quotes.
+fn shell_quote(text: &str) -> String {
+    if shell_safe(text) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// `node`, or `node@visit` from the second visit on.
@@ -247,5 +779,229 @@ pub fn seconds(d: Duration) -> String {
     } else {
         let whole = d.as_secs();
         format!("{}m{:02}s", whole / 60, whole % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::outcome::Outcome;
+
+    /// A writer the test reads back after the display owns it.
+    #[derive(Clone, Default)]
+    struct Screen(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Screen {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("screen").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Screen {
+        fn take(&self) -> String {
+            let bytes = std::mem::take(&mut *self.0.lock().expect("screen"));
+            String::from_utf8(bytes).expect("utf-8")
+        }
+    }
+
+    fn display(tty: bool, gates: Gates) -> (Progress, Screen) {
+        let screen = Screen::default();
+        let progress = Progress::new(Box::new(screen.clone()), tty, Style::when(false), gates);
+        progress.lock().width = Some(60);
+        (progress, screen)
+    }
+
+    fn event(node: Option<&str>, kind: EventKind) -> Event {
+        Event {
+            seq: 1,
+            ts: "2026-12-02T12:34:56.789Z".into(),
+            run_id: "R1".into(),
+            node_id: node.map(str::to_string),
+            visit: node.map(|_| 1),
+            kind,
+        }
+    }
+
+    fn started(node: &str, branch: Option<&str>) -> Event {
+        event(
+            Some(node),
+            EventKind::StageStarted {
+                handler: "command".into(),
+                attempt: 1,
+                branch: branch.map(str::to_string),
+            },
+        )
+    }
+
+    /// A run whose directory holds what `alpha` and `beta` wrote.
+    fn run_with_output(progress: &Progress, at: Instant) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("dir");
+        let run_dir = RunDir::open(dir.path());
+        for (node, file, text) in [
+            ("alpha", "stdout.log", "building\ncompiling alpha-7\n\n"),
+            (
+                "beta",
+                "stderr.log",
+                "\x1b[31mtesting\x1b[0m 10%\rtesting 90%\n",
+            ),
+        ] {
+            let folder = run_dir.node_dir(node, 1);
+            std::fs::create_dir_all(&folder).expect("folder");
+            std::fs::write(folder.join(file), text).expect("write");
+        }
+        progress.on_event(
+            &event(
+                None,
+                EventKind::RunStarted {
+                    workflow: "W".into(),
+                    goal: None,
+                    run_dir: dir.path().display().to_string(),
+                    resumed: false,
+                },
+            ),
+            at,
+        );
+        progress.on_event(&started("alpha", Some("alpha")), at);
+        progress.on_event(&started("beta", Some("beta")), at);
+        dir
+    }
+
+    #[test]
+    fn a_terminal_shows_every_running_stage_with_its_last_output_line() {
+        let (progress, screen) = display(true, Gates::Here);
+        let at = Instant::now();
+        let _dir = run_with_output(&progress, at);
+        screen.take();
+        progress.tick(at + Duration::from_millis(2500));
+        let drawn = screen.take();
+        let lines: Vec<&str> = drawn.split('\n').collect();
+        assert_eq!(lines.len(), 2, "one line per branch: {drawn:?}");
+        assert!(
+            lines[0].ends_with("alpha    2.5s  compiling alpha-7"),
+            "{drawn:?}"
+        );
+        assert!(
+            lines[1].ends_with("beta     2.5s  testing 90%"),
+            "the last redraw of a progress bar, without escapes: {drawn:?}"
+        );
+        assert!(lines.iter().all(|l| l.chars().count() < 60), "{drawn:?}");
+        progress.tick(at + Duration::from_millis(2600));
+        assert!(
+            screen.take().starts_with("\r\x1b[2K\x1b[1A\x1b[2K"),
+            "the next frame erases both lines first"
+        );
+    }
+
+    #[test]
+    fn without_a_terminal_a_long_stage_gets_a_heartbeat_line_now_and_then() {
+        let (progress, screen) = display(false, Gates::Here);
+        let at = Instant::now();
+        let _dir = run_with_output(&progress, at);
+        screen.take();
+        progress.tick(at + Duration::from_secs(5));
+        assert_eq!(screen.take(), "", "nothing before the first heartbeat");
+        progress.tick(at + HEARTBEAT);
+        assert_eq!(
+            screen.take(),
+            "  … alpha still running (30.0s): compiling alpha-7\n  … beta still running (30.0s): testing 90%\n"
+        );
+        progress.tick(at + HEARTBEAT + Duration::from_secs(5));
+        assert_eq!(screen.take(), "", "then quiet until the next one");
+        progress.tick(at + HEARTBEAT * 2);
+        assert_eq!(screen.take().lines().count(), 2);
+    }
+
+    #[test]
+    fn partial_success_and_skips_are_not_shown_as_success() {
+        let (progress, screen) = display(false, Gates::Here);
+        for (status, mark) in [
+            (Status::PartiallySucceeded, "◐"),
+            (Status::Skipped, "–"),
+            (Status::Succeeded, "✓"),
+        ] {
+            progress.on_event(
+                &event(
+                    Some("fan"),
+                    EventKind::StageCompleted {
+                        status,
+                        duration_ms: 10,
+                        attempts: 1,
+                        outcome: Outcome::succeeded(),
+                    },
+                ),
+                Instant::now(),
+            );
+            let line = screen.take();
+            assert!(
+                line.starts_with(&format!("  {mark} fan")) && line.contains(status.as_str()),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_timeout_after_a_prompt_starts_its_own_line() {
+        let (progress, screen) = display(false, Gates::Here);
+        let asked = event(
+            Some("gate"),
+            EventKind::InterviewStarted {
+                question_id: "Q".into(),
+                question: "Ship?".into(),
+                options: vec!["[S] Ship".into()],
+                freeform: false,
+                context: None,
+                timeout_ms: Some(1000),
+                default_choice: None,
+            },
+        );
+        progress.on_event(&asked, Instant::now());
+        let timeout = event(
+            Some("gate"),
+            EventKind::InterviewTimeout {
+                question_id: "Q".into(),
+                default_choice: None,
+            },
+        );
+        progress.on_event(&timeout, Instant::now());
+        assert_eq!(screen.take(), "\n  ⏱ gate: no answer in time\n");
+        // Answered here: the person's Enter ended the line.
+        progress.on_event(&asked, Instant::now());
+        progress.prompt_closed();
+        progress.on_event(&timeout, Instant::now());
+        assert_eq!(screen.take(), "  ⏱ gate: no answer in time\n");
+    }
+
+    #[test]
+    fn a_waiting_gate_offers_each_option_as_a_shell_word() {
+        let question = Question {
+            id: "Q1".into(),
+            node_id: "approve".into(),
+            text: "Ship it?".into(),
+            context: Some("line 1\nline 2".into()),
+            choices: ["[S] Ship", "Hold it's fine"]
+                .into_iter()
+                .map(|label| {
+                    let (key, text) = parse_accelerator(label);
+                    crate::engine::interviewer::Choice {
+                        key,
+                        label: label.into(),
+                        text,
+                        target: "x".into(),
+                    }
+                })
+                .collect(),
+            freeform: true,
+            timeout_ms: None,
+            default_choice: None,
+        };
+        assert_eq!(
+            waiting_lines("R1", &question, true),
+            "  │ line 1\n  │ line 2\n  ? approve: Ship it?  ([S] Ship | Hold it's fine | any text; no timeout)\n    \
+             answer with: weft answer R1 --question Q1 --key S  (or --label 'Hold it'\\''s fine', --text 'your reply')"
+        );
     }
 }

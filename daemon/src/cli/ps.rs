@@ -7,9 +7,10 @@ use serde::Serialize;
 
 use super::progress::seconds;
 use super::reader::Reader;
+use super::report::{Style, status_colour};
 use super::{EXIT_USAGE, PsArgs};
 use crate::ipc::protocol::{RunList, RunSummary};
-use crate::store::RunStatus;
+use crate::store::{Home, RunStatus, Store};
 
 /// Without `--all`, how many of the most recent runs are listed besides the
 /// active ones.
@@ -69,7 +70,7 @@ pub fn run(args: &PsArgs) -> u8 {
             Err(e) => Err(e),
         };
         match runs {
-            Ok(runs) => print(args, &runs),
+            Ok(runs) => print(args, &runs, &short_ids(&home, &runs)),
             Err(e) => {
                 eprintln!("error: {e}");
                 EXIT_USAGE
@@ -78,7 +79,21 @@ pub fn run(args: &PsArgs) -> u8 {
     })
 }
 
-fn print(args: &PsArgs, runs: &[RunSummary]) -> u8 {
+/// Each run's id as the table shows it: its shortest unique prefix among
+/// the recorded runs (see [`Store::unique_prefix_lengths`]), or the whole id
+/// when the store cannot be read.
+fn short_ids<'a>(home: &Home, runs: &'a [RunSummary]) -> Vec<&'a str> {
+    let ids: Vec<&str> = runs.iter().map(|run| run.id.as_str()).collect();
+    let lengths = Store::open_read_only(home)
+        .and_then(|store| store.unique_prefix_lengths(&ids))
+        .unwrap_or_else(|_| ids.iter().map(|id| id.len()).collect());
+    ids.iter()
+        .zip(lengths)
+        .map(|(id, length)| id.get(..length).unwrap_or(id))
+        .collect()
+}
+
+fn print(args: &PsArgs, runs: &[RunSummary], short: &[&str]) -> u8 {
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         let rows: Vec<PsRow<'_>> = runs.iter().map(PsRow::of).collect();
@@ -86,7 +101,7 @@ fn print(args: &PsArgs, runs: &[RunSummary]) -> u8 {
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else if runs.is_empty() {
-        let filtered = args.status.is_some() || args.workflow.is_some();
+        let filtered = args.status.is_some() || args.workflow.is_some() || args.label.is_some();
         writeln!(
             out,
             "{}",
@@ -97,25 +112,34 @@ fn print(args: &PsArgs, runs: &[RunSummary]) -> u8 {
             }
         )
     } else {
-        write_table(&mut out, runs, SystemTime::now())
+        write_table(
+            &mut out,
+            runs,
+            short,
+            Style::for_stdout(),
+            SystemTime::now(),
+        )
     };
     super::output_done(written)
 }
 
 /// The runs to list, newest first: with `--all` every run matching the
 /// filters; otherwise the active ones (queued, running, blocked) plus the
-/// [`RECENT`] most recent, so a long-running run never scrolls out of view.
+/// [`RECENT`] (or `--limit`) most recent, so a long-running run never
+/// scrolls out of view. `--limit N` then cuts the list to N.
 async fn select(reader: &Reader, args: &PsArgs) -> Result<Vec<RunSummary>, String> {
     let query = |status: Option<RunStatus>, limit: Option<u32>| RunList {
         status,
         workflow: args.workflow.clone(),
+        label: args.label.clone(),
         limit,
         ..RunList::default()
     };
     let mut runs = if args.all {
-        reader.list(query(args.status, None)).await?
+        reader.list(query(args.status, args.limit)).await?
     } else {
-        let mut runs = reader.list(query(args.status, Some(RECENT))).await?;
+        let recent = args.limit.unwrap_or(RECENT);
+        let mut runs = reader.list(query(args.status, Some(recent))).await?;
         for active in [RunStatus::Queued, RunStatus::Running, RunStatus::Blocked] {
             if args.status.is_some_and(|wanted| wanted != active) {
                 continue;
@@ -139,7 +163,13 @@ async fn select(reader: &Reader, args: &PsArgs) -> Result<Vec<RunSummary>, Strin
 }
 
 /// The table: one header line, one line per run, columns padded to fit.
-fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> std::io::Result<()> {
+fn write_table(
+    out: &mut impl Write,
+    runs: &[RunSummary],
+    short: &[&str],
+    style: Style,
+    now: SystemTime,
+) -> std::io::Result<()> {
     // The LLM column only when some listed run called a model.
     let with_llm = runs.iter().any(|run| run.llm.is_some());
     let mut header = vec!["ID", "STATUS", "WORKFLOW", "STARTED", "DURATION"];
@@ -149,10 +179,11 @@ fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> st
     header.push("GOAL");
     let rows: Vec<Vec<String>> = runs
         .iter()
-        .map(|run| {
+        .zip(short)
+        .map(|(run, id)| {
             let since = run.started_at.as_deref().unwrap_or(&run.created_at);
             let mut row = vec![
-                run.id.clone(),
+                (*id).to_string(),
                 run.status.to_string(),
                 // A sub-workflow's child run names the stage it runs under.
                 match &run.parent {
@@ -193,22 +224,28 @@ fn write_table(out: &mut impl Write, runs: &[RunSummary], now: SystemTime) -> st
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: &[&str]| -> String {
+    // Padding is counted on the plain text; the STATUS cell (column 1) of
+    // a run's line is coloured after.
+    let line = |cells: &[&str], paint: bool| -> String {
         let mut text = String::new();
         for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
             if i > 0 {
                 text.push_str("  ");
             }
-            text.push_str(cell);
+            if paint && i == 1 {
+                text.push_str(&style.paint(status_colour(cell), cell));
+            } else {
+                text.push_str(cell);
+            }
             let pad = width.saturating_sub(cell.chars().count());
             text.extend(std::iter::repeat_n(' ', pad));
         }
         text.trim_end().to_string()
     };
-    writeln!(out, "{}", line(&header))?;
+    writeln!(out, "{}", line(&header, false))?;
     for row in &rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        writeln!(out, "{}", line(&cells))?;
+        writeln!(out, "{}", line(&cells, true))?;
     }
     Ok(())
 }

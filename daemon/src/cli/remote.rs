@@ -4,13 +4,11 @@
 
 use std::time::Duration;
 
-use super::progress::Progress;
+use super::progress::{Gates, Progress, question_of};
 use super::run::{EXIT_CANCELLED, EXIT_FAILED};
 use super::{EXIT_OK, EXIT_USAGE};
-use crate::engine::event::{Event, EventKind};
-use crate::engine::interviewer::{
-    Answer, Choice, Console, Interviewer, Question, parse_accelerator,
-};
+use crate::engine::event::EventKind;
+use crate::engine::interviewer::{Answer, Console, Interviewer, Question};
 use crate::engine::{Conclusion, RunRequest, StageSummary};
 use crate::ipc::client::{Client, ClientError};
 use crate::ipc::protocol::{
@@ -49,7 +47,8 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
     params.inputs = request.inputs;
     params.dry_run = request.dry_run;
     params.auto_approve = request.auto_approve;
-    let auto = request.auto_approve;
+    // Gates of a dry run answer themselves too.
+    let auto = request.auto_approve || request.dry_run;
     params.seed = request.seed;
     params.labels = request.labels;
     params.artifacts = request.artifacts;
@@ -179,7 +178,14 @@ type Asking<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + S
 /// Follows a run's events until it ends, showing progress and asking its
 /// questions here. Ctrl-C cancels the run (a second Ctrl-C detaches).
 async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto: bool) -> u8 {
-    let progress = Progress::stderr();
+    // Gates are asked here only on a terminal; otherwise they wait for
+    // another client (`weft answer`, the app), and the progress says how.
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let progress = Progress::stderr(match (auto, on_terminal) {
+        (true, _) => Gates::Auto,
+        (false, true) => Gates::Here,
+        (false, false) => Gates::Elsewhere,
+    });
     let observe = progress.observer();
     let ticker = progress.spawn_ticker();
     let mut events = match client
@@ -193,9 +199,6 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
         }
     };
     let console = Console::stdio();
-    // Gates are asked here only on a terminal; otherwise they wait for
-    // another client (`weft answer`, the app).
-    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut cancel_sent = false;
     // The question being asked here, while events keep flowing: another
     // client (the app) may answer it first.
@@ -209,6 +212,7 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
         };
         let event = tokio::select! {
             answer = pending => {
+                progress.prompt_closed();
                 if let Some((question, _)) = asking.take() {
                     match answer_by(&question, answer) {
                         Some(by) => {
@@ -248,12 +252,7 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
         match &event.kind {
             // The daemon answers gates of an --auto-approve run itself.
             EventKind::InterviewStarted { .. } if auto => {}
-            EventKind::InterviewStarted { question_id, .. } if !on_terminal => {
-                eprintln!(
-                    "  waiting for an answer (no terminal here): weft answer {run_id} --label LABEL, \
-                     or weft questions; question {question_id}"
-                );
-            }
+            EventKind::InterviewStarted { .. } if !on_terminal => {}
             EventKind::InterviewStarted { .. } => {
                 if let Some(question) = question_of(&event) {
                     let owned = question.clone();
@@ -278,43 +277,9 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
             _ => {}
         }
     };
-    if let Some(t) = ticker {
-        t.abort();
-    }
+    ticker.abort();
     progress.finish();
     code
-}
-
-/// The question an `interview.started` event asks.
-fn question_of(event: &Event) -> Option<Question> {
-    let EventKind::InterviewStarted {
-        question_id,
-        question,
-        options,
-        freeform,
-    } = &event.kind
-    else {
-        return None;
-    };
-    Some(Question {
-        id: question_id.clone(),
-        node_id: event.node_id.clone().unwrap_or_default(),
-        text: question.clone(),
-        context: None,
-        choices: options
-            .iter()
-            .map(|label| {
-                let (key, text) = parse_accelerator(label);
-                Choice {
-                    key,
-                    label: label.clone(),
-                    text,
-                    target: String::new(),
-                }
-            })
-            .collect(),
-        freeform: *freeform,
-    })
 }
 
 /// What to send for an answer typed here; `None` when this terminal cannot

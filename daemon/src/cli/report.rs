@@ -18,18 +18,54 @@ impl Style {
     /// Colours when stderr is a terminal and `NO_COLOR` is unset.
     #[must_use]
     pub fn for_stderr() -> Style {
+        Style::when(std::io::stderr().is_terminal())
+    }
+
+    /// Colours when stdout is a terminal and `NO_COLOR` is unset.
+    #[must_use]
+    pub fn for_stdout() -> Style {
+        Style::when(std::io::stdout().is_terminal())
+    }
+
+    /// Colours when `terminal` holds and `NO_COLOR` is unset or empty
+    /// (no-color.org: set to any non-empty value, colour is off).
+    #[must_use]
+    pub fn when(terminal: bool) -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
-            on: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            on: terminal && !no_color,
         }
     }
 
-    fn paint(self, code: &str, text: &str) -> String {
+    /// `text` in the SGR colour `code` (`"1;31"`), when colour is on.
+    pub(crate) fn paint(self, code: &str, text: &str) -> String {
         if self.on {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_string()
         }
     }
+}
+
+/// The colour of a run or stage status, wherever one is printed: green
+/// for success, red for failure, yellow for what needs a look (partial
+/// success, blocked, cancelled, interrupted), cyan for running.
+#[must_use]
+pub fn status_colour(status: &str) -> &'static str {
+    match status {
+        "succeeded" => "32",
+        "failed" => "31",
+        "partially_succeeded" | "blocked" | "cancelled" | "interrupted" => "33",
+        "running" => "36",
+        _ => "2",
+    }
+}
+
+/// `1 edge`, `2 edges`: a count with its noun, singular only for one.
+#[must_use]
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn severity_code(s: Severity) -> &'static str {
@@ -96,15 +132,33 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
     out
 }
 
+/// Prints the warnings about `$WEFT_HOME/settings.toml` (keys nothing
+/// reads) on stderr, rustc-style.
+pub fn warn_about_settings(home: &crate::store::Home) {
+    let path = home.settings_path();
+    let warnings = crate::config::settings_warnings(&path);
+    if warnings.is_empty() {
+        return;
+    }
+    let text = crate::config::read(&path)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let file = path.display().to_string();
+    for d in &warnings {
+        eprintln!("{}", human(d, &file, &text, Style::for_stderr()));
+    }
+}
+
 /// The one-line summary printed after a file's diagnostics.
 #[must_use]
 pub fn summary(wf: &Workflow) -> String {
     match &wf.graph {
         Some(g) => format!(
-            "Workflow: {} ({} nodes, {} edges)",
+            "Workflow: {} ({}, {})",
             g.name,
-            g.nodes.len(),
-            g.edges.len()
+            count(g.nodes.len() as u64, "node", "nodes"),
+            count(g.edges.len() as u64, "edge", "edges")
         ),
         None => format!("Workflow: {} (not parsed)", wf.name()),
     }
@@ -121,12 +175,13 @@ pub fn counts(diagnostics: &[Diagnostic]) -> Option<String> {
         .iter()
         .filter(|d| d.severity == Severity::Warning)
         .count();
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let errors_text = || count(errors as u64, "error", "errors");
+    let warnings_text = || count(warnings as u64, "warning", "warnings");
     match (errors, warnings) {
         (0, 0) => None,
-        (0, w) => Some(plural(w, "warning")),
-        (e, 0) => Some(plural(e, "error")),
-        (e, w) => Some(format!("{}, {}", plural(e, "error"), plural(w, "warning"))),
+        (0, _) => Some(warnings_text()),
+        (_, 0) => Some(errors_text()),
+        (_, _) => Some(format!("{}, {}", errors_text(), warnings_text())),
     }
 }
 

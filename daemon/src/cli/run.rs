@@ -10,12 +10,12 @@ use serde::Deserialize;
 
 use crate::engine::models::ModelChoice;
 
-use super::progress::Progress;
+use super::progress::{Gates, Progress};
 use super::report::{self, Style};
 use super::{EXIT_USAGE, ResumeArgs, RunArgs};
 use crate::engine::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
-use crate::engine::interviewer::{AutoApprove, Console, Interviewer};
+use crate::engine::interviewer::{Answer, AutoApprove, Console, Interviewer, Question};
 use crate::engine::{Conclusion, EngineError, RunRequest, Services};
 use crate::store::{Home, RunStatus, Store};
 
@@ -25,7 +25,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_CANCELLED: u8 = 130;
 
 /// A run configuration file (execution/run-configuration.mdx): the parts
-/// Weft reads. Other sections are accepted and ignored.
+/// Weft reads. Other keys are ignored with a warning naming their position
+/// (see [`crate::config::warnings`]).
 #[derive(Debug, Default, Deserialize)]
 struct RunConfig {
     #[serde(rename = "_version", default)]
@@ -66,6 +67,9 @@ struct ModelSection {
 
 /// `weft run`.
 pub fn run(args: &RunArgs) -> u8 {
+    if let Ok(home) = Home::from_env() {
+        report::warn_about_settings(&home);
+    }
     let request = match request(args) {
         Ok(r) => r,
         Err(message) => {
@@ -76,11 +80,8 @@ pub fn run(args: &RunArgs) -> u8 {
     if !args.no_daemon {
         return super::with_runtime(|| super::remote::run(request, args.json, args.detach));
     }
-    let interviewer: Arc<dyn Interviewer> = if args.auto_approve {
-        Arc::new(AutoApprove)
-    } else {
-        Arc::new(Console::stdio())
-    };
+    // Gates of a dry run answer themselves (the engine auto-approves them).
+    let auto = args.auto_approve || args.dry_run;
     let shown = (
         request
             .workflow_path
@@ -88,7 +89,7 @@ pub fn run(args: &RunArgs) -> u8 {
             .map_or_else(String::new, |p| p.display().to_string()),
         request.source.clone(),
     );
-    execute(args.json, interviewer, shown, |services| {
+    execute(args.json, auto, shown, |services| {
         Box::pin(crate::engine::start(request, services))
     })
 }
@@ -119,16 +120,17 @@ pub fn resume(args: &ResumeArgs) -> u8 {
         .get("auto_approve")
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
-    let interviewer: Arc<dyn Interviewer> = if args.auto_approve || stored_auto {
-        Arc::new(AutoApprove)
-    } else {
-        Arc::new(Console::stdio())
-    };
+    let stored_dry_run = record
+        .options
+        .get("dry_run")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let auto = args.auto_approve || stored_auto || stored_dry_run;
     let shown = (
         record.run_dir.join("graph.fabro").display().to_string(),
         std::fs::read_to_string(record.run_dir.join("graph.fabro")).unwrap_or_default(),
     );
-    execute(args.json, interviewer, shown, move |services| {
+    execute(args.json, auto, shown, move |services| {
         Box::pin(async move { crate::engine::resume(&record, services).await })
     })
 }
@@ -136,10 +138,34 @@ pub fn resume(args: &ResumeArgs) -> u8 {
 type Launch<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<Conclusion, EngineError>> + 'a>>;
 
+/// Asks on this terminal and tells the progress display when the answer
+/// typed here has ended the prompt's line. A question whose wait times out
+/// drops the `ask` before that: its prompt line is still open, and the
+/// display ends it before printing the timeout notice.
+struct Prompting {
+    console: Console,
+    progress: Progress,
+}
+
+impl Interviewer for Prompting {
+    fn ask<'a>(
+        &'a self,
+        question: &'a Question,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + 'a>> {
+        Box::pin(async move {
+            let answer = self.console.ask(question).await;
+            self.progress.prompt_closed();
+            answer
+        })
+    }
+}
+
 /// Sets up the runtime, signals, store and progress display, then runs.
+/// `auto`: gates answer themselves (`--auto-approve`, `--dry-run`);
+/// otherwise they are asked on this terminal.
 fn execute(
     json: bool,
-    interviewer: Arc<dyn Interviewer>,
+    auto: bool,
     (file, source): (String, String),
     launch: impl for<'a> FnOnce(&'a Services) -> Launch<'a>,
 ) -> u8 {
@@ -167,7 +193,15 @@ fn execute(
             return EXIT_USAGE;
         }
     };
-    let progress = Progress::stderr();
+    let progress = Progress::stderr(if auto { Gates::Auto } else { Gates::Here });
+    let interviewer: Arc<dyn Interviewer> = if auto {
+        Arc::new(AutoApprove)
+    } else {
+        Arc::new(Prompting {
+            console: Console::stdio(),
+            progress: progress.clone(),
+        })
+    };
     let cancel = Cancel::new();
     let services = Services {
         home,
@@ -183,9 +217,7 @@ fn execute(
         let ticker = progress.spawn_ticker();
         let result = launch(&services).await;
         signals.abort();
-        if let Some(t) = ticker {
-            t.abort();
-        }
+        ticker.abort();
         progress.finish();
         match result {
             Ok(conclusion) => {
@@ -250,10 +282,14 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut artifacts = Vec::new();
     let mut model = ModelChoice::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
-        let config: RunConfig =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = crate::config::read(&file)?
+            .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
+        let (config, skipped): (RunConfig, _) =
+            crate::config::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let shown = file.display().to_string();
+        for d in crate::config::warnings(&shown, &text, &skipped) {
+            eprintln!("{}", report::human(&d, &shown, &text, Style::for_stderr()));
+        }
         if let Some(v) = config.version
             && v != 1
         {

@@ -132,6 +132,16 @@ pub enum EventKind {
         question: String,
         options: Vec<String>,
         freeform: bool,
+        /// The end of the previous stage's output or response, shown above
+        /// the question (at most 2,000 characters).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        /// How long the gate waits (its `timeout`), if it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        /// What a timeout picks (`human.default_choice`), if set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default_choice: Option<String>,
     },
     #[serde(rename = "interview.completed")]
     InterviewCompleted {

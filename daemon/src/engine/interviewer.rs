@@ -55,6 +55,12 @@ pub struct Question {
     /// True when the gate has a `freeform=true` edge: text that matches no
     /// choice is then an answer of its own.
     pub freeform: bool,
+    /// How long the gate waits for an answer (its `timeout`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// What a timeout picks (`human.default_choice`), if set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_choice: Option<String>,
 }
 
 impl Question {
@@ -71,6 +77,7 @@ impl Question {
             .node(node_id)
             .map_or_else(|| node_id.to_string(), |n| n.label().into_owned());
         let (choices, freeform) = choices(graph, node_id);
+        let (timeout_ms, default_choice) = graph.node(node_id).map_or((None, None), wait_of);
         Question {
             id: id.into(),
             node_id: node_id.to_string(),
@@ -78,7 +85,30 @@ impl Question {
             context,
             choices,
             freeform,
+            timeout_ms,
+            default_choice,
         }
+    }
+
+    /// What happens when nobody answers, for people: `times out in 5m,
+    /// then takes "Hold"`, `times out in 30s, then fails (no default
+    /// choice)`; `None` for a gate without a timeout, which waits for good.
+    #[must_use]
+    pub fn wait_note(&self) -> Option<String> {
+        let after = humantime::format_duration(std::time::Duration::from_millis(self.timeout_ms?));
+        Some(match &self.default_choice {
+            Some(default) => {
+                let shown = match match_answer(self, default) {
+                    Some(Answer::Choice(i)) => self
+                        .choices
+                        .get(i)
+                        .map_or(default.as_str(), |c| c.text.as_str()),
+                    _ => default.as_str(),
+                };
+                format!("times out in {after}, then takes \"{shown}\"")
+            }
+            None => format!("times out in {after}, then fails (no default choice)"),
+        })
     }
 
     /// True when nothing can answer the question: no choices, no freeform
@@ -154,6 +184,21 @@ fn dashed(label: &str) -> Option<(&str, &str)> {
     let (key, text) = label.split_once('-')?;
     let spaced = key.ends_with(char::is_whitespace) && text.starts_with(char::is_whitespace);
     spaced.then(|| (key.trim_end(), text.trim()))
+}
+
+/// A gate node's `timeout` (in milliseconds) and `human.default_choice`.
+#[must_use]
+pub fn wait_of(node: &crate::lang::graph::Node) -> (Option<u64>, Option<String>) {
+    let timeout = node
+        .attrs
+        .value("timeout")
+        .and_then(Value::as_duration)
+        .map(|d| u64::try_from(d.to_std().as_millis()).unwrap_or(u64::MAX));
+    let default = node
+        .attrs
+        .non_empty("human.default_choice")
+        .map(|d| d.trim().to_string());
+    (timeout, default)
 }
 
 /// The options of gate `node_id`: its outgoing edges in declaration order,
@@ -401,6 +446,9 @@ impl Console {
             out.push_str(&line);
             out.push('\n');
         }
+        if let Some(note) = question.wait_note() {
+            out.push_str(&format!("  ({note})\n"));
+        }
         out
     }
 
@@ -414,10 +462,18 @@ impl Console {
         }
     }
 
+    /// Writes to the console. A closed pipe (`weft run ... 2>&1 | head`) is
+    /// not a failure: nobody reads the question, but an answer may still
+    /// arrive on stdin.
     fn write(&self, text: &str) -> std::io::Result<()> {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        writer.write_all(text.as_bytes())?;
-        writer.flush()
+        match writer
+            .write_all(text.as_bytes())
+            .and_then(|()| writer.flush())
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other,
+        }
     }
 
     /// The next line, from the read a dropped `ask` left pending if there
@@ -479,14 +535,36 @@ fn valid_answers(question: &Question) -> String {
     }
 }
 
+/// The words that make an option an approval for `--auto-approve` when its
+/// text (the label without its accelerator) starts with one of them as a
+/// whole word, in any case: `Approve`, `Yes - ship it`, `OK!`, `Ship it`,
+/// `Continue to deploy`. `Go back` or `Shipment hold` do not count: `go` is
+/// not listed and `shipment` is not the word `ship`.
+pub const APPROVE_WORDS: [&str; 13] = [
+    "approve", "approved", "accept", "yes", "ok", "okay", "lgtm", "ship", "continue", "proceed",
+    "confirm", "allow", "y",
+];
+
+/// Whether an option's text starts with one of [`APPROVE_WORDS`].
+#[must_use]
+pub fn approves(text: &str) -> bool {
+    let word: String = text
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .chars()
+        .take_while(|c| c.is_alphanumeric())
+        .collect::<String>()
+        .to_lowercase();
+    APPROVE_WORDS.contains(&word.as_str())
+}
+
 /// `--auto-approve`: answers every gate without asking.
 ///
-/// It picks the first choice whose text (the label without its accelerator)
-/// is `yes`, `approve` or `approved`, ignoring case; otherwise the first
-/// choice, as human-in-the-loop.mdx says ("`Yes` for yes/no gates and the
-/// first option for multiple-choice gates"). A gate with only a freeform
-/// edge gets `Freeform("approved")`. A gate with no options at all is
-/// `Interrupted`: there is nothing to approve.
+/// It picks the first choice whose text starts with an approving word (see
+/// [`APPROVE_WORDS`]); otherwise the first choice, as human-in-the-loop.mdx
+/// says ("`Yes` for yes/no gates and the first option for multiple-choice
+/// gates"). A gate with only a freeform edge gets `Freeform("approved")`. A
+/// gate with no options at all is `Interrupted`: there is nothing to
+/// approve.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AutoApprove;
 
@@ -494,11 +572,7 @@ impl AutoApprove {
     /// The answer auto-approve gives to `question`.
     #[must_use]
     pub fn answer(question: &Question) -> Answer {
-        let approving = question.choices.iter().position(|c| {
-            ["yes", "approve", "approved"]
-                .iter()
-                .any(|word| c.text.eq_ignore_ascii_case(word))
-        });
+        let approving = question.choices.iter().position(|c| approves(&c.text));
         match approving {
             Some(i) => Answer::Choice(i),
             None if !question.choices.is_empty() => Answer::Choice(0),
@@ -652,6 +726,8 @@ mod tests {
                 choice(Some("S"), "[S] Skip", "Skip", "skip"),
             ],
             freeform: false,
+            timeout_ms: None,
+            default_choice: None,
         }
     }
 
@@ -909,6 +985,28 @@ mod tests {
         );
     }
 
+    /// A writer whose reader has gone away, as `weft run ... | head` leaves.
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[tokio::test]
+    async fn console_with_a_closed_output_still_reads_the_answer() {
+        let console = Console::new(Cursor::new("a\n".to_string()), ClosedPipe, false);
+        assert_eq!(
+            console.ask(&approve_revise_skip()).await,
+            Answer::Choice(0),
+            "a closed pipe is not a reason to fail the gate"
+        );
+    }
+
     #[tokio::test]
     async fn console_freeform_only_gate_goes_straight_to_a_text_prompt() {
         let (console, screen) = console("rename the module\n", true);
@@ -1032,6 +1130,63 @@ mod tests {
             ..approve_revise_skip()
         };
         assert_eq!(AutoApprove.ask(&yes_no).await, Answer::Choice(1));
+    }
+
+    #[tokio::test]
+    async fn auto_approve_takes_an_option_that_starts_with_an_approving_word() {
+        for (approving, others) in [
+            ("Approve - with notes", ["Reject", "Revise"]),
+            ("Yes, ship it", ["No", "Later"]),
+            ("Ship it", ["Hold", "Go back"]),
+            ("OK!", ["Cancel", "Shipment hold"]),
+            ("Continue to deploy", ["Stop", "Abort"]),
+            ("LGTM", ["Needs work", "Unsure"]),
+        ] {
+            let q = Question {
+                choices: vec![
+                    choice(None, others[0], others[0], "a"),
+                    choice(None, others[1], others[1], "b"),
+                    choice(Some("X"), &format!("[X] {approving}"), approving, "c"),
+                ],
+                ..approve_revise_skip()
+            };
+            assert_eq!(
+                AutoApprove.ask(&q).await,
+                Answer::Choice(2),
+                "`{approving}` approves, {others:?} do not"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn console_shows_the_timeout_and_the_default_choice() {
+        let (on_tty, screen) = console("a\n", true);
+        let q = Question {
+            timeout_ms: Some(300_000),
+            default_choice: Some("S".to_string()),
+            ..approve_revise_skip()
+        };
+        on_tty.ask(&q).await;
+        assert!(
+            screen
+                .text()
+                .contains("  [S] Skip\n  (times out in 5m, then takes \"Skip\")\nChoose [A/R/S]: "),
+            "{}",
+            screen.text()
+        );
+        let (piped, screen) = console("a\n", false);
+        let q = Question {
+            timeout_ms: Some(30_000),
+            ..approve_revise_skip()
+        };
+        piped.ask(&q).await;
+        assert!(
+            screen
+                .text()
+                .contains("(times out in 30s, then fails (no default choice))\n"),
+            "{}",
+            screen.text()
+        );
     }
 
     #[tokio::test]

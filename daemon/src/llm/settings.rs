@@ -53,17 +53,14 @@ pub struct LlmTuning {
 }
 
 impl LlmSettings {
-    /// Reads the LLM sections of the settings file at `path`; a missing file
+    /// Reads the LLM sections of the settings file at `path` (a regular
+    /// file of at most [`crate::limits::MAX_CONFIG_BYTES`]); a missing file
     /// means no settings.
     pub fn load(path: &Path) -> Result<LlmSettings, LlmError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => LlmSettings::parse(&text)
+        match crate::config::read(path).map_err(LlmError::Config)? {
+            Some(text) => LlmSettings::parse(&text)
                 .map_err(|e| LlmError::Config(format!("{}: {e}", path.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LlmSettings::default()),
-            Err(e) => Err(LlmError::Config(format!(
-                "cannot read {}: {e}",
-                path.display()
-            ))),
+            None => Ok(LlmSettings::default()),
         }
     }
 

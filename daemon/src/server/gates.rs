@@ -166,6 +166,8 @@ mod tests {
             context: None,
             choices: vec![choice("Y", "Yes", "ship"), choice("N", "No", "hold")],
             freeform: false,
+            timeout_ms: None,
+            default_choice: None,
         }
     }
 

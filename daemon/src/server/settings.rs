@@ -43,17 +43,17 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Reads `home`'s settings.toml (unknown keys are ignored: they belong
-    /// to other parts of Weft).
+    /// Reads `home`'s settings.toml (a regular file of at most
+    /// [`crate::limits::MAX_CONFIG_BYTES`]). Keys it does not read are
+    /// skipped: they belong to other parts of Weft, and
+    /// [`crate::config::settings_warnings`] reports those nothing reads.
     pub fn load(home: &Home) -> Result<Settings, String> {
         let path = home.settings_path();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        let Some(text) = crate::config::read(&path)? else {
+            return Ok(Settings::default());
         };
-        let mut settings: Settings =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (mut settings, _): (Settings, _) =
+            crate::config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         settings.max_concurrent_runs = settings.max_concurrent_runs.max(1);
         Ok(settings)
     }

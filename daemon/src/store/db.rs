@@ -335,6 +335,30 @@ const QUESTION_COLUMNS: &str = "id, run_id, node_id, visit, text, options, freef
 /// How many runs an ambiguous prefix lists.
 const AMBIGUOUS_LIST_MAX: usize = 10;
 
+/// The fewest characters of a run id that `weft ps` shows (see
+/// [`Store::unique_prefix_lengths`]): more when that many are shared with
+/// another run, as they are for runs started in the same second.
+pub const SHORT_ID_MIN: usize = 8;
+
+/// The run a name of the form `last` or `last~N` (any case) means: the
+/// newest run, or the one N places before it. `None` for any other text.
+/// ULIDs never contain `L`, so no run id or prefix reads as one of these.
+fn newest_offset(name: &str) -> Option<Option<u32>> {
+    let (head, back) = match name.split_once('~') {
+        Some((head, n)) => (head, n.parse::<u32>().ok()),
+        None => (name, Some(0)),
+    };
+    head.eq_ignore_ascii_case("last").then_some(back)
+}
+
+/// How many leading characters `a` and `b` share, ignoring ASCII case.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes()
+        .zip(b.bytes())
+        .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+        .count()
+}
+
 impl Store {
     /// Opens (creating if needed) the database of `home` for writing: makes
     /// the home's folders, sets WAL mode, `synchronous=NORMAL` (a killed
@@ -501,10 +525,31 @@ impl Store {
     /// [`StoreError::RunNotFound`] when nothing matches;
     /// [`StoreError::AmbiguousRun`] (listing at most 10 ids, newest first)
     /// when several do.
+    ///
+    /// `last` names the newest run that is not a sub-workflow's child run,
+    /// `last~N` the one N places before it (`last~0` is `last`), in the
+    /// order `weft ps` lists them.
     pub fn find_run(&self, id_or_prefix: &str) -> Result<RunRecord> {
         let wanted = id_or_prefix.trim();
         if wanted.is_empty() {
             return Err(StoreError::RunNotFound(id_or_prefix.to_string()));
+        }
+        if let Some(back) = newest_offset(wanted) {
+            let Some(back) = back else {
+                return Err(StoreError::RunNotFound(wanted.to_string()));
+            };
+            let row = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs \
+                     WHERE json_extract(options, '$.parent') IS NULL \
+                     ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ?1"
+                ))?
+                .query_row([back], RunRow::read)
+                .optional()?;
+            return row
+                .ok_or_else(|| StoreError::RunNotFound(wanted.to_string()))?
+                .into_record();
         }
         if let Some(run) = self.run(wanted)? {
             return Ok(run);
@@ -539,6 +584,33 @@ impl Store {
                     .collect(),
             }),
         }
+    }
+
+    /// For each of `ids`, the length of its shortest prefix that no other
+    /// recorded run shares, at least [`SHORT_ID_MIN`] (and at most the id's
+    /// length): the form `weft ps` shows, which every command taking a run
+    /// accepts. Runs started in the same millisecond share 10 characters,
+    /// so those get longer prefixes. Two indexed lookups per id.
+    pub fn unique_prefix_lengths(&self, ids: &[&str]) -> Result<Vec<usize>> {
+        let mut before = self
+            .conn
+            .prepare_cached("SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
+        let mut after = self
+            .conn
+            .prepare_cached("SELECT id FROM runs WHERE id > ?1 ORDER BY id LIMIT 1")?;
+        let mut lengths = Vec::with_capacity(ids.len());
+        for id in ids {
+            let mut shared = 0;
+            for statement in [&mut before, &mut after] {
+                let neighbour: Option<String> =
+                    statement.query_row([id], |row| row.get(0)).optional()?;
+                if let Some(other) = neighbour {
+                    shared = shared.max(common_prefix(id, &other));
+                }
+            }
+            lengths.push((shared + 1).max(SHORT_ID_MIN).min(id.len()));
+        }
+        Ok(lengths)
     }
 
     /// Runs matching `filter`, newest first (`created_at`, then id,
@@ -1722,6 +1794,89 @@ mod tests {
                 .expect_err("missing")
                 .code(),
             "stage.not_found"
+        );
+    }
+
+    #[test]
+    fn last_names_the_newest_top_level_runs() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        assert_eq!(
+            store.find_run("last").expect_err("no runs").code(),
+            "run.not_found"
+        );
+        for (id, at) in [
+            ("01JAAAA0000000000000000000", "2026-01-01T00:00:00.000Z"),
+            ("01JAAAB0000000000000000000", "2026-01-02T00:00:00.000Z"),
+            ("01JAAAC0000000000000000000", "2026-01-03T00:00:00.000Z"),
+        ] {
+            store
+                .create_run(&new_run(id, "wf", "g", at))
+                .expect("create");
+        }
+        // A sub-workflow's child run, newer than its parent: not `last`.
+        let mut child = new_run(
+            "01JAAAD0000000000000000000",
+            "child",
+            "g",
+            "2026-01-04T00:00:00.000Z",
+        );
+        child.options = serde_json::json!({"parent": {"run_id": "01JAAAC0000000000000000000"}});
+        store.create_run(&child).expect("create child");
+        let id = |name: &str| store.find_run(name).map(|r| r.id);
+        assert_eq!(id("last").expect("last"), "01JAAAC0000000000000000000");
+        assert_eq!(
+            id(" LAST ").expect("any case"),
+            "01JAAAC0000000000000000000"
+        );
+        assert_eq!(id("last~0").expect("last~0"), "01JAAAC0000000000000000000");
+        assert_eq!(id("last~1").expect("last~1"), "01JAAAB0000000000000000000");
+        assert_eq!(id("last~2").expect("last~2"), "01JAAAA0000000000000000000");
+        for missing in ["last~3", "last~", "last~x", "last~-1"] {
+            assert_eq!(
+                store.find_run(missing).expect_err(missing).code(),
+                "run.not_found",
+                "{missing}"
+            );
+        }
+    }
+
+    #[test]
+    fn unique_prefixes_reach_past_the_shared_timestamp() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        // Two runs started in the same millisecond share the 10 characters
+        // of the timestamp and two more; a third run an hour away shares 5.
+        let ids = [
+            "01JAAAAAAA7XK2000000000000",
+            "01JAAAAAAA7XM9000000000000",
+            "01JAAB0000Q00000000000000Z",
+        ];
+        for (i, id) in ids.iter().enumerate() {
+            store
+                .create_run(&new_run(
+                    id,
+                    "wf",
+                    "g",
+                    &format!("2026-01-0{}T00:00:00.000Z", i + 1),
+                ))
+                .expect("create");
+        }
+        let lengths = store.unique_prefix_lengths(&ids).expect("lengths");
+        assert_eq!(lengths, [13, 13, SHORT_ID_MIN]);
+        for (id, length) in ids.iter().zip(&lengths) {
+            let prefix = id[..*length].to_lowercase();
+            assert_eq!(
+                store
+                    .find_run(&prefix)
+                    .expect("the short form names its run")
+                    .id,
+                *id
+            );
+        }
+        assert_eq!(
+            store.find_run(&ids[0][..12]).expect_err("one short").code(),
+            "run.ambiguous"
         );
     }
 

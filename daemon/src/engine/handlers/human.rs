@@ -36,6 +36,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             qs.into_iter()
                 .find(|q| *q.node_id == *node.id && q.visit == cx.visit)
         });
+    let (timeout_ms, default_choice) = interviewer::wait_of(node);
     let question = Question {
         id: pending
             .as_ref()
@@ -45,6 +46,8 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         context: previous_output(cx),
         choices,
         freeform,
+        timeout_ms,
+        default_choice,
     };
     let at = cx.at();
     let record = QuestionRecord {
@@ -80,6 +83,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             question: question.text.clone(),
             options: question.choices.iter().map(|c| c.label.clone()).collect(),
             freeform,
+            context: question.context.clone(),
+            timeout_ms: question.timeout_ms,
+            default_choice: question.default_choice.clone(),
         },
         at,
     );

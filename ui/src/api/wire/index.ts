@@ -248,7 +248,20 @@ resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms:
 /**
  * The parallel branch the stage runs in, if any.
  */
-branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, } } | { "event": "interview.completed", "properties": { question_id: string, 
+branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, 
+/**
+ * The end of the previous stage's output or response, shown above
+ * the question (at most 2,000 characters).
+ */
+context?: string | null, 
+/**
+ * How long the gate waits (its `timeout`), if it has one.
+ */
+timeout_ms?: number | null, 
+/**
+ * What a timeout picks (`human.default_choice`), if set.
+ */
+default_choice?: string | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
 /**
  * The option label chosen, or `freeform`.
  */
@@ -271,7 +284,20 @@ resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms:
 /**
  * The parallel branch the stage runs in, if any.
  */
-branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, } } | { "event": "interview.completed", "properties": { question_id: string, 
+branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, 
+/**
+ * The end of the previous stage's output or response, shown above
+ * the question (at most 2,000 characters).
+ */
+context?: string | null, 
+/**
+ * How long the gate waits (its `timeout`), if it has one.
+ */
+timeout_ms?: number | null, 
+/**
+ * What a timeout picks (`human.default_choice`), if set.
+ */
+default_choice?: string | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
 /**
  * The option label chosen, or `freeform`.
  */

@@ -1,0 +1,76 @@
+//! What `weft` says about itself: `--help`, `weft man`, `weft
+//! completions`, and counts printed with the right plural.
+
+use weft_tests::Sandbox;
+
+#[test]
+fn help_names_weft_home_the_settings_and_the_docs() {
+    let help = Sandbox::new().run(&["--help"]);
+    assert_eq!(help.code, 0, "{help:?}");
+    for needle in [
+        "WEFT_HOME",
+        "settings.toml",
+        "docs/cli.md",
+        "last~N",
+        "NO_COLOR",
+    ] {
+        assert!(help.stdout.contains(needle), "{needle}: {}", help.stdout);
+    }
+}
+
+#[test]
+fn man_prints_a_roff_page_for_weft_and_each_command() {
+    let sb = Sandbox::new();
+    let page = sb.run(&["man"]);
+    assert_eq!(page.code, 0, "{page:?}");
+    assert!(page.stdout.contains(".TH weft 1"), "{}", page.stdout);
+    let run = sb.run(&["man", "run"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains(".TH weft-run 1"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("auto\\-approve"),
+        "the options are listed"
+    );
+    let unknown = sb.run(&["man", "nope"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("validate, graph, run"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn completions_are_generated_for_each_shell() {
+    let sb = Sandbox::new();
+    for (shell, marker) in [
+        ("bash", "complete -F _weft"),
+        ("zsh", "#compdef weft"),
+        ("fish", "complete -c weft"),
+    ] {
+        let script = sb.run(&["completions", shell]);
+        assert_eq!(script.code, 0, "{shell}: {script:?}");
+        assert!(script.stdout.contains(marker), "{shell}: {}", script.stdout);
+        assert!(
+            script.stdout.contains("resume"),
+            "{shell} completes commands"
+        );
+    }
+    assert_eq!(sb.run(&["completions", "cmd.exe"]).code, 2);
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let sb = Sandbox::new();
+    sb.write(
+        "one.fabro",
+        "digraph One { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }",
+    );
+    let checked = sb.run(&["validate", "one.fabro"]);
+    assert_eq!(checked.code, 0, "{checked:?}");
+    assert!(
+        checked.stdout.contains("(2 nodes, 1 edge)"),
+        "{}",
+        checked.stdout
+    );
+}
