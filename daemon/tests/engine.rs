@@ -411,7 +411,8 @@ async fn repeated_deterministic_failure_trips_the_circuit_breaker() {
     assert!(
         r.reason()
             .starts_with("deterministic failure cycle detected")
-            && r.reason().contains("repeated 3 times (limit 3)"),
+            && r.reason().contains("repeated 3 times (limit 3")
+            && r.reason().contains("loop_restart_signature_limit"),
         "{}",
         r.reason()
     );

@@ -275,9 +275,7 @@ impl Daemon {
         };
         if let Err(e) = result {
             eprintln!("weftd: run {run_id} could not run: {e}");
-            let _ = self
-                .store()
-                .set_status(run_id, RunStatus::Failed, Some(&e.to_string()));
+            let _ = crate::engine::launch::record_execution_error(&self.store, run_id, &e);
         }
     }
 

@@ -18,6 +18,13 @@ use crate::engine::retry::RetryPolicy;
 /// How long a command may run when the node sets no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How much of one attempt's output (both streams) is recorded as
+/// `command.output` events — in the database, `progress.jsonl` and every
+/// live subscriber. Past it one `run.notice` says so and the output goes
+/// on into `stdout.log`/`stderr.log` only, so a command printing gigabytes
+/// costs the store a bounded amount.
+pub const OUTPUT_EVENT_BUDGET: usize = 1024 * 1024;
+
 pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let node = cx.node;
     let Some(source) = node.attrs.non_empty("script") else {
@@ -78,19 +85,36 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         timeout,
     };
     let at = cx.at();
+    let mut budget = OutputBudget::default();
     let result = process::run(
         &script,
         &cx.run.cancel,
         &cx.dir.join("stdout.log"),
         &cx.dir.join("stderr.log"),
-        |stream, text| {
-            let _ = cx.recorder.emit(
-                EventKind::CommandOutput {
-                    stream,
-                    text: text.to_string(),
-                },
-                at,
-            );
+        |stream, text| match budget.take(text) {
+            Some(recorded) => {
+                if !recorded.is_empty() {
+                    let _ = cx.recorder.emit(
+                        EventKind::CommandOutput {
+                            stream,
+                            text: recorded.to_string(),
+                        },
+                        at,
+                    );
+                }
+                if budget.exhausted() {
+                    cx.notice(format!(
+                        "{} printed more than {} MiB: the rest of its output is in its \
+                         stdout.log/stderr.log only (weft logs {} {})",
+                        node.id,
+                        OUTPUT_EVENT_BUDGET / (1024 * 1024),
+                        cx.run.run_id,
+                        node.id
+                    ));
+                }
+            }
+            // Output is activity even when it is no longer recorded.
+            None => cx.recorder.touch(),
         },
     )
     .await;
@@ -111,16 +135,37 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     });
     cx.write_file("script_timing.json", pretty(&timing).as_bytes());
 
-    // Command output always goes to the blob store; the context holds refs.
+    // Command output always goes to the blob store; the context holds refs
+    // to the end of each stream (the logs hold all of it).
     let mut outcome = Outcome::succeeded();
-    for (key, text) in [
-        ("command.output", &result.stdout),
-        ("command.stderr", &result.stderr),
+    for (key, text, total, log) in [
+        (
+            "command.output",
+            &result.stdout,
+            result.stdout_total,
+            "stdout.log",
+        ),
+        (
+            "command.stderr",
+            &result.stderr,
+            result.stderr_total,
+            "stderr.log",
+        ),
     ] {
-        match cx.run.blobs.put_json(&Value::String(text.clone())) {
+        let kept = u64::try_from(text.len()).unwrap_or(u64::MAX);
+        let value = if total > kept {
+            format!(
+                "[… {} earlier bytes cut: the whole output is in {}]\n{text}",
+                total - kept,
+                cx.dir.join(log).display()
+            )
+        } else {
+            text.clone()
+        };
+        let size = u64::try_from(value.len()).unwrap_or(u64::MAX);
+        match cx.run.blobs.put_json(&Value::String(value)) {
             Ok((blob, new)) => {
                 if new {
-                    let size = u64::try_from(text.len()).unwrap_or(u64::MAX);
                     let _ = cx.recorder.store().record_blob(blob.hex(), size);
                 }
                 outcome
@@ -201,6 +246,39 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             }
             Err(why) => failed(FailureClass::Deterministic, why),
         },
+    }
+}
+
+/// Counts output against [`OUTPUT_EVENT_BUDGET`].
+#[derive(Default)]
+struct OutputBudget {
+    recorded: usize,
+}
+
+impl OutputBudget {
+    /// The part of `text` still within the budget (cut at a character
+    /// boundary), counted; `None` once the budget is spent.
+    fn take<'t>(&mut self, text: &'t str) -> Option<&'t str> {
+        let left = OUTPUT_EVENT_BUDGET.checked_sub(self.recorded)?;
+        if left == 0 {
+            return None;
+        }
+        let mut end = text.len().min(left);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        // A character that does not fit closes the budget all the same.
+        self.recorded = if end < text.len() {
+            OUTPUT_EVENT_BUDGET
+        } else {
+            self.recorded + end
+        };
+        Some(&text[..end])
+    }
+
+    /// Whether the budget has just been (or was earlier) spent.
+    fn exhausted(&self) -> bool {
+        self.recorded >= OUTPUT_EVENT_BUDGET
     }
 }
 
