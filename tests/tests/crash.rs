@@ -114,8 +114,8 @@ const HOLDS: &str = r#"digraph Hold { start [shape=Mdiamond]; exit [shape=Msquar
 
 /// Both processes of the `hold` stage die soon after their executor did.
 fn stage_processes_die(sb: &Sandbox) {
-    let stage = read_pid(&sb.path().join("stage.pid")).expect("stage.pid");
-    let child = read_pid(&sb.path().join("child.pid")).expect("child.pid");
+    let stage = read_pid(&sb.path().join("stage.pid")).unwrap_or_else(|| panic!("stage.pid"));
+    let child = read_pid(&sb.path().join("child.pid")).unwrap_or_else(|| panic!("child.pid"));
     let deadline = Instant::now() + Duration::from_secs(10);
     while (is_running(stage) || is_running(child)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -148,12 +148,12 @@ fn no_stage_process_survives_a_killed_no_daemon_run_and_resume_runs_the_stage_on
     wait_until("the stage runs", Duration::from_secs(30), || {
         sb.path().join("stage.pid").is_file()
     });
-    weft.kill().expect("kill -9 weft");
-    weft.wait().expect("reap weft");
+    weft.kill().unwrap_or_else(|e| panic!("kill -9 weft: {e}"));
+    weft.wait().unwrap_or_else(|e| panic!("reap weft: {e}"));
     stage_processes_die(&sb);
 
-    std::fs::write(sb.path().join("go"), "").expect("go");
-    let run = only_run(&sb).expect("the run was recorded");
+    std::fs::write(sb.path().join("go"), "").unwrap_or_else(|e| panic!("go: {e}"));
+    let run = only_run(&sb).unwrap_or_else(|| panic!("the run was recorded"));
     let resumed = run_within(
         &sb,
         &["resume", "--no-daemon", &run.id],
@@ -173,7 +173,8 @@ fn no_stage_process_survives_a_killed_daemon() {
     wait_until("the stage runs", Duration::from_secs(30), || {
         sb.path().join("stage.pid").is_file() && sb.path().join("child.pid").is_file()
     });
-    let daemon = read_pid(&sb.path().join("home/run/weftd.pid")).expect("weftd.pid");
+    let daemon =
+        read_pid(&sb.path().join("home/run/weftd.pid")).unwrap_or_else(|| panic!("weftd.pid"));
     sigkill(daemon);
     wait_until("weftd is dead", Duration::from_secs(10), || {
         !is_running(daemon)
@@ -187,17 +188,18 @@ fn no_stage_process_survives_a_killed_daemon() {
 fn resuming_a_run_another_process_is_running_is_refused_and_changes_nothing() {
     let sb = Sandbox::new();
     sb.write("wf.fabro", HOLDS);
-    let mut weft = sb
-        .weft()
-        .args(["run", "--no-daemon", "wf.fabro"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let weft = Running(Some(
+        sb.weft()
+            .args(["run", "--no-daemon", "wf.fabro"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}")),
+    ));
     wait_until("the stage runs", Duration::from_secs(30), || {
         sb.path().join("stage.pid").is_file()
     });
-    let run = only_run(&sb).expect("recorded");
+    let run = only_run(&sb).unwrap_or_else(|| panic!("recorded"));
     let before = events(&sb, &run.id).len();
     let refused = run_within(&sb, &["resume", &run.id], Duration::from_secs(60));
     assert_eq!(refused.code, 2, "{}", refused.stderr);
@@ -206,7 +208,7 @@ fn resuming_a_run_another_process_is_running_is_refused_and_changes_nothing() {
         "says why: {}",
         refused.stderr
     );
-    let after = record(&sb, &run.id).expect("run");
+    let after = record(&sb, &run.id).unwrap_or_else(|| panic!("run"));
     assert_eq!(after.status, RunStatus::Running, "the run was left alone");
     let kinds = events(&sb, &run.id);
     assert!(
@@ -217,8 +219,8 @@ fn resuming_a_run_another_process_is_running_is_refused_and_changes_nothing() {
     );
     assert!(kinds.len() >= before);
 
-    std::fs::write(sb.path().join("go"), "").expect("go");
-    let status = weft.wait().expect("weft ends");
+    std::fs::write(sb.path().join("go"), "").unwrap_or_else(|e| panic!("go: {e}"));
+    let status = weft.wait();
     assert_eq!(status.code(), Some(0), "the first process finished the run");
     assert_eq!(
         record(&sb, &run.id).map(|r| r.status),
@@ -242,14 +244,15 @@ fn a_resume_that_cannot_start_leaves_the_run_as_it_was_and_says_why() {
     wait_until("the stage runs", Duration::from_secs(30), || {
         sb.path().join("stage.pid").is_file()
     });
-    weft.kill().expect("kill -9");
-    weft.wait().expect("reap");
-    let run = only_run(&sb).expect("recorded");
-    std::fs::remove_file(run.run_dir.join("graph.fabro")).expect("remove graph.fabro");
+    weft.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    weft.wait().unwrap_or_else(|e| panic!("reap: {e}"));
+    let run = only_run(&sb).unwrap_or_else(|| panic!("recorded"));
+    std::fs::remove_file(run.run_dir.join("graph.fabro"))
+        .unwrap_or_else(|e| panic!("remove graph.fabro: {e}"));
 
     let resumed = run_within(&sb, &["resume", &run.id], Duration::from_secs(60));
     assert_ne!(resumed.code, 0, "{}", resumed.stderr);
-    let after = record(&sb, &run.id).expect("run");
+    let after = record(&sb, &run.id).unwrap_or_else(|| panic!("run"));
     assert_eq!(
         after.status,
         RunStatus::Interrupted,
@@ -262,7 +265,7 @@ fn a_resume_that_cannot_start_leaves_the_run_as_it_was_and_says_why() {
             EventKind::RunInterrupted { reason, .. } => Some(reason),
             _ => None,
         })
-        .expect("a run.interrupted event says why");
+        .unwrap_or_else(|| panic!("a run.interrupted event says why"));
     assert!(
         reason.contains("resume could not start") && reason.contains("graph.fabro"),
         "{reason}"
@@ -355,8 +358,7 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
         );
         let _ = daemon.wait();
         let status = record(&sb, &run_id).map(|r| r.status);
-        if before.iter().all(|s| s.status != "running") && status == Some(RunStatus::Succeeded)
-        {
+        if before.iter().all(|s| s.status != "running") && status == Some(RunStatus::Succeeded) {
             // Ended before the kill (or between stages): nothing to redo.
             if resumed.code != 0 {
                 assert!(
@@ -392,4 +394,24 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
         interrupted >= 15,
         "only {interrupted} of 20 kills landed mid-run"
     );
+}
+
+/// A spawned `weft` killed (and its stages with it) if a test fails while
+/// it runs.
+struct Running(Option<std::process::Child>);
+
+impl Running {
+    fn wait(mut self) -> std::process::ExitStatus {
+        let mut child = self.0.take().unwrap_or_else(|| panic!("still held"));
+        child.wait().unwrap_or_else(|e| panic!("weft ends: {e}"))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
