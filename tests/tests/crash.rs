@@ -342,8 +342,11 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
         // kill -9, and no reaping yet: the dead daemon stays a zombie while
         // the resume runs, as it does right after a crash.
         sigkill(daemon.id());
+        // Dead, and its last thread gone (the leader turns zombie while
+        // other threads may still hold the listening socket for a moment).
+        let socket = home(&sb).root().join("run/weftd.sock");
         wait_until("weftd is dead", Duration::from_secs(10), || {
-            !is_running(daemon.id())
+            !is_running(daemon.id()) && std::os::unix::net::UnixStream::connect(&socket).is_err()
         });
         let before = Store::open_read_only(&home(&sb))
             .and_then(|s| s.stages(&run_id))
