@@ -16,7 +16,7 @@ use super::cancel::{Cancel, CancelReason};
 use super::checkpoint::Checkpoint;
 use super::clock::Clock;
 use super::context::Context;
-use super::event::EventKind;
+use super::event::{Event, EventKind};
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
 use super::models::{ModelChoice, Models};
@@ -532,32 +532,32 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
 /// - A run another live process executes is left alone, with a
 ///   `run.notice` saying the resume was refused.
 ///
+/// Returns the event it recorded, for the caller's live subscribers.
+///
 /// # Errors
 /// When the store cannot be read or written.
 pub fn record_execution_error(
     store: &Mutex<Store>,
     run_id: &str,
     error: &EngineError,
-) -> Result<(), StoreError> {
+) -> Result<Option<Event>, StoreError> {
     let mut store = lock(store);
     let Some(run) = store.run(run_id)? else {
-        return Ok(());
+        return Ok(None);
     };
     let duration_ms = 0;
     let ours = run.pid == Some(std::process::id());
-    match run.status {
-        RunStatus::Running | RunStatus::Blocked if !ours => {
-            store.append_event(
-                run_id,
-                &EventKind::RunNotice {
-                    message: format!("a resume was refused: {error}"),
-                },
-                None,
-            )?;
-        }
+    let recorded = match run.status {
+        RunStatus::Running | RunStatus::Blocked if !ours => store.append_event(
+            run_id,
+            &EventKind::RunNotice {
+                message: format!("a resume was refused: {error}"),
+            },
+            None,
+        )?,
         RunStatus::Running | RunStatus::Blocked | RunStatus::Queued => {
             let reason = error.to_string();
-            store.append_event(
+            let event = store.append_event(
                 run_id,
                 &EventKind::RunFailed {
                     reason: reason.clone(),
@@ -566,6 +566,7 @@ pub fn record_execution_error(
                 None,
             )?;
             store.set_status(run_id, RunStatus::Failed, Some(&reason))?;
+            event
         }
         RunStatus::Interrupted | RunStatus::Cancelled => {
             let reason = format!(
@@ -583,11 +584,11 @@ pub fn record_execution_error(
                     duration_ms,
                 }
             };
-            store.append_event(run_id, &kind, None)?;
+            store.append_event(run_id, &kind, None)?
         }
-        RunStatus::Succeeded | RunStatus::Failed => {}
-    }
-    Ok(())
+        RunStatus::Succeeded | RunStatus::Failed => return Ok(None),
+    };
+    Ok(Some(recorded))
 }
 
 /// The checkpoint to resume from: the run's, or when that is damaged, the
