@@ -25,6 +25,11 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// costs the store a bounded amount.
 pub const OUTPUT_EVENT_BUDGET: usize = 1024 * 1024;
 
+/// What each `command.output` event costs against [`OUTPUT_EVENT_BUDGET`]
+/// besides its text: an event row and its envelope. Without it a command
+/// writing one byte at a time would record a million events.
+const OUTPUT_EVENT_COST: usize = 64;
+
 pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let node = cx.node;
     let Some(source) = node.attrs.non_empty("script") else {
@@ -252,33 +257,33 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
 /// Counts output against [`OUTPUT_EVENT_BUDGET`].
 #[derive(Default)]
 struct OutputBudget {
+    /// Text bytes recorded plus [`OUTPUT_EVENT_COST`] per event.
     recorded: usize,
+    /// Output arrived that did not fit.
+    spent: bool,
 }
 
 impl OutputBudget {
-    /// The part of `text` still within the budget (cut at a character
-    /// boundary), counted; `None` once the budget is spent.
+    /// The part of `text` to record (cut at a character boundary, maybe
+    /// empty), counted; `None` on every call after the one that found the
+    /// budget spent, so that call alone gives the notice.
     fn take<'t>(&mut self, text: &'t str) -> Option<&'t str> {
-        let left = OUTPUT_EVENT_BUDGET.checked_sub(self.recorded)?;
-        if left == 0 {
+        if self.spent {
             return None;
         }
-        let mut end = text.len().min(left);
+        let room = OUTPUT_EVENT_BUDGET.saturating_sub(self.recorded + OUTPUT_EVENT_COST);
+        let mut end = text.len().min(room);
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        // A character that does not fit closes the budget all the same.
-        self.recorded = if end < text.len() {
-            OUTPUT_EVENT_BUDGET
-        } else {
-            self.recorded + end
-        };
+        self.recorded += OUTPUT_EVENT_COST + end;
+        self.spent = end < text.len();
         Some(&text[..end])
     }
 
-    /// Whether the budget has just been (or was earlier) spent.
+    /// Whether output was cut: the rest goes to the logs only.
     fn exhausted(&self) -> bool {
-        self.recorded >= OUTPUT_EVENT_BUDGET
+        self.spent
     }
 }
 
@@ -307,5 +312,38 @@ pub fn human_duration(d: Duration) -> String {
         format!("{}s", d.as_secs())
     } else {
         format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_output_budget_cuts_big_chunks_and_counts_each_event() {
+        let mut budget = OutputBudget::default();
+        let big = "x".repeat(OUTPUT_EVENT_BUDGET * 2);
+        let kept = budget.take(&big).map(str::len);
+        assert_eq!(kept, Some(OUTPUT_EVENT_BUDGET - OUTPUT_EVENT_COST));
+        assert!(budget.exhausted(), "the cut is reported once");
+        assert_eq!(budget.take("more"), None, "then nothing is recorded");
+
+        let mut budget = OutputBudget::default();
+        let mut events = 0;
+        while let Some(part) = budget.take("y") {
+            events += usize::from(!part.is_empty());
+        }
+        assert_eq!(
+            events,
+            OUTPUT_EVENT_BUDGET / (OUTPUT_EVENT_COST + 1),
+            "one-byte writes cannot make a million events"
+        );
+
+        let mut budget = OutputBudget {
+            recorded: OUTPUT_EVENT_BUDGET - OUTPUT_EVENT_COST - 2,
+            spent: false,
+        };
+        assert_eq!(budget.take("€"), Some(""), "never half a character");
+        assert!(budget.exhausted());
     }
 }
