@@ -182,6 +182,81 @@ fn no_stage_process_survives_a_killed_daemon() {
     stage_processes_die(&sb);
 }
 
+/// The process in the stage's group that guards it: a fork of the wrapper
+/// shell, whose command line names `weft-stage`, and not the leader.
+fn watcher_of(stage: u32) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != stage)
+        .find(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let in_group = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = stat.rsplit(')').next()?.to_string();
+                    after.split_whitespace().nth(2)?.parse::<u32>().ok()
+                })
+                == Some(stage);
+            in_group && String::from_utf8_lossy(&cmdline).contains("weft-stage")
+        })
+}
+
+/// The fallback behind the watcher: when the watcher was killed too, the
+/// resume kills the group its crashed executor recorded before running the
+/// stage again.
+#[test]
+fn a_resume_kills_a_leftover_stage_group_before_running_the_stage_again() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", HOLDS);
+    let mut weft = sb
+        .weft()
+        .args(["run", "--no-daemon", "wf.fabro"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    wait_until("the stage runs", Duration::from_secs(30), || {
+        sb.path().join("stage.pid").is_file()
+    });
+    let stage = read_pid(&sb.path().join("stage.pid")).unwrap_or_else(|| panic!("stage.pid"));
+    let watcher = watcher_of(stage).unwrap_or_else(|| panic!("the stage has a watcher"));
+    sigkill(watcher);
+    wait_until("the watcher is dead", Duration::from_secs(10), || {
+        !is_running(watcher)
+    });
+    weft.kill().unwrap_or_else(|e| panic!("kill -9 weft: {e}"));
+    weft.wait().unwrap_or_else(|e| panic!("reap weft: {e}"));
+    assert!(
+        is_running(stage),
+        "without its watcher the group outlives weft"
+    );
+    std::fs::remove_file(sb.path().join("stage.pid")).unwrap_or_else(|e| panic!("{e}"));
+
+    let run = only_run(&sb).unwrap_or_else(|| panic!("recorded"));
+    let resume = Running(Some(
+        sb.weft()
+            .args(["resume", "--no-daemon", &run.id])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}")),
+    ));
+    wait_until("the stage runs again", Duration::from_secs(30), || {
+        sb.path().join("stage.pid").is_file()
+    });
+    let survived = is_running(stage);
+    if survived {
+        sigkill(stage);
+    }
+    assert!(!survived, "the resume killed the leftover stage first");
+    std::fs::write(sb.path().join("go"), "").unwrap_or_else(|e| panic!("go: {e}"));
+    assert_eq!(resume.wait().code(), Some(0));
+    let side = std::fs::read_to_string(sb.path().join("side.log")).unwrap_or_default();
+    assert_eq!(side, "ran\n", "the stage's side effect happened once");
+}
+
 /// A resume through the daemon while a `--no-daemon` process still runs the
 /// run is refused at once, and leaves the run to that process.
 #[test]

@@ -499,6 +499,8 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
             )
         }
     };
+    let stages = lock(&services.store).stages(&run.id)?;
+    reap_leftover_groups(&run_dir, &stages);
     lock(&services.store).interrupt_running_stages(&run.id)?;
     let mut options = options;
     // Continue the random sequence differently from the first execution,
@@ -517,6 +519,29 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
         services.caller_env.clone(),
     )
     .await
+}
+
+/// Kills what is left of the commands of stages a crashed executor had in
+/// flight (`running`, or `interrupted` by a daemon's reconciliation), so a
+/// resume never runs a stage alongside a leftover copy of it. Their groups'
+/// watchers normally did this when the executor died; see
+/// [`super::process::reap_recorded_group`] for the fallback and its pid-reuse
+/// guard.
+fn reap_leftover_groups(run_dir: &RunDir, stages: &[crate::store::StageRecord]) {
+    for stage in stages
+        .iter()
+        .filter(|s| s.status == "running" || s.status == "interrupted")
+    {
+        let record = run_dir
+            .node_dir(&stage.node_id, stage.visit)
+            .join(super::process::GROUP_RECORD);
+        if let Some(pgid) = super::process::reap_recorded_group(&record) {
+            let _ = run_dir.append_log(&format!(
+                "killed process group {pgid} left running by stage {}@{}",
+                stage.node_id, stage.visit
+            ));
+        }
+    }
 }
 
 /// Records what an execution that ended in `error` leaves behind, so that

@@ -97,6 +97,37 @@ pub struct Script {
     pub base_env: Option<Vec<(String, String)>>,
     /// How long the script may run before its process group is killed.
     pub timeout: Duration,
+    /// Where to record the script's process group once it is spawned (see
+    /// [`reap_recorded_group`]); `None` records nothing.
+    pub group_record: Option<PathBuf>,
+}
+
+/// The file, in a command stage's directory, recording its process group:
+/// `PGID START`, START being the group leader's start time.
+pub const GROUP_RECORD: &str = "process_group";
+
+/// Kills the process group recorded at `record` if its leader is still the
+/// process that was recorded (same pid, same start time, not a zombie), and
+/// returns its id. A resume calls this for the stages a crashed executor
+/// left in flight: the group's watcher (see [`WATCHED`]) kills it when the
+/// executor dies, and this is the fallback for when the watcher itself was
+/// killed. After `kill(-pgid, SIGKILL)` returns, no process of the group
+/// runs another instruction, so the stage cannot overlap its re-run. A
+/// missing or malformed record, or a recycled pid, kills nothing.
+#[must_use]
+pub fn reap_recorded_group(record: &Path) -> Option<u32> {
+    let text = crate::limits::read_text_capped(record, 64).ok()?;
+    let mut fields = text.split_whitespace();
+    let pgid: u32 = fields.next()?.parse().ok()?;
+    let start: u64 = fields.next()?.parse().ok()?;
+    let same =
+        crate::store::process_start(pgid) == Some(start) && !crate::store::process_is_zombie(pgid);
+    if !same {
+        return None;
+    }
+    let leader = Pid::from_raw(i32::try_from(pgid).ok()?)?;
+    rustix::process::kill_process_group(leader, Signal::KILL).ok()?;
+    Some(pgid)
 }
 
 /// How a script ended and everything it wrote.
@@ -276,6 +307,13 @@ pub async fn run(
         pgid: pid,
         _lifeline: lifeline,
     };
+    if let Some(record) = &script.group_record {
+        // Best effort: the watcher does not need it, only the fallback does.
+        let raw = pid.as_raw_nonzero().get().unsigned_abs();
+        if let Some(start) = crate::store::process_start(raw) {
+            let _ = tokio::fs::write(record, format!("{raw} {start}\n")).await;
+        }
+    }
 
     let deadline = started.checked_add(script.timeout);
     let supervised = supervise(
@@ -762,6 +800,7 @@ mod tests {
 
     fn shell(source: &str, dir: &Path) -> Script {
         Script {
+            group_record: None,
             base_env: None,
             language: Language::Shell,
             source: source.to_owned(),

@@ -88,6 +88,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         work_dir: cx.run.work_dir.clone(),
         env,
         timeout,
+        group_record: Some(cx.dir.join(process::GROUP_RECORD)),
     };
     let at = cx.at();
     let mut budget = OutputBudget::default();
