@@ -344,7 +344,10 @@ fn generate(home: &Home) -> Result<Generated> {
                 written += record_stage(&mut store, &id, (i, s), node, next, 20, failed)?;
             }
             let end = match status {
-                RunStatus::Succeeded => EventKind::RunCompleted { duration_ms: 5_000 },
+                RunStatus::Succeeded => EventKind::RunCompleted {
+                    duration_ms: 5_000,
+                    failed_stages: Vec::new(),
+                },
                 RunStatus::Failed => EventKind::RunFailed {
                     reason: "stage package failed: make exited with status 2".into(),
                     duration_ms: 5_000,
@@ -469,6 +472,7 @@ fn big_run(store: &mut Store, home: &Home, id: &str, created_at: &str, pid: u32)
             &[(
                 EventKind::RunCompleted {
                     duration_ms: 360_000,
+                    failed_stages: Vec::new(),
                 },
                 None,
             )],

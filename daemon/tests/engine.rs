@@ -316,6 +316,25 @@ async fn diamond_conditions_read_the_previous_stages_outcome() {
 }
 
 #[tokio::test]
+async fn a_run_that_succeeds_past_failures_lists_the_nodes_whose_latest_visit_failed() {
+    let r = run("failed_stages_routed_past.fabro", Options::default()).await;
+    assert_eq!(r.status(), RunStatus::Succeeded);
+    assert_eq!(
+        r.conclusion.failed_stages,
+        ["lint"],
+        "test failed once but passed on its latest visit"
+    );
+    let completed = r.named("run.completed");
+    assert!(
+        matches!(
+            &completed[0].kind,
+            weft::engine::event::EventKind::RunCompleted { failed_stages, .. } if failed_stages == &["lint"]
+        ),
+        "run.completed carries them too"
+    );
+}
+
+#[tokio::test]
 async fn retries_wait_longer_each_time_on_the_fake_clock() {
     let r = run("retries_back_off.fabro", Options::default()).await;
     let attempts = std::fs::read_to_string(r.work.path().join("attempts.log")).expect("log");
@@ -411,7 +430,8 @@ async fn repeated_deterministic_failure_trips_the_circuit_breaker() {
     assert!(
         r.reason()
             .starts_with("deterministic failure cycle detected")
-            && r.reason().contains("repeated 3 times (limit 3)"),
+            && r.reason().contains("repeated 3 times (limit 3")
+            && r.reason().contains("loop_restart_signature_limit"),
         "{}",
         r.reason()
     );

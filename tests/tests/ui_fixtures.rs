@@ -202,9 +202,10 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
         .as_str()
         .unwrap_or_default()
         .to_string();
-    wait_for("the migration to start its stage", || {
+    // Until its first output line, so that the recorded history has it.
+    wait_for("the migration's stage to print", || {
         let events = run(weft(sb), &["events", &cancel_id, "--json"]);
-        events.stdout.contains("\"stage.started\"") && events.stdout.contains("\"backfill\"")
+        events.stdout.contains("\"stage.started\"") && events.stdout.contains("backfilling orders")
     });
     let cancelled = run(weft(sb), &["cancel", &cancel_id]);
     assert_eq!(cancelled.code, 0, "{cancelled:?}");

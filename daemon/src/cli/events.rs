@@ -182,7 +182,13 @@ fn summary(kind: &EventKind) -> String {
             }
             text
         }
-        EventKind::RunCompleted { duration_ms } => format!("succeeded in {}", secs(duration_ms)),
+        EventKind::RunCompleted {
+            duration_ms,
+            failed_stages,
+        } => match super::progress::failed_note(failed_stages) {
+            Some(note) => format!("succeeded, {note}, in {}", secs(duration_ms)),
+            None => format!("succeeded in {}", secs(duration_ms)),
+        },
         EventKind::RunFailed {
             reason,
             duration_ms,
@@ -451,7 +457,10 @@ mod tests {
         let line = human(&event(
             1,
             None,
-            EventKind::RunCompleted { duration_ms: 1500 },
+            EventKind::RunCompleted {
+                duration_ms: 1500,
+                failed_stages: Vec::new(),
+            },
         ));
         assert_eq!(
             line,

@@ -358,9 +358,15 @@ impl Progress {
                 "  ! no activity for {idle_secs}s: the stall watchdog stops the run"
             )),
             EventKind::RunNotice { message } => Some(format!("  note: {message}")),
-            EventKind::RunCompleted { duration_ms } => Some(format!(
-                "run {} succeeded in {}",
+            EventKind::RunCompleted {
+                duration_ms,
+                failed_stages,
+            } => Some(format!(
+                "run {} succeeded{} in {}",
                 event.run_id,
+                failed_note(failed_stages)
+                    .map(|note| format!(", {note},"))
+                    .unwrap_or_default(),
                 seconds(Duration::from_millis(*duration_ms))
             )),
             EventKind::RunFailed {
@@ -758,6 +764,17 @@ fn shell_quote(text: &str) -> String {
         text.to_string()
     } else {
         format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// `1 stage failed (flaky)`, `2 stages failed (a, b)`: what a run that
+/// succeeded routed past; `None` when no stage failed.
+#[must_use]
+pub fn failed_note(failed_stages: &[String]) -> Option<String> {
+    match failed_stages.len() {
+        0 => None,
+        1 => Some(format!("1 stage failed ({})", failed_stages.join(", "))),
+        n => Some(format!("{n} stages failed ({})", failed_stages.join(", "))),
     }
 }
 

@@ -37,6 +37,7 @@ struct PsRow<'a> {
     /// Language-model calls, tokens and dollars; absent when none was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     llm: Option<crate::store::RunSpend>,
+    failed_stages: &'a [String],
 }
 
 impl<'a> PsRow<'a> {
@@ -54,6 +55,7 @@ impl<'a> PsRow<'a> {
             run_dir: run.run_dir.display().to_string(),
             labels: &run.labels,
             llm: run.llm,
+            failed_stages: &run.failed_stages,
         }
     }
 }
@@ -163,6 +165,15 @@ async fn select(reader: &Reader, args: &PsArgs) -> Result<Vec<RunSummary>, Strin
 }
 
 /// The table: one header line, one line per run, columns padded to fit.
+/// The status, marking a run that succeeded past failed stages:
+/// `succeeded (1 failed)`.
+fn status_cell(run: &RunSummary) -> String {
+    match run.failed_stages.len() {
+        n if n > 0 && run.status == RunStatus::Succeeded => format!("{} ({n} failed)", run.status),
+        _ => run.status.to_string(),
+    }
+}
+
 fn write_table(
     out: &mut impl Write,
     runs: &[RunSummary],
@@ -184,7 +195,7 @@ fn write_table(
             let since = run.started_at.as_deref().unwrap_or(&run.created_at);
             let mut row = vec![
                 (*id).to_string(),
-                run.status.to_string(),
+                status_cell(run),
                 // A sub-workflow's child run names the stage it runs under.
                 match &run.parent {
                     Some(parent) => format!(

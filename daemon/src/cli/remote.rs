@@ -343,6 +343,7 @@ async fn finish(client: &Client, run_id: &str, json: bool) -> u8 {
                 duration_ms: s.duration_ms,
             })
             .collect(),
+        failed_stages: run.failed_stages.clone(),
     };
     if json {
         println!(

@@ -54,6 +54,8 @@ impl Style {
 pub fn status_colour(status: &str) -> &'static str {
     match status {
         "succeeded" => "32",
+        // `succeeded (1 failed)`: it routed past a failure.
+        s if s.starts_with("succeeded (") => "33",
         "failed" => "31",
         "partially_succeeded" | "blocked" | "cancelled" | "interrupted" => "33",
         "running" => "36",

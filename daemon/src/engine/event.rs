@@ -62,7 +62,14 @@ pub enum EventKind {
         resumed: bool,
     },
     #[serde(rename = "run.completed")]
-    RunCompleted { duration_ms: u64 },
+    RunCompleted {
+        duration_ms: u64,
+        /// The nodes whose latest visit failed, routed past by the default
+        /// `on_failure="route"` policy; absent when none did.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[ts(as = "Option<Vec<String>>", optional)]
+        failed_stages: Vec<String>,
+    },
     #[serde(rename = "run.failed")]
     RunFailed { reason: String, duration_ms: u64 },
     #[serde(rename = "run.cancelled")]

@@ -16,7 +16,7 @@ use super::cancel::{Cancel, CancelReason};
 use super::checkpoint::Checkpoint;
 use super::clock::Clock;
 use super::context::Context;
-use super::event::EventKind;
+use super::event::{Event, EventKind};
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
 use super::models::{ModelChoice, Models};
@@ -134,6 +134,11 @@ pub struct Conclusion {
     pub failure_reason: Option<String>,
     pub run_dir: PathBuf,
     pub stages: Vec<StageSummary>,
+    /// The nodes whose latest visit failed, in the order they ran. In a run
+    /// that succeeded these are the failures the default
+    /// `on_failure="route"` policy routed past.
+    #[serde(default)]
+    pub failed_stages: Vec<String>,
 }
 
 /// Why a run could not start or resume.
@@ -248,6 +253,8 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         request.goal.as_deref(),
         &request.inputs,
     )?;
+    // So is a working directory that is not there: every command would fail.
+    check_work_dir(&request.work_dir)?;
     // A bad artifact pattern is refused before anything is recorded.
     super::artifacts::ArtifactRules::new(&request.artifacts)
         .map_err(|e| EngineError::Config(e.to_string()))?;
@@ -354,8 +361,13 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     })
 }
 
-/// Continues an interrupted or cancelled run from its last checkpoint.
-pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, EngineError> {
+/// Refuses to resume a run that ended (succeeded or failed) or that a live
+/// process other than this one is still executing. Cheap: it reads no
+/// files, so a server can answer a resume request with it at once.
+///
+/// # Errors
+/// [`EngineError::NotResumable`], saying why; the run is left as it was.
+pub fn check_resumable(run: &RunRecord) -> Result<(), EngineError> {
     match run.status {
         RunStatus::Succeeded | RunStatus::Failed => {
             return Err(EngineError::NotResumable(format!(
@@ -375,13 +387,46 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
             }) =>
         {
             return Err(EngineError::NotResumable(format!(
-                "run {} is still running (pid {})",
+                "run {} is still running in process {}; wait for it to end, or stop that process first",
                 run.id,
-                run.pid.unwrap_or_default()
+                run.pid.unwrap_or_default(),
             )));
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// Refuses a working directory that does not exist or is not a directory,
+/// before a run starts or resumes: its commands could not run there, and a
+/// run whose every stage fails to start, routed on by the default failure
+/// policy, would otherwise "succeed".
+fn check_work_dir(dir: &Path) -> Result<(), EngineError> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(EngineError::Config(format!(
+            "the working directory {} is not a directory (--work-dir, or `working_dir` in run.toml)",
+            dir.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(EngineError::Config(format!(
+            "the working directory {} does not exist (--work-dir, or `working_dir` in run.toml); create it or name another",
+            dir.display()
+        ))),
+        Err(e) => Err(EngineError::Config(format!(
+            "the working directory {} cannot be used: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+/// Continues an interrupted or cancelled run from its last checkpoint.
+///
+/// A resume that cannot start (see [`check_resumable`], an unreadable
+/// workflow, a damaged checkpoint) returns the error and leaves the run's
+/// status and events as they were.
+pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, EngineError> {
+    check_resumable(run)?;
+    check_work_dir(&run.work_dir)?;
     let options: RunOptions = serde_json::from_value(run.options.clone()).unwrap_or_default();
     let run_dir = RunDir::open(&run.run_dir);
     let source = std::fs::read_to_string(run.run_dir.join("graph.fabro")).map_err(|e| {
@@ -454,6 +499,8 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
             )
         }
     };
+    let stages = lock(&services.store).stages(&run.id)?;
+    reap_leftover_groups(&run_dir, &stages);
     lock(&services.store).interrupt_running_stages(&run.id)?;
     let mut options = options;
     // Continue the random sequence differently from the first execution,
@@ -472,6 +519,101 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
         services.caller_env.clone(),
     )
     .await
+}
+
+/// Kills what is left of the commands of stages a crashed executor had in
+/// flight (`running`, or `interrupted` by a daemon's reconciliation), so a
+/// resume never runs a stage alongside a leftover copy of it. Their groups'
+/// watchers normally did this when the executor died; see
+/// [`super::process::reap_recorded_group`] for the fallback and its pid-reuse
+/// guard.
+fn reap_leftover_groups(run_dir: &RunDir, stages: &[crate::store::StageRecord]) {
+    for stage in stages
+        .iter()
+        .filter(|s| s.status == "running" || s.status == "interrupted")
+    {
+        let record = run_dir
+            .node_dir(&stage.node_id, stage.visit)
+            .join(super::process::GROUP_RECORD);
+        if let Some(pgid) = super::process::reap_recorded_group(&record) {
+            let _ = run_dir.append_log(&format!(
+                "killed process group {pgid} left running by stage {}@{}",
+                stage.node_id, stage.visit
+            ));
+        }
+    }
+}
+
+/// Records what an execution that ended in `error` leaves behind, so that
+/// every status change has its event and a client following the run stops:
+///
+/// - The run had started executing in this process (it is `running` or
+///   `blocked` with this pid), or was `queued` and never began: it
+///   **failed**, with a `run.failed` event.
+/// - A resume that could not start (the run is `interrupted` or
+///   `cancelled`): the run stays as it was and resumable; the event of its
+///   status is recorded again with the reason (`resume could not start:
+///   …`), so a follower learns why and stops.
+/// - A run another live process executes is left alone, with a
+///   `run.notice` saying the resume was refused.
+///
+/// Returns the event it recorded, for the caller's live subscribers.
+///
+/// # Errors
+/// When the store cannot be read or written.
+pub fn record_execution_error(
+    store: &Mutex<Store>,
+    run_id: &str,
+    error: &EngineError,
+) -> Result<Option<Event>, StoreError> {
+    let mut store = lock(store);
+    let Some(run) = store.run(run_id)? else {
+        return Ok(None);
+    };
+    let duration_ms = 0;
+    let ours = run.pid == Some(std::process::id());
+    let recorded = match run.status {
+        RunStatus::Running | RunStatus::Blocked if !ours => store.append_event(
+            run_id,
+            &EventKind::RunNotice {
+                message: format!("a resume was refused: {error}"),
+            },
+            None,
+        )?,
+        RunStatus::Running | RunStatus::Blocked | RunStatus::Queued => {
+            let reason = error.to_string();
+            let event = store.append_event(
+                run_id,
+                &EventKind::RunFailed {
+                    reason: reason.clone(),
+                    duration_ms,
+                },
+                None,
+            )?;
+            store.set_status(run_id, RunStatus::Failed, Some(&reason))?;
+            event
+        }
+        RunStatus::Interrupted | RunStatus::Cancelled => {
+            let reason = format!(
+                "resume could not start: {error}; the run is still {}",
+                run.status.as_str()
+            );
+            let kind = if run.status == RunStatus::Cancelled {
+                EventKind::RunCancelled {
+                    reason,
+                    duration_ms,
+                }
+            } else {
+                EventKind::RunInterrupted {
+                    reason,
+                    duration_ms,
+                }
+            };
+            store.append_event(run_id, &kind, None)?
+        }
+        RunStatus::Succeeded | RunStatus::Failed => return Ok(None),
+    };
+    Ok(Some(recorded))
 }
 
 /// The checkpoint to resume from: the run's, or when that is damaged, the
@@ -642,11 +784,15 @@ fn conclude(
     finish: Finish,
 ) -> Result<Conclusion, EngineError> {
     let duration_ms = millis(started.elapsed());
+    let failed_stages = recorder.store().failed_stages(run_id)?;
     let (status, reason, kind) = match &finish {
         Finish::Succeeded => (
             RunStatus::Succeeded,
             None,
-            EventKind::RunCompleted { duration_ms },
+            EventKind::RunCompleted {
+                duration_ms,
+                failed_stages: failed_stages.clone(),
+            },
         ),
         Finish::Failed(why) => (
             RunStatus::Failed,
@@ -660,7 +806,10 @@ fn conclude(
         Finish::Joined(_) => (
             RunStatus::Succeeded,
             None,
-            EventKind::RunCompleted { duration_ms },
+            EventKind::RunCompleted {
+                duration_ms,
+                failed_stages: failed_stages.clone(),
+            },
         ),
         Finish::Cancelled(why) => (
             RunStatus::Cancelled,
@@ -702,6 +851,7 @@ fn conclude(
         failure_reason: reason,
         run_dir: run_dir_path,
         stages,
+        failed_stages,
     };
     {
         let dir = recorder.run_dir();
@@ -714,6 +864,7 @@ fn conclude(
                     "status": conclusion.status,
                     "duration_ms": conclusion.duration_ms,
                     "failure_reason": conclusion.failure_reason,
+                    "failed_stages": conclusion.failed_stages,
                     "final_git_commit_sha": Value::Null,
                 }),
             )?;
@@ -769,7 +920,9 @@ pub fn run_process_alive(pid: u32, started: Option<u64>) -> bool {
         }
 }
 
-/// Whether a process with this pid exists (signal 0).
+/// Whether a process with this pid exists (signal 0) and has not exited. A
+/// zombie — killed, but not yet reaped by its parent — is not alive: right
+/// after a `kill -9` the dead process is one until its parent reaps it.
 #[must_use]
 pub fn process_alive(pid: u32) -> bool {
     let Ok(raw) = i32::try_from(pid) else {
@@ -777,6 +930,7 @@ pub fn process_alive(pid: u32) -> bool {
     };
     rustix::process::Pid::from_raw(raw)
         .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
+        && !crate::store::process_is_zombie(pid)
 }
 
 #[cfg(test)]

@@ -36,6 +36,11 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 /// Bytes read from a pipe at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// How much of each stream (and of the two merged) [`run`] keeps in memory
+/// for its result: the last 1 MiB. The whole output is in the log files;
+/// keeping all of it made 200 MB of output cost 820 MB of memory.
+pub const OUTPUT_TAIL: usize = 1024 * 1024;
+
 /// The language a script is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
@@ -92,6 +97,37 @@ pub struct Script {
     pub base_env: Option<Vec<(String, String)>>,
     /// How long the script may run before its process group is killed.
     pub timeout: Duration,
+    /// Where to record the script's process group once it is spawned (see
+    /// [`reap_recorded_group`]); `None` records nothing.
+    pub group_record: Option<PathBuf>,
+}
+
+/// The file, in a command stage's directory, recording its process group:
+/// `PGID START`, START being the group leader's start time.
+pub const GROUP_RECORD: &str = "process_group";
+
+/// Kills the process group recorded at `record` if its leader is still the
+/// process that was recorded (same pid, same start time, not a zombie), and
+/// returns its id. A resume calls this for the stages a crashed executor
+/// left in flight: the group's watcher (see [`WATCHED`]) kills it when the
+/// executor dies, and this is the fallback for when the watcher itself was
+/// killed. After `kill(-pgid, SIGKILL)` returns, no process of the group
+/// runs another instruction, so the stage cannot overlap its re-run. A
+/// missing or malformed record, or a recycled pid, kills nothing.
+#[must_use]
+pub fn reap_recorded_group(record: &Path) -> Option<u32> {
+    let text = crate::limits::read_text_capped(record, 64).ok()?;
+    let mut fields = text.split_whitespace();
+    let pgid: u32 = fields.next()?.parse().ok()?;
+    let start: u64 = fields.next()?.parse().ok()?;
+    let same =
+        crate::store::process_start(pgid) == Some(start) && !crate::store::process_is_zombie(pgid);
+    if !same {
+        return None;
+    }
+    let leader = Pid::from_raw(i32::try_from(pgid).ok()?)?;
+    rustix::process::kill_process_group(leader, Signal::KILL).ok()?;
+    Some(pgid)
 }
 
 /// How a script ended and everything it wrote.
@@ -108,13 +144,21 @@ pub struct ProcessResult {
     pub cancelled: Option<CancelReason>,
     /// From just before the spawn until the shell was reaped.
     pub duration: Duration,
-    /// All of stdout, decoded as lossy UTF-8.
+    /// The end of stdout, decoded as lossy UTF-8: all of it up to
+    /// [`OUTPUT_TAIL`] bytes, else the last `OUTPUT_TAIL` bytes (cut at a
+    /// character boundary). The log file has all of it.
     pub stdout: String,
-    /// All of stderr, decoded as lossy UTF-8.
+    /// The end of stderr, as for `stdout`.
     pub stderr: String,
-    /// Stdout and stderr interleaved in the order their chunks were read,
-    /// for parsing output that a script writes to either stream.
+    /// The end of stdout and stderr interleaved in the order their chunks
+    /// were read, for parsing output that a script writes to either stream;
+    /// at most `OUTPUT_TAIL` bytes.
     pub merged: String,
+    /// How many bytes of decoded stdout were produced in all; more than
+    /// `stdout.len()` when the front was cut.
+    pub stdout_total: u64,
+    /// How many bytes of decoded stderr were produced in all.
+    pub stderr_total: u64,
 }
 
 /// Whether an environment variable holds a secret that must not be passed
@@ -206,9 +250,9 @@ pub async fn run(
         stderr_log: create_log(stderr_log).await?,
         stdout_decoder: Utf8Decoder::default(),
         stderr_decoder: Utf8Decoder::default(),
-        stdout: String::new(),
-        stderr: String::new(),
-        merged: String::new(),
+        stdout: Tail::default(),
+        stderr: Tail::default(),
+        merged: Tail::default(),
         on_output,
     };
     let started = Instant::now();
@@ -222,6 +266,8 @@ pub async fn run(
             stdout: String::new(),
             stderr: String::new(),
             merged: String::new(),
+            stdout_total: 0,
+            stderr_total: 0,
         });
     }
     check_work_dir(&script.work_dir).await?;
@@ -229,7 +275,7 @@ pub async fn run(
     // Listen before spawning, so that the exit of a script that ends at once
     // still wakes the supervisor.
     let mut sigchld = signal(SignalKind::child())?;
-    let mut child = command(script).spawn().map_err(|e| {
+    let mut child = command(script)?.spawn().map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(
@@ -243,8 +289,12 @@ pub async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .and_then(Pid::from_raw);
-    let (Some(pid), Some(stdout), Some(stderr)) = (pid, child.stdout.take(), child.stderr.take())
-    else {
+    let (Some(pid), Some(stdout), Some(stderr), Some(lifeline)) = (
+        pid,
+        child.stdout.take(),
+        child.stderr.take(),
+        child.stdin.take(),
+    ) else {
         // Cannot happen with piped output on a fresh child; clean up anyway.
         let _ = child.start_kill();
         let _ = child.wait().await;
@@ -255,7 +305,15 @@ pub async fn run(
     let mut group = Group {
         child: Some(child),
         pgid: pid,
+        _lifeline: lifeline,
     };
+    if let Some(record) = &script.group_record {
+        // Best effort: the watcher does not need it, only the fallback does.
+        let raw = pid.as_raw_nonzero().get().unsigned_abs();
+        if let Some(start) = crate::store::process_start(raw) {
+            let _ = tokio::fs::write(record, format!("{raw} {start}\n")).await;
+        }
+    }
 
     let deadline = started.checked_add(script.timeout);
     let supervised = supervise(
@@ -280,9 +338,11 @@ pub async fn run(
             _ => None,
         },
         duration: started.elapsed(),
-        stdout: capture.stdout,
-        stderr: capture.stderr,
-        merged: capture.merged,
+        stdout_total: capture.stdout.total,
+        stderr_total: capture.stderr.total,
+        stdout: capture.stdout.into_text(),
+        stderr: capture.stderr.into_text(),
+        merged: capture.merged.into_text(),
     })
 }
 
@@ -420,6 +480,10 @@ struct Group {
     child: Option<Child>,
     /// The shell's pid, which is also the group id.
     pgid: Pid,
+    /// The write end of the pipe the group's watcher reads (see
+    /// [`WATCHED`]). Never written: only its closing matters, which the
+    /// kernel does when this process dies, however it dies.
+    _lifeline: tokio::process::ChildStdin,
 }
 
 impl Group {
@@ -458,9 +522,9 @@ struct Capture<F> {
     stderr_log: tokio::fs::File,
     stdout_decoder: Utf8Decoder,
     stderr_decoder: Utf8Decoder,
-    stdout: String,
-    stderr: String,
-    merged: String,
+    stdout: Tail,
+    stderr: Tail,
+    merged: Tail,
     on_output: F,
 }
 
@@ -501,6 +565,50 @@ impl<F: FnMut(Stream, &str) + Send> Capture<F> {
         self.merged.push_str(text);
         (self.on_output)(stream, text);
     }
+}
+
+/// The last [`OUTPUT_TAIL`] bytes of a text that arrives in pieces, in at
+/// most twice that much memory, and how long the whole text was.
+#[derive(Default)]
+struct Tail {
+    text: String,
+    /// Bytes pushed in all.
+    total: u64,
+}
+
+impl Tail {
+    fn push_str(&mut self, piece: &str) {
+        self.total = self
+            .total
+            .saturating_add(u64::try_from(piece.len()).unwrap_or(u64::MAX));
+        // Only the end of a piece longer than the tail can be kept.
+        let piece = &piece[next_char_boundary(piece, piece.len().saturating_sub(OUTPUT_TAIL))..];
+        self.text.push_str(piece);
+        // Cutting only once the text has doubled keeps the copying linear.
+        if self.text.len() > 2 * OUTPUT_TAIL {
+            self.cut_to_tail();
+        }
+    }
+
+    fn cut_to_tail(&mut self) {
+        let cut = next_char_boundary(&self.text, self.text.len().saturating_sub(OUTPUT_TAIL));
+        self.text.drain(..cut);
+    }
+
+    fn into_text(mut self) -> String {
+        if self.text.len() > OUTPUT_TAIL {
+            self.cut_to_tail();
+        }
+        self.text
+    }
+}
+
+/// The first character boundary of `text` at or after byte `at`: cutting
+/// there keeps at most `text.len() - at` bytes and never splits a character.
+fn next_char_boundary(text: &str, at: usize) -> usize {
+    (at..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len())
 }
 
 /// Decodes a byte stream chunk by chunk as lossy UTF-8, holding back an
@@ -577,14 +685,69 @@ fn interpreter(script: &Script) -> std::ffi::OsString {
         .clone()
 }
 
-fn command(script: &Script) -> Command {
-    let mut command = Command::new(interpreter(script));
+/// What the script's process group starts as: bash running this, with the
+/// interpreter as `$1` and the script as `$2`, and the read end of a pipe
+/// whose write end only this process holds as its stdin.
+///
+/// It forks a **watcher** into the group, then replaces itself with the
+/// interpreter (same pid, so the group's leader is the script as before,
+/// and its exit status is the script's). The watcher waits for the pipe to
+/// reach end-of-file — which happens when this process exits, by a crash
+/// or `kill -9` included, since the kernel closes its descriptors — and
+/// then kills the whole group. So no stage process outlives its executor,
+/// and a resumed run never runs a stage alongside a leftover copy of it.
+/// The watcher ignores the signals a timeout or cancel sends (it must
+/// outlive the script to guard it) and is swept with the group like any
+/// process the script left behind. A pipe rather than a parent-death
+/// signal: `PR_SET_PDEATHSIG` fires when the *thread* that spawned the
+/// child ends, and tokio spawns from whichever thread polls.
+const WATCHED: &str = "( trap '' TERM INT HUP QUIT; read -r _; kill -KILL 0 ) <&0 >/dev/null 2>&1 &\n\
+                       exec \"$1\" -c \"$2\" </dev/null";
+
+/// The bash that starts every script's group (see [`WATCHED`]), found in
+/// this process's `PATH` once: it is Weft's own machinery, not the script's.
+fn watcher_shell() -> io::Result<&'static std::path::Path> {
+    static SHELL: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    SHELL
+        .get_or_init(|| {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .chain([PathBuf::from("/bin"), PathBuf::from("/usr/bin")])
+                .map(|dir| dir.join("bash"))
+                .find(|candidate| candidate.is_file())
+        })
+        .as_deref()
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "cannot find `bash`, which starts every command, in PATH",
+            )
+        })
+}
+
+fn command(script: &Script) -> io::Result<Command> {
+    let program = interpreter(script);
+    if !Path::new(&program).is_absolute() {
+        // Checked here, since the watcher shell would start anyway and
+        // only its `exec` would fail.
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "cannot start `{}` for a {} script: it is not in PATH",
+                script.language.program(),
+                script.language.as_str()
+            ),
+        ));
+    }
+    let mut command = Command::new(watcher_shell()?);
     command
         .arg("-c")
+        .arg(WATCHED)
+        .arg("weft-stage")
+        .arg(program)
         .arg(&script.source)
         .current_dir(&script.work_dir)
         .env_clear()
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Group id = the shell's pid, so the whole tree can be signalled.
@@ -603,7 +766,7 @@ fn command(script: &Script) -> Command {
         )),
         None => command.envs(child_env(std::env::vars_os(), &extra)),
     };
-    command
+    Ok(command)
 }
 
 async fn check_work_dir(dir: &Path) -> io::Result<()> {
@@ -637,6 +800,7 @@ mod tests {
 
     fn shell(source: &str, dir: &Path) -> Script {
         Script {
+            group_record: None,
             base_env: None,
             language: Language::Shell,
             source: source.to_owned(),
@@ -1052,22 +1216,59 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn large_output_is_captured_completely() {
+    async fn large_output_is_logged_completely_and_kept_in_memory_only_as_a_tail() {
         let dir = tempfile::tempdir().expect("temp dir");
         let script = shell(
-            "head -c 4000000 /dev/zero | tr '\\0' x; head -c 1000000 /dev/zero | tr '\\0' y >&2",
+            "head -c 4000000 /dev/zero | tr '\\0' x; echo END; head -c 1000000 /dev/zero | tr '\\0' y >&2",
             dir.path(),
         );
         let (result, chunks) = run_collecting(&script, &Cancel::new(), dir.path()).await;
         let result = result.expect("runs");
-        assert_eq!(result.stdout.len(), 4_000_000);
-        assert!(result.stdout.bytes().all(|b| b == b'x'));
-        assert_eq!(result.stderr.len(), 1_000_000);
-        assert_eq!(result.merged.len(), 5_000_000);
+        assert_eq!(result.stdout_total, 4_000_004, "every byte was counted");
+        assert_eq!(result.stdout.len(), OUTPUT_TAIL, "only the tail is kept");
+        assert!(result.stdout.ends_with("xxEND\n"), "the tail is the end");
+        assert_eq!(result.stderr_total, 1_000_000);
+        assert_eq!(
+            result.stderr.len(),
+            1_000_000,
+            "a short stream is kept whole"
+        );
+        assert_eq!(result.merged.len(), OUTPUT_TAIL);
         let logged = std::fs::metadata(dir.path().join("stdout.log")).expect("log");
-        assert_eq!(logged.len(), 4_000_000, "the log is complete");
+        assert_eq!(logged.len(), 4_000_004, "the log is complete");
         let streamed: usize = chunks.iter().map(|(_, _, text)| text.len()).sum();
-        assert_eq!(streamed, 5_000_000, "the callback saw every byte");
+        assert_eq!(streamed, 5_000_004, "the callback saw every byte");
+    }
+
+    #[test]
+    fn a_tail_never_splits_a_character() {
+        let mut tail = Tail::default();
+        let euro = "€".repeat(OUTPUT_TAIL); // 3 bytes each
+        tail.push_str(&euro);
+        tail.push_str("ab");
+        let text = tail.into_text();
+        assert!(text.len() <= OUTPUT_TAIL && text.len() > OUTPUT_TAIL - 4);
+        assert!(text.ends_with("€ab"));
+        assert!(text.starts_with('€'), "cut at a character boundary");
+    }
+
+    #[tokio::test]
+    async fn the_scripts_group_is_led_by_the_interpreter_with_a_watcher_in_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // The leader is the script's own shell ($$ is the group id), and
+        // one other process in the group (the watcher) waits on a pipe.
+        let script = shell(
+            "echo leader=$$; ps -o pgid= -p $$ | tr -d ' '; \
+             ps -o pid=,pgid= -e | awk -v g=$$ '$2 == g' | wc -l",
+            dir.path(),
+        );
+        let (result, _) = run_collecting(&script, &Cancel::new(), dir.path()).await;
+        let stdout = result.expect("runs").stdout;
+        let lines: Vec<&str> = stdout.lines().collect();
+        let leader = lines[0].trim_start_matches("leader=");
+        assert_eq!(lines[1], leader, "the script leads its group");
+        // leader, watcher, and the pipeline's ps, awk and wc.
+        assert_eq!(lines[2].trim(), "5", "{stdout}");
     }
 
     #[tokio::test]

@@ -96,6 +96,12 @@ impl Recorder {
         lock(&self.run_dir)
     }
 
+    /// Counts as activity for the stall watchdog without recording an
+    /// event (a command's output past the event budget).
+    pub fn touch(&self) {
+        *lock(&self.last_activity) = Instant::now();
+    }
+
     /// Seconds since the last recorded event; 0 while a human gate waits.
     #[must_use]
     pub fn idle_secs(&self) -> u64 {

@@ -361,7 +361,7 @@ impl<'a> Runner<'a> {
                 *count += 1;
                 if *count >= limit {
                     finish = Some(Finish::Failed(format!(
-                        "{} failure cycle detected: signature {signature} repeated {count} times (limit {limit})",
+                        "{} failure cycle detected: signature {signature} repeated {count} times (limit {limit}; raise it with the graph attribute loop_restart_signature_limit)",
                         failure.class
                     )));
                 }
@@ -663,7 +663,7 @@ impl<'a> Runner<'a> {
                 *count += 1;
                 if *count >= limit {
                     return Err(format!(
-                        "loop_restart failure cycle detected: signature {signature} repeated {count} times (limit {limit})"
+                        "loop_restart failure cycle detected: signature {signature} repeated {count} times (limit {limit}; raise it with the graph attribute loop_restart_signature_limit)"
                     ));
                 }
             }

@@ -389,5 +389,6 @@ fn concluded(record: &RunRecord) -> Conclusion {
         failure_reason: record.failure_reason.clone(),
         run_dir: record.run_dir.clone(),
         stages: Vec::new(),
+        failed_stages: record.failed_stages.clone(),
     }
 }

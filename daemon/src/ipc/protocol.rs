@@ -863,6 +863,11 @@ pub struct RunSummary {
     /// Archived by the user.
     #[serde(default)]
     pub archived: bool,
+    /// The nodes whose latest visit failed (see [`RunRecord::failed_stages`]);
+    /// absent when none did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<String>>", optional)]
+    pub failed_stages: Vec<String>,
 }
 
 impl RunSummary {
@@ -883,6 +888,7 @@ impl From<RunRecord> for RunSummary {
             parent,
             llm: r.llm,
             archived: r.archived,
+            failed_stages: r.failed_stages,
             id: r.id,
             workflow_name: r.workflow_name,
             workflow_path: r.workflow_path,

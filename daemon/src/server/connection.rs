@@ -142,18 +142,19 @@ async fn dispatch(daemon: &Rc<Daemon>, call: Call) -> Result<Value, RpcError> {
                     ),
                 ));
             }
-            if daemon.is_active(&record.id) {
-                return Err(RpcError::new(
-                    code::INVALID_STATE,
-                    "run.not_resumable",
-                    format!("run {} is already running", record.id),
-                ));
-            }
             let started = RunStarted {
                 run_id: record.id.clone(),
                 run_dir: record.run_dir.clone(),
                 status: record.status,
             };
+            if daemon.is_active(&record.id) {
+                // Already being resumed here (at start-up, after a crash):
+                // the caller follows that resume.
+                return value(serde_json::to_value(started));
+            }
+            // Refused at once (still running in a live process), leaving
+            // the run as it was, rather than failing later in the job.
+            crate::engine::launch::check_resumable(&record)?;
             let caller_env = (!params.env.is_empty()).then(|| params.env.0.clone());
             daemon.enqueue_resume(record, caller_env);
             value(serde_json::to_value(started))

@@ -275,9 +275,12 @@ impl Daemon {
         };
         if let Err(e) = result {
             eprintln!("weftd: run {run_id} could not run: {e}");
-            let _ = self
-                .store()
-                .set_status(run_id, RunStatus::Failed, Some(&e.to_string()));
+            if let Ok(Some(event)) =
+                crate::engine::launch::record_execution_error(&self.store, run_id, &e)
+            {
+                // Followers of the run learn why it stopped here.
+                let _ = self.hub.send(event);
+            }
         }
     }
 

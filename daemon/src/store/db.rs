@@ -150,6 +150,11 @@ pub struct RunRecord {
     /// Archived by the user: hidden from the app's runs list by default.
     #[serde(default)]
     pub archived: bool,
+    /// The nodes whose latest visit failed, in the order they ran: in a run
+    /// that succeeded, the failures the default `on_failure="route"` policy
+    /// routed past.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_stages: Vec<String>,
 }
 
 /// A run's language-model spend, summed over its committed stages.
@@ -311,15 +316,30 @@ impl std::fmt::Debug for Store {
 /// badly wrong.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
+/// The nodes of run `runs.id` whose latest visit failed, in the order they
+/// ran, as a JSON array: the one definition of a run's failed stages.
+macro_rules! failed_stages_sql {
+    () => {
+        "(SELECT json_group_array(node_id) FROM \
+           (SELECT s.node_id FROM stages s WHERE s.run_id = runs.id AND s.status = 'failed' \
+              AND NOT EXISTS (SELECT 1 FROM stages t WHERE t.run_id = s.run_id \
+                              AND t.node_id = s.node_id AND t.visit > s.visit) \
+            ORDER BY s.rank))"
+    };
+}
+
 /// The `runs` columns in the order [`RunRow::read`] expects.
-const RUN_COLUMNS: &str = "id, workflow_name, workflow_path, goal, status, run_dir, work_dir, \
+const RUN_COLUMNS: &str = concat!(
+    "id, workflow_name, workflow_path, goal, status, run_dir, work_dir, \
      inputs, options, labels, created_at, started_at, finished_at, failure_reason, pid, \
      last_seq, checkpoint, node_count, edge_count, pid_start, archived, \
      (SELECT json_object('calls', SUM(json_extract(s.outcome, '$.llm.calls')), \
                          'input', SUM(json_extract(s.outcome, '$.llm.usage.input')), \
                          'output', SUM(json_extract(s.outcome, '$.llm.usage.output')), \
                          'cost', SUM(json_extract(s.outcome, '$.llm.cost'))) \
-        FROM stages s WHERE s.run_id = runs.id AND json_extract(s.outcome, '$.llm') IS NOT NULL)";
+        FROM stages s WHERE s.run_id = runs.id AND json_extract(s.outcome, '$.llm') IS NOT NULL), ",
+    failed_stages_sql!()
+);
 
 /// The `stages` columns in the order [`StageRow::read`] expects.
 const STAGE_COLUMNS: &str = "run_id, node_id, visit, rank, handler, status, attempts, \
@@ -507,6 +527,25 @@ impl Store {
                 keep_pid
             ])?;
         expect_run(changed, run_id)
+    }
+
+    /// The nodes of `run_id` whose latest visit failed, in the order they
+    /// ran (see [`RunRecord::failed_stages`]).
+    pub fn failed_stages(&self, run_id: &str) -> Result<Vec<String>> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                failed_stages_sql!(),
+                " FROM runs WHERE id = ?1"
+            ))?
+            .query_row([run_id], |row| row.get(0))
+            .optional()?
+            .flatten();
+        match text {
+            Some(text) => from_json(&text, || format!("failed stages of run {run_id}")),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The run with exactly this id, if any.
@@ -1158,6 +1197,7 @@ struct RunRow {
     pid_start: Option<u64>,
     archived: bool,
     llm: Option<String>,
+    failed_stages: Option<String>,
 }
 
 impl RunRow {
@@ -1185,11 +1225,16 @@ impl RunRow {
             pid_start: row.get::<_, Option<U64>>(19)?.map(|v| v.0),
             archived: row.get(20)?,
             llm: row.get(21)?,
+            failed_stages: row.get(22)?,
         })
     }
 
     fn into_record(self) -> Result<RunRecord> {
         let id = self.id;
+        let failed_stages = match &self.failed_stages {
+            Some(text) => from_json(text, || format!("failed stages of run {id}"))?,
+            None => Vec::new(),
+        };
         Ok(RunRecord {
             inputs: from_json(&self.inputs, || format!("inputs of run {id}"))?,
             options: from_json(&self.options, || format!("options of run {id}"))?,
@@ -1213,6 +1258,7 @@ impl RunRow {
             pid_start: self.pid_start,
             llm: self.llm.as_deref().and_then(spend_of),
             archived: self.archived,
+            failed_stages,
         })
     }
 }
@@ -1359,10 +1405,27 @@ impl QuestionRow {
 /// `/proc/PID/stat`); `None` where there is no such file.
 #[must_use]
 pub fn process_start(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
+/// Whether process `pid` has exited but is still listed: a zombie (state
+/// `Z`, not yet reaped by its parent) or a dying process (`X`). Such a
+/// process runs nothing, though signal 0 still reaches it. False when there
+/// is no such process.
+#[must_use]
+pub fn process_is_zombie(pid: u32) -> bool {
+    stat_fields(pid)
+        .and_then(|fields| fields.first().and_then(|s| s.chars().next()))
+        .is_some_and(|state| matches!(state, 'Z' | 'X' | 'x'))
+}
+
+/// The fields of `/proc/PID/stat` after the command name, from field 3
+/// (the state) on.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces.
     let after = stat.get(stat.rfind(')')? + 1..)?;
-    after.split_whitespace().nth(19)?.parse().ok()
+    Some(after.split_whitespace().map(str::to_string).collect())
 }
 
 #[cfg(test)]

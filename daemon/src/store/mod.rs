@@ -14,11 +14,11 @@ pub mod views;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
-pub use db::process_start;
 pub use db::{
     NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunSpend, RunStatus,
     SHORT_ID_MIN, StageCommit, StageRecord, Store,
 };
+pub use db::{process_is_zombie, process_start};
 pub use home::Home;
 pub use run_dir::{RunDir, write_atomic};
 

@@ -18,6 +18,18 @@ use crate::engine::retry::RetryPolicy;
 /// How long a command may run when the node sets no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How much of one attempt's output (both streams) is recorded as
+/// `command.output` events — in the database, `progress.jsonl` and every
+/// live subscriber. Past it one `run.notice` says so and the output goes
+/// on into `stdout.log`/`stderr.log` only, so a command printing gigabytes
+/// costs the store a bounded amount.
+pub const OUTPUT_EVENT_BUDGET: usize = 1024 * 1024;
+
+/// What each `command.output` event costs against [`OUTPUT_EVENT_BUDGET`]
+/// besides its text: an event row and its envelope. Without it a command
+/// writing one byte at a time would record a million events.
+const OUTPUT_EVENT_COST: usize = 64;
+
 pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let node = cx.node;
     let Some(source) = node.attrs.non_empty("script") else {
@@ -76,21 +88,39 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         work_dir: cx.run.work_dir.clone(),
         env,
         timeout,
+        group_record: Some(cx.dir.join(process::GROUP_RECORD)),
     };
     let at = cx.at();
+    let mut budget = OutputBudget::default();
     let result = process::run(
         &script,
         &cx.run.cancel,
         &cx.dir.join("stdout.log"),
         &cx.dir.join("stderr.log"),
-        |stream, text| {
-            let _ = cx.recorder.emit(
-                EventKind::CommandOutput {
-                    stream,
-                    text: text.to_string(),
-                },
-                at,
-            );
+        |stream, text| match budget.take(text) {
+            Some(recorded) => {
+                if !recorded.is_empty() {
+                    let _ = cx.recorder.emit(
+                        EventKind::CommandOutput {
+                            stream,
+                            text: recorded.to_string(),
+                        },
+                        at,
+                    );
+                }
+                if budget.exhausted() {
+                    cx.notice(format!(
+                        "{} printed more than {} MiB: the rest of its output is in its \
+                         stdout.log/stderr.log only (weft logs {} {})",
+                        node.id,
+                        OUTPUT_EVENT_BUDGET / (1024 * 1024),
+                        cx.run.run_id,
+                        node.id
+                    ));
+                }
+            }
+            // Output is activity even when it is no longer recorded.
+            None => cx.recorder.touch(),
         },
     )
     .await;
@@ -111,16 +141,37 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     });
     cx.write_file("script_timing.json", pretty(&timing).as_bytes());
 
-    // Command output always goes to the blob store; the context holds refs.
+    // Command output always goes to the blob store; the context holds refs
+    // to the end of each stream (the logs hold all of it).
     let mut outcome = Outcome::succeeded();
-    for (key, text) in [
-        ("command.output", &result.stdout),
-        ("command.stderr", &result.stderr),
+    for (key, text, total, log) in [
+        (
+            "command.output",
+            &result.stdout,
+            result.stdout_total,
+            "stdout.log",
+        ),
+        (
+            "command.stderr",
+            &result.stderr,
+            result.stderr_total,
+            "stderr.log",
+        ),
     ] {
-        match cx.run.blobs.put_json(&Value::String(text.clone())) {
+        let kept = u64::try_from(text.len()).unwrap_or(u64::MAX);
+        let value = if total > kept {
+            format!(
+                "[… {} earlier bytes cut: the whole output is in {}]\n{text}",
+                total - kept,
+                cx.dir.join(log).display()
+            )
+        } else {
+            text.clone()
+        };
+        let size = u64::try_from(value.len()).unwrap_or(u64::MAX);
+        match cx.run.blobs.put_json(&Value::String(value)) {
             Ok((blob, new)) => {
                 if new {
-                    let size = u64::try_from(text.len()).unwrap_or(u64::MAX);
                     let _ = cx.recorder.store().record_blob(blob.hex(), size);
                 }
                 outcome
@@ -204,6 +255,39 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     }
 }
 
+/// Counts output against [`OUTPUT_EVENT_BUDGET`].
+#[derive(Default)]
+struct OutputBudget {
+    /// Text bytes recorded plus [`OUTPUT_EVENT_COST`] per event.
+    recorded: usize,
+    /// Output arrived that did not fit.
+    spent: bool,
+}
+
+impl OutputBudget {
+    /// The part of `text` to record (cut at a character boundary, maybe
+    /// empty), counted; `None` on every call after the one that found the
+    /// budget spent, so that call alone gives the notice.
+    fn take<'t>(&mut self, text: &'t str) -> Option<&'t str> {
+        if self.spent {
+            return None;
+        }
+        let room = OUTPUT_EVENT_BUDGET.saturating_sub(self.recorded + OUTPUT_EVENT_COST);
+        let mut end = text.len().min(room);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.recorded += OUTPUT_EVENT_COST + end;
+        self.spent = end < text.len();
+        Some(&text[..end])
+    }
+
+    /// Whether output was cut: the rest goes to the logs only.
+    fn exhausted(&self) -> bool {
+        self.spent
+    }
+}
+
 /// The context with every blob ref read back into its value.
 fn resolved_context(cx: &StageCx<'_>) -> Value {
     let mut map = cx.context.values().clone();
@@ -229,5 +313,38 @@ pub fn human_duration(d: Duration) -> String {
         format!("{}s", d.as_secs())
     } else {
         format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_output_budget_cuts_big_chunks_and_counts_each_event() {
+        let mut budget = OutputBudget::default();
+        let big = "x".repeat(OUTPUT_EVENT_BUDGET * 2);
+        let kept = budget.take(&big).map(str::len);
+        assert_eq!(kept, Some(OUTPUT_EVENT_BUDGET - OUTPUT_EVENT_COST));
+        assert!(budget.exhausted(), "the cut is reported once");
+        assert_eq!(budget.take("more"), None, "then nothing is recorded");
+
+        let mut budget = OutputBudget::default();
+        let mut events = 0;
+        while let Some(part) = budget.take("y") {
+            events += usize::from(!part.is_empty());
+        }
+        assert_eq!(
+            events,
+            OUTPUT_EVENT_BUDGET / (OUTPUT_EVENT_COST + 1),
+            "one-byte writes cannot make a million events"
+        );
+
+        let mut budget = OutputBudget {
+            recorded: OUTPUT_EVENT_BUDGET - OUTPUT_EVENT_COST - 2,
+            spent: false,
+        };
+        assert_eq!(budget.take("€"), Some(""), "never half a character");
+        assert!(budget.exhausted());
     }
 }

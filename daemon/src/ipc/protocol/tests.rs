@@ -46,6 +46,7 @@ fn run_record() -> RunRecord {
         edge_count: 4,
         llm: None,
         archived: false,
+        failed_stages: Vec::new(),
     }
 }
 
@@ -346,7 +347,10 @@ fn replies_and_notifications_have_the_exact_wire_shape() {
             run_id: "01JRUN".into(),
             node_id: None,
             visit: None,
-            kind: EventKind::RunCompleted { duration_ms: 5 },
+            kind: EventKind::RunCompleted {
+                duration_ms: 5,
+                failed_stages: Vec::new(),
+            },
         },
     );
     assert_eq!(

@@ -33,7 +33,12 @@ llm?: RunSpend | null,
 /**
  * Archived by the user.
  */
-archived: boolean, };
+archived: boolean, 
+/**
+ * The nodes whose latest visit failed (see [`RunRecord::failed_stages`]);
+ * absent when none did.
+ */
+failed_stages?: Array<string>, };
 
 export type RunList = { status?: RunStatus | null, 
 /**
@@ -244,7 +249,12 @@ visit?: number | null, } & ({ "event": "run.started", "properties": { workflow: 
 /**
  * True when this start continues an earlier run from its checkpoint.
  */
-resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, 
+/**
+ * The nodes whose latest visit failed, routed past by the default
+ * `on_failure="route"` policy; absent when none did.
+ */
+failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -280,7 +290,12 @@ export type EventKind = { "event": "run.started", "properties": { workflow: stri
 /**
  * True when this start continues an earlier run from its checkpoint.
  */
-resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, 
+/**
+ * The nodes whose latest visit failed, routed past by the default
+ * `on_failure="route"` policy; absent when none did.
+ */
+failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
