@@ -9,7 +9,9 @@
 //!   OpenAI-compatible servers), the model catalog, retries and failover.
 //! - [`engine`]: executes runs: the run loop, routing, handlers.
 //!
-//! [`limits`] is shared by all of them: bounded, regular-file-only reads.
+//! [`limits`] is shared by all of them: bounded, regular-file-only reads;
+//! so is [`secrets`]: what counts as a secret, redaction, and keeping keys
+//! out of reach of commands.
 
 pub mod cli;
 pub mod engine;
@@ -17,5 +19,6 @@ pub mod ipc;
 pub mod lang;
 pub mod limits;
 pub mod llm;
+pub mod secrets;
 pub mod server;
 pub mod store;

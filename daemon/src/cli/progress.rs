@@ -179,6 +179,7 @@ impl Progress {
                 "  ! no activity for {idle_secs}s: the stall watchdog stops the run"
             )),
             EventKind::RunNotice { message } => Some(format!("  note: {message}")),
+            EventKind::EnvWithheld { names } => Some(withheld_line(names)),
             EventKind::RunCompleted { duration_ms } => Some(format!(
                 "run {} succeeded in {}",
                 event.run_id,
@@ -248,4 +249,12 @@ pub fn seconds(d: Duration) -> String {
         let whole = d.as_secs();
         format!("{}m{:02}s", whole / 60, whole % 60)
     }
+}
+
+/// The line naming the variables commands do not get (never their values).
+fn withheld_line(names: &[String]) -> String {
+    format!(
+        "  withheld from commands: {} ([run.env] pass in run.toml gives them to steps)",
+        names.join(", ")
+    )
 }

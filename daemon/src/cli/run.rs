@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
+use crate::engine::environment::EnvPolicy;
 use crate::engine::models::ModelChoice;
 
 use super::progress::Progress;
@@ -53,6 +54,9 @@ struct RunSection {
     artifacts: crate::engine::artifacts::ArtifactsConfig,
     #[serde(default)]
     model: ModelSection,
+    /// `[run.env]`: variables to pass to commands or withhold from them.
+    #[serde(default)]
+    env: EnvPolicy,
 }
 
 /// `[run.model]` (core-concepts/models.mdx).
@@ -66,6 +70,10 @@ struct ModelSection {
 
 /// `weft run`.
 pub fn run(args: &RunArgs) -> u8 {
+    // This process runs the stages (--no-daemon) or is the parent of the
+    // daemon it starts: no keys in its environment, where commands could
+    // read them.
+    crate::secrets::protect_process("weft");
     let request = match request(args) {
         Ok(r) => r,
         Err(message) => {
@@ -95,6 +103,7 @@ pub fn run(args: &RunArgs) -> u8 {
 
 /// `weft resume`.
 pub fn resume(args: &ResumeArgs) -> u8 {
+    crate::secrets::protect_process("weft");
     if !args.no_daemon {
         return super::with_runtime(|| {
             super::remote::resume(&args.run, args.auto_approve, args.json)
@@ -249,6 +258,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut work_dir = None;
     let mut artifacts = Vec::new();
     let mut model = ModelChoice::default();
+    let mut env_policy = EnvPolicy::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = std::fs::read_to_string(&file)
             .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
@@ -266,6 +276,10 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         goal = config.run.goal;
         labels = config.run.labels;
         artifacts = config.run.artifacts.include;
+        env_policy = config.run.env;
+        env_policy
+            .check()
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
             model: config.run.model.name,
             provider: config.run.model.provider,
@@ -322,6 +336,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         labels,
         artifacts,
         model,
+        env_policy,
         ..RunRequest::default()
     })
 }

@@ -111,13 +111,19 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     });
     cx.write_file("script_timing.json", pretty(&timing).as_bytes());
 
-    // Command output always goes to the blob store; the context holds refs.
+    // Command output always goes to the blob store (without secrets: see
+    // docs/engine.md); the context holds refs.
     let mut outcome = Outcome::succeeded();
     for (key, text) in [
         ("command.output", &result.stdout),
         ("command.stderr", &result.stderr),
     ] {
-        match cx.run.blobs.put_json(&Value::String(text.clone())) {
+        let text = cx.run.redactor.text(text);
+        match cx
+            .run
+            .blobs
+            .put_json(&Value::String(text.clone().into_owned()))
+        {
             Ok((blob, new)) => {
                 if new {
                     let size = u64::try_from(text.len()).unwrap_or(u64::MAX);

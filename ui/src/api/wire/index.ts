@@ -244,7 +244,7 @@ visit?: number | null, } & ({ "event": "run.started", "properties": { workflow: 
 /**
  * True when this start continues an earlier run from its checkpoint.
  */
-resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -267,7 +267,7 @@ export type EventKind = { "event": "run.started", "properties": { workflow: stri
 /**
  * True when this start continues an earlier run from its checkpoint.
  */
-resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -380,6 +380,16 @@ provider?: string | null,
  */
 fallbacks?: Array<string>, };
 
+export type EnvPolicy = { 
+/**
+ * Passed to commands even when they look like secrets.
+ */
+pass?: Array<string>, 
+/**
+ * Withheld from commands even when they do not look like secrets.
+ */
+deny?: Array<string>, };
+
 export type WorkflowSource = { "path": string } | { "source": string };
 
 export type RunStart = { workflow: WorkflowSource, 
@@ -413,6 +423,11 @@ artifacts?: Array<string>,
  * "fallbacks": ["openai"]}`, every field optional.
  */
 model?: ModelChoice, 
+/**
+ * `[run.env]`: `{"pass": ["GH_TOKEN"], "deny": ["FOO_*"]}`, both
+ * optional; which variables commands get despite the secret rules.
+ */
+env_policy?: EnvPolicy, 
 /**
  * The caller's environment; empty means the daemon's own.
  */
