@@ -83,9 +83,10 @@ fn weftd_pid(home: &Path) -> Option<u32> {
         .ok()
 }
 
-/// Runs PEEK with three secrets in the caller's environment and checks
-/// that none of them reached the command or any file Weft wrote.
-fn keys_stay_out_of_reach(args: &[&str]) {
+/// Runs PEEK with three secrets in the caller's environment (and `extra`)
+/// and checks that none of them reached the command or any file Weft
+/// wrote. Returns weft's stderr.
+fn keys_stay_out_of_reach(args: &[&str], extra: &[(&str, &str)]) -> String {
     let sb = Sandbox::new();
     sb.write("peek.fabro", PEEK);
     let key = unique_key("sk-");
@@ -96,6 +97,7 @@ fn keys_stay_out_of_reach(args: &[&str]) {
         .env("OPENAI_API_KEY", &key)
         .env("GH_PAT", &pat)
         .env("DATABASE_URL", format!("postgres://app:{password}@db/prod"))
+        .envs(extra.iter().copied())
         .args(args)
         .arg("peek.fabro")
         .output()
@@ -140,16 +142,71 @@ fn keys_stay_out_of_reach(args: &[&str]) {
             );
         }
     }
+    stderr.into_owned()
 }
 
 #[test]
 fn a_run_without_the_daemon_keeps_provider_keys_out_of_reach_of_its_commands() {
-    keys_stay_out_of_reach(&["run", "--no-daemon"]);
+    keys_stay_out_of_reach(&["run", "--no-daemon"], &[]);
 }
 
 #[test]
 fn a_run_in_an_auto_started_daemon_keeps_provider_keys_out_of_reach_of_its_commands() {
-    keys_stay_out_of_reach(&["run"]);
+    keys_stay_out_of_reach(&["run"], &[]);
+}
+
+#[test]
+fn a_stray_secrets_descriptor_variable_is_ignored_and_keys_are_still_removed() {
+    // Descriptor 0 is the terminal or a pipe, not Weft's memory file: it
+    // must not be read, and the keys must still leave the environment.
+    let stderr = keys_stay_out_of_reach(&["run", "--no-daemon"], &[("WEFT_SECRETS_FD", "0")]);
+    assert!(
+        stderr.contains("ignoring WEFT_SECRETS_FD"),
+        "the stray variable is reported: {stderr}"
+    );
+}
+
+#[test]
+fn a_provider_key_still_reaches_the_model_when_weft_runs_without_the_daemon() {
+    use weft_fakellm::{FakeLlm, Reply};
+    let fake = FakeLlm::start();
+    let key = unique_key("sk-");
+    fake.script(
+        &key,
+        [Reply::Turn {
+            text: Some("Looks good.".into()),
+            tool_calls: Vec::new(),
+            usage: None,
+            finish: None,
+        }],
+    );
+    let sb = Sandbox::new();
+    sb.write(
+        "ask.fabro",
+        r#"digraph Ask { start [shape=Mdiamond]; exit [shape=Msquare]
+           ask [shape=tab, prompt="Ready?"]
+           start -> ask -> exit }"#,
+    );
+    let out = sb
+        .weft()
+        .env("OPENAI_API_KEY", &key)
+        .env("OPENAI_BASE_URL", format!("{}/v1", fake.url()))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .args(["run", "--no-daemon", "ask.fabro", "--model", "gpt-5.2"])
+        .output()
+        .unwrap_or_else(|e| panic!("weft: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let sent = fake.requests(&key);
+    assert_eq!(sent.len(), 1, "the model was called once: {stderr}");
+    assert_eq!(
+        sent[0].header("authorization"),
+        Some(format!("Bearer {key}").as_str()),
+        "the key held in memory was used"
+    );
+    let leaked = files_containing(&sb.path().join("home"), &key);
+    assert!(leaked.is_empty(), "the key was recorded in {leaked:?}");
 }
 
 /// Runs `weft ARGS` in `sb` as an unprivileged user (root drops to

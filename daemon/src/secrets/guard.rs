@@ -134,29 +134,33 @@ mod linux {
     use super::{HELD, MAX_SECRETS_BYTES, SECRETS_FD_VAR, SECRETS_FILE_NAME, is_secret_os};
 
     pub(super) fn protect(program: &str) {
-        match std::env::var_os(SECRETS_FD_VAR) {
-            // The re-executed image: take the secrets back.
-            Some(fd) => match take_secrets(&fd) {
-                Ok(secrets) => {
-                    let _ = HELD.set(secrets);
-                }
-                Err(why) => eprintln!(
-                    "{program}: warning: the provider keys could not be read back ({why}); \
-                     steps that need them will fail"
-                ),
-            },
-            None => {
-                let (secrets, kept): (Vec<_>, Vec<_>) =
-                    std::env::vars_os().partition(|(k, v)| is_secret_os(k, v));
-                if !secrets.is_empty() {
-                    // Returns only when the exec failed.
-                    let why = reexec(&secrets, kept);
-                    eprintln!(
-                        "{program}: warning: cannot remove secrets from this process's \
-                         environment ({why}); commands run by the same user may read them \
-                         from /proc unless they run as another user"
-                    );
-                }
+        // The re-executed image: take the secrets back. A marker that is
+        // not ours (set by hand, inherited) is reported and ignored.
+        let took = std::env::var_os(SECRETS_FD_VAR).is_some_and(|fd| match take_secrets(&fd) {
+            Ok(secrets) => {
+                let _ = HELD.set(secrets);
+                true
+            }
+            Err(why) => {
+                eprintln!(
+                    "{program}: warning: ignoring {SECRETS_FD_VAR}: {why}; \
+                     keys are taken from the environment"
+                );
+                false
+            }
+        });
+        if !took {
+            let (secrets, kept): (Vec<_>, Vec<_>) = std::env::vars_os()
+                .filter(|(k, _)| k != SECRETS_FD_VAR)
+                .partition(|(k, v)| is_secret_os(k, v));
+            if !secrets.is_empty() {
+                // Returns only when the exec failed.
+                let why = reexec(&secrets, kept);
+                eprintln!(
+                    "{program}: warning: cannot remove secrets from this process's \
+                     environment ({why}); commands run by the same user may read them \
+                     from /proc unless they run as another user"
+                );
             }
         }
         if let Err(e) = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable) {
