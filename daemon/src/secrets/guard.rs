@@ -3,17 +3,22 @@
 //! Any process of the same user can read `/proc/PID/environ` of another,
 //! and a command's parent is easy to find (`$PPID`). That file shows the
 //! environment the process was *started* with: removing a variable later
-//! does not change it. So a process that runs commands (`weftd`,
-//! `weft run --no-daemon`) calls [`protect_process`] first thing: when its
-//! environment holds secrets it executes itself again, in place (same pid,
-//! same terminal), with those variables removed, and hands them over in an
-//! anonymous memory file that the new image reads and empties at once. The
-//! secrets then live in memory only ([`process_env`] gives them back to the
-//! code that needs them: provider keys for prompts, `[run.env] pass`).
-//! Finally it marks itself non-dumpable, so that processes of the same user
-//! (its own commands included) can no longer open its `/proc` files
-//! (`environ`, `mem`, `fd/`) or attach a debugger; only root still can,
-//! and root finds no key in its environment.
+//! does not change it. So a process that runs commands or starts the daemon
+//! (`weftd --foreground`, `weft run`, `weft resume`) calls
+//! [`protect_process`] first thing: when its environment holds secrets it
+//! executes itself again, in place (same pid, same terminal), with those
+//! variables removed, and hands them over in an anonymous memory file that
+//! the new image reads and empties at once. The secrets then live in memory
+//! only ([`process_env`] gives them back to the code that needs them:
+//! provider keys for prompts, `[run.env] pass`). Finally it marks itself
+//! non-dumpable, so that processes of the same user (its own commands
+//! included) can no longer open its `/proc` files (`environ`, `mem`, `fd/`)
+//! or attach a debugger; only root still can, and root finds no key in its
+//! environment.
+//!
+//! Decision: the memory file's descriptor stays open, empty, and commands
+//! inherit it. Closing a descriptor by number is `unsafe` in Rust (it could
+//! belong to anyone), and the workspace forbids `unsafe`.
 //!
 //! Processes that only start others (the CLI starting `weftd`) pass a
 //! scrubbed environment instead: [`scrubbed_env`].
