@@ -271,3 +271,51 @@ impl Recorder {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::event::Stream;
+
+    fn redactor() -> Redactor {
+        Redactor::new(&[("VAULT_TOKEN".into(), "hvs.CAESIabcdefghijklmnop".into())])
+    }
+
+    #[test]
+    fn output_and_messages_are_recorded_with_secrets_redacted() {
+        let out = redacted(
+            &redactor(),
+            &EventKind::CommandOutput {
+                stream: Stream::Stdout,
+                text: "token hvs.CAESIabcdefghijklmnop\n".into(),
+            },
+        );
+        assert_eq!(
+            out,
+            Some(EventKind::CommandOutput {
+                stream: Stream::Stdout,
+                text: "token [REDACTED]\n".into(),
+            })
+        );
+        let retry = redacted(
+            &redactor(),
+            &EventKind::StageRetrying {
+                attempt: 1,
+                delay_ms: 10,
+                reason: "push to https://bot:s3cret@example.com failed".into(),
+            },
+        );
+        assert!(
+            matches!(retry, Some(EventKind::StageRetrying { reason, .. })
+                if reason == "push to https://bot:[REDACTED]@example.com failed"),
+        );
+    }
+
+    #[test]
+    fn an_event_without_secrets_is_recorded_as_it_is() {
+        let notice = EventKind::RunNotice {
+            message: "nothing to hide".into(),
+        };
+        assert_eq!(redacted(&redactor(), &notice), None, "no copy was made");
+    }
+}
