@@ -11,6 +11,8 @@
 //!
 //! [`limits`] is shared by all of them: bounded, regular-file-only reads;
 //! [`config`] reads the TOML configuration files with them.
+//! So is [`secrets`]: what counts as a secret, redaction, and keeping keys
+//! out of reach of commands.
 
 pub mod cli;
 pub mod config;
@@ -19,5 +21,6 @@ pub mod ipc;
 pub mod lang;
 pub mod limits;
 pub mod llm;
+pub mod secrets;
 pub mod server;
 pub mod store;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use ts_rs::TS;
 
 use weft::engine::ParentLink;
+use weft::engine::environment::EnvPolicy;
 use weft::engine::event::{EdgeReason, Event, EventKind, Stream};
 use weft::engine::models::ModelChoice;
 use weft::engine::outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
@@ -89,6 +90,7 @@ fn declarations() -> Vec<Decl> {
         decl::<Stream>(),
         // Commands.
         decl::<ModelChoice>(),
+        decl::<EnvPolicy>(),
         decl::<WorkflowSource>(),
         decl::<RunStart>(),
         decl::<RunResume>(),

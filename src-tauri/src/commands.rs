@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use weft::engine::event::Event;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList, RunArchive,
-    RunCancel, RunList, RunResume, RunStart, RunStarted, RunSummary,
+    AnswerBy, CallerEnv, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList,
+    RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted, RunSummary,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::store::views::{
@@ -122,8 +122,13 @@ pub async fn daemon_start() -> Result<DaemonInfo> {
         .map_err(|message| AppError::new("daemon.start_failed", message))
 }
 
+/// Starts a run with the app's environment (its keys included) unless the
+/// UI sent one: the daemon holds no keys of its own.
 #[tauri::command(rename_all = "snake_case")]
-pub async fn run_start(params: RunStart) -> Result<RunStarted> {
+pub async fn run_start(mut params: RunStart) -> Result<RunStarted> {
+    if params.env.is_empty() {
+        params.env = CallerEnv::current();
+    }
     Ok(client().await?.call(params).await?)
 }
 
@@ -143,7 +148,8 @@ pub async fn run_resume(run: String) -> Result<RunStarted> {
     let params = RunResume {
         run,
         auto_approve: false,
-        env: Default::default(),
+        // The daemon holds no keys of its own: the run uses the app's.
+        env: CallerEnv::current(),
     };
     Ok(client().await?.call(params).await?)
 }

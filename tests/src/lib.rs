@@ -75,7 +75,10 @@ impl Sandbox {
     #[must_use]
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
-        std::fs::create_dir_all(dir.path().join("home"))
+        // Private, as Weft makes a home it creates (an open one gets
+        // tightened, with a notice on stderr).
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(dir.path().join("home"))
             .unwrap_or_else(|e| panic!("cannot create WEFT_HOME: {e}"));
         Sandbox { dir }
     }

@@ -29,7 +29,12 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        Some("--foreground") => foreground(home),
+        Some("--foreground") => {
+            // Before anything else runs: keys out of the environment that
+            // commands could read, into memory; no /proc access for them.
+            weft::secrets::protect_process("weftd");
+            foreground(home)
+        }
         None => background(&home),
         Some(other) => {
             eprintln!("weftd: unknown option `{other}`\n{USAGE}");

@@ -202,6 +202,7 @@ fn summary(kind: &EventKind) -> String {
             duration_ms,
         } => format!("interrupted after {}: {reason}", secs(duration_ms)),
         EventKind::RunNotice { message } => message.clone(),
+        EventKind::EnvWithheld { names } => format!("withheld from commands: {}", names.join(", ")),
         EventKind::StageStarted {
             handler, attempt, ..
         } => {

@@ -358,6 +358,7 @@ impl Progress {
                 "  ! no activity for {idle_secs}s: the stall watchdog stops the run"
             )),
             EventKind::RunNotice { message } => Some(format!("  note: {message}")),
+            EventKind::EnvWithheld { names } => Some(withheld_line(names)),
             EventKind::RunCompleted {
                 duration_ms,
                 failed_stages,
@@ -797,6 +798,14 @@ pub fn seconds(d: Duration) -> String {
         let whole = d.as_secs();
         format!("{}m{:02}s", whole / 60, whole % 60)
     }
+}
+
+/// The line naming the variables commands do not get (never their values).
+fn withheld_line(names: &[String]) -> String {
+    format!(
+        "  withheld from commands: {} ([run.env] pass in run.toml gives them to steps)",
+        names.join(", ")
+    )
 }
 
 #[cfg(test)]

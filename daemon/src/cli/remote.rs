@@ -53,6 +53,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
     params.labels = request.labels;
     params.artifacts = request.artifacts;
     params.model = request.model;
+    params.env_policy = request.env_policy;
     params.env = CallerEnv::current();
     let home = match super::home() {
         Ok(h) => h,

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
+use crate::engine::environment::EnvPolicy;
 use crate::engine::models::ModelChoice;
 
 use super::progress::{Gates, Progress};
@@ -54,6 +55,9 @@ struct RunSection {
     artifacts: crate::engine::artifacts::ArtifactsConfig,
     #[serde(default)]
     model: ModelSection,
+    /// `[run.env]`: variables to pass to commands or withhold from them.
+    #[serde(default)]
+    env: EnvPolicy,
 }
 
 /// `[run.model]` (core-concepts/models.mdx).
@@ -67,6 +71,10 @@ struct ModelSection {
 
 /// `weft run`.
 pub fn run(args: &RunArgs) -> u8 {
+    // This process runs the stages (--no-daemon) or is the parent of the
+    // daemon it starts: no keys in its environment, where commands could
+    // read them.
+    crate::secrets::protect_process("weft");
     if let Ok(home) = Home::from_env() {
         report::warn_about_settings(&home);
     }
@@ -96,6 +104,7 @@ pub fn run(args: &RunArgs) -> u8 {
 
 /// `weft resume`.
 pub fn resume(args: &ResumeArgs) -> u8 {
+    crate::secrets::protect_process("weft");
     if !args.no_daemon {
         return super::with_runtime(|| {
             super::remote::resume(&args.run, args.auto_approve, args.json)
@@ -281,6 +290,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut work_dir = None;
     let mut artifacts = Vec::new();
     let mut model = ModelChoice::default();
+    let mut env_policy = EnvPolicy::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
             .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
@@ -302,6 +312,10 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         goal = config.run.goal;
         labels = config.run.labels;
         artifacts = config.run.artifacts.include;
+        env_policy = config.run.env;
+        env_policy
+            .check()
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
             model: config.run.model.name,
             provider: config.run.model.provider,
@@ -358,6 +372,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         labels,
         artifacts,
         model,
+        env_policy,
         ..RunRequest::default()
     })
 }

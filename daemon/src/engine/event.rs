@@ -80,6 +80,11 @@ pub enum EventKind {
     /// Something the user should know that does not stop the run.
     #[serde(rename = "run.notice")]
     RunNotice { message: String },
+    /// Variables of the run's environment that commands do not get: they
+    /// look like secrets, or `[run.env] deny` names them. Names only, never
+    /// values; emitted right after `run.started` when there are any.
+    #[serde(rename = "run.env_withheld")]
+    EnvWithheld { names: Vec<String> },
     #[serde(rename = "stage.started")]
     StageStarted {
         handler: String,
@@ -252,6 +257,7 @@ impl EventKind {
             EventKind::RunCancelled { .. } => "run.cancelled",
             EventKind::RunInterrupted { .. } => "run.interrupted",
             EventKind::RunNotice { .. } => "run.notice",
+            EventKind::EnvWithheld { .. } => "run.env_withheld",
             EventKind::StageStarted { .. } => "stage.started",
             EventKind::StageRetrying { .. } => "stage.retrying",
             EventKind::StageCompleted { .. } => "stage.completed",

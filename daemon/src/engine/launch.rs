@@ -16,6 +16,7 @@ use super::cancel::{Cancel, CancelReason};
 use super::checkpoint::Checkpoint;
 use super::clock::Clock;
 use super::context::Context;
+use super::environment::{self, EnvPolicy};
 use super::event::{Event, EventKind};
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
@@ -57,6 +58,8 @@ pub struct RunRequest {
     /// The caller's environment, for commands (the daemon runs runs for
     /// callers with other environments); `None` uses this process's.
     pub env: Option<Vec<(String, String)>>,
+    /// `[run.env]`: variables to pass to commands or withhold from them.
+    pub env_policy: EnvPolicy,
     /// The run-wide model (`--model`, `--provider`, `[run.model]`).
     pub model: ModelChoice,
 }
@@ -84,10 +87,15 @@ pub struct RunOptions {
     /// Artifact globs (`[run.artifacts] include`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<String>,
-    /// The caller's environment without secrets (the same filter commands
-    /// get), kept so a resume runs commands as the start did.
+    /// The environment commands got, without anything that looks like a
+    /// secret ([`environment::storable`]), kept so a resume runs commands
+    /// as the start did. `None`: the run used the environment of the
+    /// process that executes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<Vec<(String, String)>>,
+    /// `[run.env]` as the run was started with.
+    #[serde(default, skip_serializing_if = "EnvPolicy::is_empty")]
+    pub env_policy: EnvPolicy,
     /// The run-wide model choice.
     #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
     pub model: ModelChoice,
@@ -255,9 +263,11 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     )?;
     // So is a working directory that is not there: every command would fail.
     check_work_dir(&request.work_dir)?;
-    // A bad artifact pattern is refused before anything is recorded.
+    // A bad artifact or environment pattern is refused before anything is
+    // recorded.
     super::artifacts::ArtifactRules::new(&request.artifacts)
         .map_err(|e| EngineError::Config(e.to_string()))?;
+    request.env_policy.check().map_err(EngineError::Config)?;
     let run_id = ulid::Ulid::generate().to_string();
     let seed = request.seed.unwrap_or_else(rand::random);
     let options = RunOptions {
@@ -267,16 +277,14 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         parent: request.parent.clone(),
         artifacts: request.artifacts.clone(),
         env: request.env.as_ref().map(|env| {
-            env.iter()
-                .filter(|(k, _)| !super::process::is_secret_name(k))
-                .cloned()
-                .collect()
+            environment::storable(&environment::stage_env(env, &request.env_policy).vars)
         }),
+        env_policy: request.env_policy.clone(),
         model: request.model.clone(),
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
-            std::fs::create_dir_all(dir.join("nodes"))
+            crate::store::create_private_dir_all(&dir.join("nodes"))
                 .map_err(|e| StoreError::io(format!("creating {}", dir.display()), e))?;
             RunDir::open(dir)
         }
@@ -665,12 +673,24 @@ async fn execute(
         .map_or_else(|| base_dir.to_path_buf(), PathBuf::from);
     run_dir.write_pid(std::process::id())?;
     lock(&services.store).mark_running(run_id, std::process::id())?;
+    // The environment the run was started (or is resumed) with, keys
+    // included; it stays in memory.
+    let source_env = caller_env.unwrap_or_else(crate::secrets::process_env);
+    let split = environment::stage_env(&source_env, &options.env_policy);
+    let command_env = match &options.env {
+        Some(stored) if resumed => {
+            environment::resumed_env(stored, &source_env, &options.env_policy)
+        }
+        _ => split.vars,
+    };
+    let redactor = crate::secrets::Redactor::new(&source_env);
     let recorder = Recorder::new(
         run_id,
         services.store.clone(),
         run_dir,
         services.observer.clone(),
-    );
+    )
+    .with_redactor(redactor.clone());
     let artifacts = super::artifacts::ArtifactRules::new(&options.artifacts)
         .map_err(|e| EngineError::Config(e.to_string()))?;
     let env = RunEnv {
@@ -678,7 +698,9 @@ async fn execute(
         home: services.home.clone(),
         inputs: inputs_of(services, run_id),
         seed: options.seed,
-        env: options.env.clone(),
+        env: Some(command_env),
+        env_policy: options.env_policy.clone(),
+        redactor,
         run_id: run_id.to_string(),
         work_dir,
         base_dir: base_dir.to_path_buf(),
@@ -689,7 +711,7 @@ async fn execute(
         blobs: Blobs::new(&services.home),
         models: Models::new(
             options.model.clone(),
-            caller_env,
+            Some(source_env),
             services.home.settings_path(),
         ),
     };
@@ -702,6 +724,14 @@ async fn execute(
         },
         None,
     )?;
+    if !split.withheld.is_empty() {
+        recorder.emit(
+            EventKind::EnvWithheld {
+                names: split.withheld,
+            },
+            None,
+        )?;
+    }
     let _ = recorder.run_dir().append_log(&format!(
         "run {run_id} {}",
         if resumed { "resumed" } else { "started" }

@@ -5,12 +5,14 @@
 //! - [`run`]: the run loop; [`routing`]: edge selection; [`retry`]: backoff.
 //! - [`handlers`]: one file per node type.
 //! - [`recorder`]: events to the database, the run directory and observers.
+//! - [`environment`]: what commands inherit (secrets withheld, `[run.env]`).
 
 pub mod artifacts;
 pub mod cancel;
 pub mod checkpoint;
 pub mod clock;
 pub mod context;
+pub mod environment;
 pub mod event;
 pub mod handlers;
 pub mod interviewer;

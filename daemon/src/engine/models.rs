@@ -68,7 +68,8 @@ impl std::fmt::Debug for Models {
 
 impl Models {
     /// The models for a run with `choice`, taking keys and base URLs from
-    /// `env` (`None`: this process's environment) and providers from the
+    /// `env` (`None`: this process's environment, with the keys
+    /// [`crate::secrets::protect_process`] holds in memory) and providers from the
     /// settings file at `settings`.
     #[must_use]
     pub fn new(
@@ -76,11 +77,7 @@ impl Models {
         env: Option<Vec<(String, String)>>,
         settings: PathBuf,
     ) -> Models {
-        let env = env.unwrap_or_else(|| {
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect()
-        });
+        let env = env.unwrap_or_else(crate::secrets::process_env);
         Models {
             inner: Arc::new(Inner {
                 choice,

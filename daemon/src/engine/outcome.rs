@@ -164,6 +164,21 @@ impl LlmUsage {
 }
 
 impl Outcome {
+    /// Replaces secrets ([`crate::secrets::Redactor`]) in everything the
+    /// outcome says in words: the failure message, notes and context
+    /// updates. Labels and node ids come from the workflow and are kept.
+    pub fn redact(&mut self, redactor: &crate::secrets::Redactor) {
+        if let Some(failure) = &mut self.failure {
+            redactor.string(&mut failure.message);
+        }
+        for note in &mut self.notes {
+            redactor.string(note);
+        }
+        for value in self.context_updates.values_mut() {
+            redactor.json(value);
+        }
+    }
+
     /// A plain success.
     #[must_use]
     pub fn succeeded() -> Outcome {

@@ -88,12 +88,12 @@ pub struct Script {
     pub source: String,
     /// The child's working directory; it must exist.
     pub work_dir: PathBuf,
-    /// Variables set for the child on top of the filtered parent
-    /// environment (see [`child_env`]); they win over inherited ones.
+    /// Variables set for the child on top of the inherited environment
+    /// (see [`child_env`]); they win over inherited ones.
     pub env: Vec<(String, String)>,
-    /// The environment to inherit from instead of this process's: a run
-    /// started through the daemon runs with its caller's environment.
-    /// Secrets are filtered from it all the same.
+    /// The environment to inherit, already filtered by the run's policy
+    /// (the engine passes the run's: see [`crate::engine::environment`]).
+    /// `None`: this process's, with secrets withheld by the default policy.
     pub base_env: Option<Vec<(String, String)>>,
     /// How long the script may run before its process group is killed.
     pub timeout: Duration,
@@ -161,48 +161,17 @@ pub struct ProcessResult {
     pub stderr_total: u64,
 }
 
-/// Whether an environment variable holds a secret that must not be passed
-/// to child processes.
-///
-/// The name is split into words at `_` and compared ignoring ASCII case. It
-/// is a secret when its last word is `SECRET`, `TOKEN`, `PASSWORD`,
-/// `PASSWD` or `APIKEY`, or its last two words are `API_KEY`,
-/// `SECRET_KEY`, `ACCESS_KEY` or `PRIVATE_KEY`. So `API_KEY`,
-/// `OPENAI_API_KEY`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY` and `DB_PASSWORD`
-/// are secrets, while `TOKENIZERS_PARALLELISM`, `AWS_ACCESS_KEY_ID` and
-/// `KEYBOARD` are not. Matching whole words rather than substrings keeps
-/// ordinary variables that merely contain `TOKEN` or `KEY` working.
-#[must_use]
-pub fn is_secret_name(name: &str) -> bool {
-    const LAST_WORD: [&str; 5] = ["SECRET", "TOKEN", "PASSWORD", "PASSWD", "APIKEY"];
-    const LAST_TWO: [&str; 4] = ["API_KEY", "SECRET_KEY", "ACCESS_KEY", "PRIVATE_KEY"];
-    let name = name.to_ascii_uppercase();
-    let is_last_words = |tail: &str| {
-        name == tail
-            || name
-                .strip_suffix(tail)
-                .is_some_and(|head| head.ends_with('_'))
-    };
-    LAST_WORD
-        .iter()
-        .chain(LAST_TWO.iter())
-        .any(|tail| is_last_words(tail))
-}
-
-/// The environment a script's process starts with: `parent` without the
-/// variables [`is_secret_name`] flags, then `extra` on top (replacing
-/// inherited variables of the same name).
+/// The environment a script's process starts with: `base` (already
+/// filtered: see [`crate::engine::environment`]), then `extra` on top
+/// (replacing inherited variables of the same name).
 ///
 /// `extra` is not filtered: a workflow that names a variable for a node
 /// means the node to have it, key or not. The result is sorted by name.
 pub fn child_env(
-    parent: impl IntoIterator<Item = (OsString, OsString)>,
+    base: impl IntoIterator<Item = (OsString, OsString)>,
     extra: &[(String, String)],
 ) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> = parent
-        .into_iter()
-        .filter(|(name, _)| !is_secret_name(&name.to_string_lossy()))
-        .collect();
+    let mut env: BTreeMap<OsString, OsString> = base.into_iter().collect();
     for (name, value) in extra {
         env.insert(name.into(), value.into());
     }
@@ -759,13 +728,22 @@ fn command(script: &Script) -> io::Result<Command> {
         extra.push(("PYTHONUNBUFFERED".to_owned(), "1".to_owned()));
     }
     extra.extend(script.env.iter().cloned());
-    match &script.base_env {
-        Some(base) => command.envs(child_env(
-            base.iter().map(|(k, v)| (k.into(), v.into())),
-            &extra,
-        )),
-        None => command.envs(child_env(std::env::vars_os(), &extra)),
+    let default_base;
+    let base = match &script.base_env {
+        Some(base) => base,
+        None => {
+            default_base = super::environment::stage_env(
+                &crate::secrets::process_env(),
+                &super::environment::EnvPolicy::default(),
+            )
+            .vars;
+            &default_base
+        }
     };
+    command.envs(child_env(
+        base.iter().map(|(k, v)| (k.into(), v.into())),
+        &extra,
+    ));
     Ok(command)
 }
 
@@ -784,12 +762,20 @@ async fn check_work_dir(dir: &Path) -> io::Result<()> {
 }
 
 async fn create_log(path: &Path) -> io::Result<tokio::fs::File> {
-    tokio::fs::File::create(path).await.map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot create log {}: {e}", path.display()),
-        )
-    })
+    // Private like every file under WEFT_HOME.
+    tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(crate::store::PRIVATE_FILE_MODE)
+        .open(path)
+        .await
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot create log {}: {e}", path.display()),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -1142,50 +1128,9 @@ mod tests {
     }
 
     #[test]
-    fn secret_names_are_recognised_by_their_last_words() {
-        for name in [
-            "API_KEY",
-            "OPENAI_API_KEY",
-            "anthropic_api_key",
-            "GITHUB_TOKEN",
-            "TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_SESSION_TOKEN",
-            "CLIENT_SECRET",
-            "SECRET",
-            "DB_PASSWORD",
-            "PASSWORD",
-            "SMTP_PASSWD",
-            "STRIPE_SECRET_KEY",
-            "DEPLOY_PRIVATE_KEY",
-            "MAPS_APIKEY",
-        ] {
-            assert!(is_secret_name(name), "{name} is a secret");
-        }
-        for name in [
-            "PATH",
-            "HOME",
-            "TOKENIZERS_PARALLELISM",
-            "AWS_ACCESS_KEY_ID",
-            "KEYBOARD",
-            "NOTOKEN",
-            "SECRETS_DIR",
-            "PASSWORD_STORE_DIR",
-            "",
-        ] {
-            assert!(!is_secret_name(name), "{name} is not a secret");
-        }
-    }
-
-    #[test]
-    fn child_env_drops_secrets_and_adds_script_variables() {
-        let parent = [
-            ("PATH", "/bin"),
-            ("OPENAI_API_KEY", "sk-1"),
-            ("GITHUB_TOKEN", "ghp"),
-            ("MODE", "parent"),
-        ]
-        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+    fn child_env_adds_script_variables_over_inherited_ones() {
+        let parent = [("PATH", "/bin"), ("MODE", "parent")]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
         let extra = [
             ("MODE".to_owned(), "script".to_owned()),
             ("WEFT_NODE".to_owned(), "build".to_owned()),
@@ -1193,10 +1138,7 @@ mod tests {
         let env = child_env(parent, &extra);
         let expected = [("MODE", "script"), ("PATH", "/bin"), ("WEFT_NODE", "build")]
             .map(|(k, v)| (OsString::from(k), OsString::from(v)));
-        assert_eq!(
-            env, expected,
-            "secrets are dropped and script variables win over inherited ones"
-        );
+        assert_eq!(env, expected, "script variables win over inherited ones");
     }
 
     #[tokio::test]
@@ -1211,7 +1153,10 @@ mod tests {
         // Whatever secrets this test process holds (in CI, often some), none
         // reached the child.
         for name in lines {
-            assert!(!is_secret_name(name), "{name} leaked into the child");
+            assert!(
+                !crate::secrets::is_secret_name(name),
+                "{name} leaked into the child"
+            );
         }
     }
 

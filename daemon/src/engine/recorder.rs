@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::event::{Event, EventKind};
+use crate::secrets::Redactor;
 use crate::store::{RunDir, StageCommit, Store, StoreError};
 
 /// Receives every event as soon as it is recorded.
@@ -28,6 +29,8 @@ pub struct Recorder {
     gates_open: std::sync::atomic::AtomicU32,
     /// When live.json was last written.
     live_written: Mutex<Option<Instant>>,
+    /// Takes secrets out of every event before it is recorded anywhere.
+    redactor: Redactor,
 }
 
 /// live.json is rewritten at most this often (and always for the events
@@ -50,6 +53,38 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// `kind` with the secrets in its text replaced, or `None` when it held
+/// none (the common case, which costs no copy of the event).
+fn redacted(redactor: &Redactor, kind: &EventKind) -> Option<EventKind> {
+    match kind {
+        // The hot path: output arrives in many chunks.
+        EventKind::CommandOutput { stream, text } => match redactor.text(text) {
+            std::borrow::Cow::Borrowed(_) => None,
+            std::borrow::Cow::Owned(text) => Some(EventKind::CommandOutput {
+                stream: *stream,
+                text,
+            }),
+        },
+        // Numbers, statuses and names from the workflow only.
+        EventKind::StageStarted { .. }
+        | EventKind::RunCompleted { .. }
+        | EventKind::EdgeSelected { .. }
+        | EventKind::LoopRestart { .. }
+        | EventKind::ParallelStarted { .. }
+        | EventKind::ParallelCompleted { .. }
+        | EventKind::WatchdogTimeout { .. }
+        | EventKind::LlmCompleted { .. }
+        | EventKind::EnvWithheld { .. } => None,
+        other => {
+            let mut value = serde_json::to_value(other).ok()?;
+            if !redactor.json(&mut value) {
+                return None;
+            }
+            serde_json::from_value(value).ok()
+        }
+    }
+}
+
 impl Recorder {
     #[must_use]
     pub fn new(
@@ -66,7 +101,16 @@ impl Recorder {
             last_activity: Mutex::new(Instant::now()),
             gates_open: std::sync::atomic::AtomicU32::new(0),
             live_written: Mutex::new(None),
+            redactor: Redactor::default(),
         }
+    }
+
+    /// Records through `redactor` (the run's secrets) instead of the
+    /// credential patterns alone.
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: Redactor) -> Recorder {
+        self.redactor = redactor;
+        self
     }
 
     #[must_use]
@@ -129,8 +173,9 @@ impl Recorder {
             == 1
     }
 
-    /// Records one event.
+    /// Records one event, with secrets redacted from its text.
     pub fn emit(&self, kind: EventKind, node: Option<(&str, u32)>) -> Result<Event, StoreError> {
+        let kind = redacted(&self.redactor, &kind).unwrap_or(kind);
         let event = self.store().append_event(&self.run_id, &kind, node)?;
         self.publish(std::slice::from_ref(&event))?;
         Ok(event)
@@ -139,7 +184,30 @@ impl Recorder {
     /// Commits a stage with its closing events and checkpoint (one
     /// transaction), then mirrors the events to the run directory.
     pub fn commit_stage(&self, commit: &StageCommit<'_>) -> Result<Vec<Event>, StoreError> {
-        let events = self.store().commit_stage(commit)?;
+        let events = if commit
+            .events
+            .iter()
+            .any(|(kind, _)| redacted(&self.redactor, kind).is_some())
+        {
+            let events = commit
+                .events
+                .iter()
+                .map(|(kind, at)| {
+                    (
+                        redacted(&self.redactor, kind).unwrap_or_else(|| kind.clone()),
+                        *at,
+                    )
+                })
+                .collect();
+            self.store().commit_stage(&StageCommit {
+                events,
+                outcome: commit.outcome.clone(),
+                checkpoint: commit.checkpoint.clone(),
+                ..*commit
+            })?
+        } else {
+            self.store().commit_stage(commit)?
+        };
         self.publish(&events)?;
         Ok(events)
     }
@@ -150,9 +218,18 @@ impl Recorder {
         checkpoint: &str,
         events: &[(EventKind, Option<(&str, u32)>)],
     ) -> Result<Vec<Event>, StoreError> {
+        let redacted_events: Vec<_> = events
+            .iter()
+            .map(|(kind, at)| {
+                (
+                    redacted(&self.redactor, kind).unwrap_or_else(|| kind.clone()),
+                    *at,
+                )
+            })
+            .collect();
         let events = self
             .store()
-            .save_checkpoint(&self.run_id, checkpoint, events)?;
+            .save_checkpoint(&self.run_id, checkpoint, &redacted_events)?;
         self.publish(&events)?;
         Ok(events)
     }
@@ -198,5 +275,53 @@ impl Recorder {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::event::Stream;
+
+    fn redactor() -> Redactor {
+        Redactor::new(&[("VAULT_TOKEN".into(), "hvs.CAESIabcdefghijklmnop".into())])
+    }
+
+    #[test]
+    fn output_and_messages_are_recorded_with_secrets_redacted() {
+        let out = redacted(
+            &redactor(),
+            &EventKind::CommandOutput {
+                stream: Stream::Stdout,
+                text: "token hvs.CAESIabcdefghijklmnop\n".into(),
+            },
+        );
+        assert_eq!(
+            out,
+            Some(EventKind::CommandOutput {
+                stream: Stream::Stdout,
+                text: "token [REDACTED]\n".into(),
+            })
+        );
+        let retry = redacted(
+            &redactor(),
+            &EventKind::StageRetrying {
+                attempt: 1,
+                delay_ms: 10,
+                reason: "push to https://bot:s3cret@example.com failed".into(),
+            },
+        );
+        assert!(
+            matches!(retry, Some(EventKind::StageRetrying { reason, .. })
+                if reason == "push to https://bot:[REDACTED]@example.com failed"),
+        );
+    }
+
+    #[test]
+    fn an_event_without_secrets_is_recorded_as_it_is() {
+        let notice = EventKind::RunNotice {
+            message: "nothing to hide".into(),
+        };
+        assert_eq!(redacted(&redactor(), &notice), None, "no copy was made");
     }
 }

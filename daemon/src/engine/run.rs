@@ -312,6 +312,9 @@ impl<'a> Runner<'a> {
             return Ok(Step::Finish(cancelled(reason)));
         }
 
+        // From here on the outcome is recorded and merged into the context:
+        // no secret value goes further.
+        outcome.redact(&self.env.redactor);
         let transparent = node.handler == Handler::Conditional;
         let mut updates = std::mem::take(&mut outcome.context_updates);
         self.offload(&mut updates);

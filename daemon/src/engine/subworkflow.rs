@@ -141,6 +141,7 @@ impl Runner<'_> {
                     // prompt nodes call models as the parent's do (what is
                     // stored is filtered as always).
                     env: Some(self.env.models.env()),
+                    env_policy: self.env.env_policy.clone(),
                     model: self.env.models.choice().clone(),
                 };
                 let child = super::launch::start(request, &services);

@@ -177,7 +177,7 @@ impl PathsError {
     }
 }
 
-/// Creates `dir` (and missing parents, with default modes) as a 0700
+/// Creates `dir` (and missing parents, also 0700) as a 0700
 /// directory, or tightens an existing directory of this user to 0700. Fails
 /// when `dir` is a symlink, not a directory, or another user's.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
@@ -186,7 +186,12 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
         source,
     };
     if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
+        // A missing parent is the home (or a fallback folder): private too.
+        DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIR_MODE)
+            .create(parent)
+            .map_err(io)?;
     }
     match DirBuilder::new().mode(PRIVATE_DIR_MODE).create(dir) {
         Ok(()) => {}

@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::engine::environment::EnvPolicy;
 use crate::engine::event::Event;
 use crate::engine::models::ModelChoice;
 use crate::engine::{EngineError, ParentLink, RunRequest};
@@ -524,6 +525,9 @@ pub trait Method: Serialize + DeserializeOwned + Into<Call> {
 macro_rules! methods {
     ($( $(#[$doc:meta])* $name:literal => $variant:ident($params:ident) -> $output:ty; )*) => {
         /// A typed request: one variant per method, holding its params.
+        // One per request, parsed and moved once and never stored in bulk:
+        // boxing `run.start`'s params would buy nothing.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum Call {
             $( $(#[$doc])* $variant($params), )*
@@ -628,14 +632,11 @@ pub enum WorkflowSource {
 pub struct CallerEnv(pub Vec<(String, String)>);
 
 impl CallerEnv {
-    /// This process's environment (skipping non-UTF-8 variables).
+    /// This process's environment (skipping non-UTF-8 variables), with
+    /// the keys it holds in memory ([`crate::secrets::process_env`]).
     #[must_use]
     pub fn current() -> CallerEnv {
-        CallerEnv(
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect(),
-        )
+        CallerEnv(crate::secrets::process_env())
     }
 
     /// True when nothing was sent (the daemon then uses its own environment).
@@ -686,6 +687,10 @@ pub struct RunStart {
     /// "fallbacks": ["openai"]}`, every field optional.
     #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
     pub model: ModelChoice,
+    /// `[run.env]`: `{"pass": ["GH_TOKEN"], "deny": ["FOO_*"]}`, both
+    /// optional; which variables commands get despite the secret rules.
+    #[serde(default, skip_serializing_if = "EnvPolicy::is_empty")]
+    pub env_policy: EnvPolicy,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     #[ts(as = "Option<Vec<(String, String)>>", optional)]
@@ -709,6 +714,7 @@ impl RunStart {
             labels: Vec::new(),
             artifacts: Vec::new(),
             model: ModelChoice::default(),
+            env_policy: EnvPolicy::default(),
             env: CallerEnv::default(),
         }
     }
@@ -751,6 +757,7 @@ impl RunStart {
             base_dir: self.base_dir.clone(),
             artifacts: self.artifacts.clone(),
             model: self.model.clone(),
+            env_policy: self.env_policy.clone(),
             ..RunRequest::default()
         })
     }

@@ -1,5 +1,6 @@
 //! Starting the daemon in the background and waiting until it answers.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -25,13 +26,19 @@ pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bo
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(crate::store::PRIVATE_FILE_MODE)
         .open(&paths.log)
         .map_err(|e| format!("cannot open {}: {e}", paths.log.display()))?;
     let log_err = log
         .try_clone()
         .map_err(|e| format!("cannot open {}: {e}", paths.log.display()))?;
+    // No secrets in the daemon's environment, where its commands could read
+    // them (/proc/PID/environ): each run brings its caller's keys, which
+    // the daemon holds in memory only.
     let mut child = Command::new(weftd)
         .arg("--foreground")
+        .env_clear()
+        .envs(crate::secrets::scrubbed_env())
         .env("WEFT_HOME", home.root())
         .stdin(Stdio::null())
         .stdout(log)

@@ -358,12 +358,15 @@ pub struct InstanceLock {
 /// Takes the daemon lock for `paths`, or says who holds it.
 pub fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, DaemonError> {
     paths.ensure()?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&paths.lock)
-        .map_err(|e| DaemonError::io(format!("opening {}", paths.lock.display()), e))?;
+    let file = std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true),
+        crate::store::PRIVATE_FILE_MODE,
+    )
+    .open(&paths.lock)
+    .map_err(|e| DaemonError::io(format!("opening {}", paths.lock.display()), e))?;
     if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         let pid = std::fs::read_to_string(&paths.pid)
             .map(|p| p.trim().to_string())

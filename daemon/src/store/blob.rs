@@ -111,7 +111,7 @@ impl Blobs {
             return Ok((r, false));
         }
         if let Some(folder) = path.parent() {
-            std::fs::create_dir_all(folder)
+            super::create_private_dir_all(folder)
                 .map_err(|e| StoreError::io(format!("cannot create {}", folder.display()), e))?;
         }
         // Two writers racing on the same blob both rename identical bytes

@@ -390,6 +390,14 @@ impl Store {
     pub fn open(home: &Home) -> Result<Store> {
         home.ensure()?;
         let path = home.db_path();
+        // Created private before SQLite opens it: SQLite gives the WAL and
+        // shared-memory files the database file's mode.
+        std::os::unix::fs::OpenOptionsExt::mode(
+            std::fs::OpenOptions::new().write(true).create(true),
+            super::PRIVATE_FILE_MODE,
+        )
+        .open(&path)
+        .map_err(|e| StoreError::io(format!("cannot create {}", path.display()), e))?;
         let mut conn = Connection::open(&path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;

@@ -19,7 +19,7 @@ pub use db::{
     SHORT_ID_MIN, StageCommit, StageRecord, Store,
 };
 pub use db::{process_is_zombie, process_start};
-pub use home::Home;
+pub use home::{Home, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir_all};
 pub use run_dir::{RunDir, write_atomic};
 
 /// What can go wrong in the store. Each variant has a stable code for

@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,6 +20,8 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Replaces `path` with `bytes` so that readers see either the old content
 /// or the new, never a mix: the bytes go to a temp file in the same
 /// directory (`.{name}.{pid}.{n}.tmp`) which is then renamed over the target.
+/// The file is private to the user (mode 0600): this writes Weft's own
+/// files under `WEFT_HOME`.
 ///
 /// There is deliberately no fsync. Rename is atomic, so a killed process
 /// (even SIGKILL) can never leave a torn file; at worst a stray temp file
@@ -45,6 +48,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let written = OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(super::PRIVATE_FILE_MODE)
         .open(&temp)
         .and_then(|mut file| file.write_all(bytes))
         .and_then(|()| std::fs::rename(&temp, path));
@@ -104,7 +108,7 @@ impl RunDir {
             .collect();
         let root = runs_dir.join(format!("{date}-{}", path_safe(run_id)));
         let nodes = root.join("nodes");
-        std::fs::create_dir_all(&nodes)
+        super::create_private_dir_all(&nodes)
             .map_err(|e| StoreError::io(format!("cannot create {}", nodes.display()), e))?;
         Ok(RunDir {
             root,
@@ -147,7 +151,7 @@ impl RunDir {
     /// [`RunDir::node_dir`], created if missing.
     pub fn ensure_node_dir(&self, node_id: &str, visit: u32) -> Result<PathBuf> {
         let dir = self.node_dir(node_id, visit);
-        std::fs::create_dir_all(&dir)
+        super::create_private_dir_all(&dir)
             .map_err(|e| StoreError::io(format!("cannot create {}", dir.display()), e))?;
         Ok(dir)
     }
@@ -168,7 +172,7 @@ impl RunDir {
         }
         let full = self.root.join(path);
         if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent)
+            super::create_private_dir_all(parent)
                 .map_err(|e| StoreError::io(format!("cannot create {}", parent.display()), e))?;
         }
         Ok(full)
@@ -206,6 +210,7 @@ impl RunDir {
                 OpenOptions::new()
                     .create(true)
                     .append(true)
+                    .mode(super::PRIVATE_FILE_MODE)
                     .open(&path)
                     .map_err(|e| StoreError::io(format!("cannot open {}", path.display()), e))?,
             ),
@@ -221,6 +226,7 @@ impl RunDir {
         OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(super::PRIVATE_FILE_MODE)
             .open(&path)
             .and_then(|mut file| file.write_all(text.as_bytes()))
             .map_err(|e| StoreError::io(format!("cannot append to {}", path.display()), e))

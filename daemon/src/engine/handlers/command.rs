@@ -141,8 +141,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     });
     cx.write_file("script_timing.json", pretty(&timing).as_bytes());
 
-    // Command output always goes to the blob store; the context holds refs
-    // to the end of each stream (the logs hold all of it).
+    // Command output always goes to the blob store (without secrets: see
+    // docs/engine.md); the context holds refs to the end of each stream (the
+    // logs hold all of it).
     let mut outcome = Outcome::succeeded();
     for (key, text, total, log) in [
         (
@@ -158,7 +159,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             "stderr.log",
         ),
     ] {
+        // Cut or not is decided on the text as captured: redaction changes
+        // its length.
         let kept = u64::try_from(text.len()).unwrap_or(u64::MAX);
+        let text = cx.run.redactor.text(text);
         let value = if total > kept {
             format!(
                 "[… {} earlier bytes cut: the whole output is in {}]\n{text}",
@@ -166,7 +170,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                 cx.dir.join(log).display()
             )
         } else {
-            text.clone()
+            text.into_owned()
         };
         let size = u64::try_from(value.len()).unwrap_or(u64::MAX);
         match cx.run.blobs.put_json(&Value::String(value)) {

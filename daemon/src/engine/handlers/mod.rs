@@ -34,9 +34,14 @@ pub struct RunEnv {
     pub inputs: std::collections::BTreeMap<String, String>,
     /// The run's random seed (child runs derive theirs from it).
     pub seed: u64,
-    /// The environment commands inherit (the caller's, for runs started
-    /// through the daemon); `None` means this process's.
+    /// The environment commands inherit: the caller's (or this process's)
+    /// with secrets withheld by the run's policy
+    /// ([`crate::engine::environment`]).
     pub env: Option<Vec<(String, String)>>,
+    /// `[run.env]`, which child runs of sub-workflow stages inherit.
+    pub env_policy: crate::engine::environment::EnvPolicy,
+    /// Takes secrets out of what the run records (command output blobs).
+    pub redactor: crate::secrets::Redactor,
     pub run_id: String,
     /// Where commands run.
     pub work_dir: PathBuf,
