@@ -9,10 +9,10 @@
 //!   OpenAI-compatible servers), the model catalog, retries and failover.
 //! - [`engine`]: executes runs: the run loop, routing, handlers.
 //!
-//! [`limits`] is shared by all of them: bounded, regular-file-only reads;
-//! [`config`] reads the TOML configuration files with them.
-//! So is [`secrets`]: what counts as a secret, redaction, and keeping keys
-//! out of reach of commands.
+//! Shared by all of them: [`limits`] (bounded, regular-file-only reads),
+//! [`config`] (the TOML configuration files, read with those limits) and
+//! [`secrets`] (what counts as a secret, redaction, and keeping keys out of
+//! reach of commands).
 
 pub mod cli;
 pub mod config;
