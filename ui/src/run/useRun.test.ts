@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Event, Host, RunView } from '../api';
 import { makeTestHost } from '../api/testHost';
 import { ev, failedView, RUN } from './fixture.test-data';
-import { allEvents, useRun } from './useRun';
+import { allEvents, newer, useRun } from './useRun';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -97,5 +97,69 @@ describe('useRun', () => {
     expect(calls).toEqual(['0/10000']);
     expect(seen).toHaveLength(1);
     act(() => root.unmount());
+  });
+
+  it('keeps the newest view when overlapping re-reads answer out of order', async () => {
+    // A gate is answered (seq 4), then the run ends (seq 5): two re-reads.
+    // If the first answers last, the screen must not fall back to it.
+    const base = failedView();
+    const at = (seq: number, status: RunView['run']['status']): RunView => ({
+      ...base,
+      run: { ...base.run, last_seq: seq, status },
+    });
+    const inner = makeTestHost({ views: [at(3, 'blocked')], events: { [RUN]: numbered(3) }, stageFiles: {}, questions: [] });
+    const pending: ((v: RunView) => void)[] = [];
+    let reads = 0;
+    let push: (e: Event) => void = () => {};
+    const host: Host = {
+      ...inner,
+      runView: (run) => {
+        reads += 1;
+        if (reads === 1) return inner.runView(run);
+        return new Promise<RunView>((resolve) => pending.push(resolve));
+      },
+      subscribe: (_run, _after, onEvent) => {
+        push = onEvent;
+        return Promise.resolve(() => {});
+      },
+    };
+    let shown: RunView | null = null;
+    function Probe() {
+      const { load } = useRun(host, RUN);
+      shown = load.kind === 'ready' ? load.view : null;
+      return null;
+    }
+    const until = async (what: string, cond: () => boolean) => {
+      for (let i = 0; i < 500 && !cond(); i += 1) {
+        await act(() => new Promise((r) => setTimeout(r, 10)));
+      }
+      expect(cond(), what).toBe(true);
+    };
+    const root = createRoot(document.createElement('div'));
+    await act(async () => root.render(createElement(Probe)));
+    await until('the first view is shown', () => shown !== null);
+    // Only `seq` and `event` matter to the re-read; the properties are a stage's.
+    const event = (seq: number, name: Event['event']) => ({ ...numbered(1)[0], seq, event: name }) as Event;
+    act(() => push(event(4, 'interview.completed')));
+    await until('the first re-read is asked for', () => pending.length === 1);
+    act(() => push(event(5, 'run.completed')));
+    await until('the second re-read is asked for', () => pending.length === 2);
+    await act(async () => pending[1]?.(at(5, 'succeeded')));
+    expect(shown!.run.status).toBe('succeeded');
+    await act(async () => pending[0]?.(at(4, 'running')));
+    expect(shown!.run.status, 'the stale answer is dropped').toBe('succeeded');
+    expect(shown!.run.last_seq).toBe(5);
+    act(() => root.unmount());
+  });
+});
+
+describe('newer', () => {
+  it('takes a view at least as new as the one shown, and only such a view', () => {
+    const base = failedView();
+    const at = (seq: number): RunView => ({ ...base, run: { ...base.run, last_seq: seq } });
+    expect(newer({ kind: 'loading' }, at(1))).toEqual({ kind: 'ready', view: at(1) });
+    expect(newer({ kind: 'ready', view: at(5) }, at(5))).toEqual({ kind: 'ready', view: at(5) });
+    expect(newer({ kind: 'ready', view: at(5) }, at(7))).toEqual({ kind: 'ready', view: at(7) });
+    expect(newer({ kind: 'ready', view: at(5) }, at(4))).toEqual({ kind: 'ready', view: at(5) });
   });
 });

@@ -57,6 +57,17 @@ export async function allEvents(host: Host, run: string, lastSeq: number): Promi
   return out;
 }
 
+/**
+ * The view to show after reading `view`: re-reads overlap (a slow one can
+ * answer after a later one), and the run moves only forwards, so a view
+ * that saw fewer events than the one shown is stale and dropped. Otherwise
+ * a gate answered a moment ago could stay "blocked" on screen.
+ */
+export function newer(shown: RunLoad, view: RunView): RunLoad {
+  if (shown.kind === 'ready' && shown.view.run.last_seq > view.run.last_seq) return shown;
+  return { kind: 'ready', view };
+}
+
 export interface UseRunOptions {
   /** Called with the run's view as soon as it is read, before its events
    * (the run screen starts the graph's layout then). */
@@ -93,7 +104,7 @@ export function useRun(host: Host, runId: string, { onView }: UseRunOptions = {}
       clearTimeout(timer);
       timer = setTimeout(() => {
         host.runView(id).then(
-          (view) => active && setLoad({ kind: 'ready', view }),
+          (view) => active && setLoad((shown) => newer(shown, view)),
           () => {},
         );
       }, REFRESH_DEBOUNCE_MS);
