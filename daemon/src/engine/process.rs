@@ -280,7 +280,9 @@ pub async fn run(
         // Best effort: the watcher does not need it, only the fallback does.
         let raw = pid.as_raw_nonzero().get().unsigned_abs();
         if let Some(start) = crate::store::process_start(raw) {
-            let _ = tokio::fs::write(record, format!("{raw} {start}\n")).await;
+            // Private like everything in the run directory; atomic, so the
+            // fallback never reads half a record.
+            let _ = crate::store::write_atomic(record, format!("{raw} {start}\n").as_bytes());
         }
     }
 
