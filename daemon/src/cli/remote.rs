@@ -52,7 +52,7 @@ fn terminate_signal() -> Option<Signal> {
 
 /// `weft run` through the daemon.
 pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
-    let term = terminate_signal();
+    let term = if detach { None } else { terminate_signal() };
     let Some(path) = request.workflow_path.clone() else {
         eprintln!("error: the workflow has no path");
         return EXIT_USAGE;

@@ -184,6 +184,16 @@ impl Shared {
     }
 }
 
+impl Drop for Shared {
+    /// The client is gone: every subscription waiting for an event wakes
+    /// up to find it has ended.
+    fn drop(&mut self) {
+        for route in self.subscriptions.values() {
+            route.wake.notify_one();
+        }
+    }
+}
+
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     // The lock is never held across an await or a panic-prone call, so a
     // poisoned lock still holds consistent data.
@@ -439,10 +449,8 @@ impl Client {
             .await;
         if let Some(route) = lock(&self.connection.shared)
             .subscriptions
-            .get_mut(subscription)
+            .remove(subscription)
         {
-            route.queue.clear();
-            route.flow = Flow::Ended;
             route.wake.notify_one();
         }
         result
@@ -509,7 +517,10 @@ impl Subscription {
             {
                 let connection = self.connection.upgrade()?;
                 let mut shared = lock(&connection.shared);
-                let route = shared.subscriptions.get_mut(&self.id)?;
+                let route = shared
+                    .subscriptions
+                    .get_mut(&self.id)
+                    .filter(|route| Arc::ptr_eq(&route.wake, &self.wake))?;
                 if let Some(event) = route.queue.pop_front() {
                     return Some(event);
                 }
@@ -547,7 +558,16 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         if let Some(connection) = self.connection.upgrade() {
-            lock(&connection.shared).subscriptions.remove(&self.id);
+            let mut shared = lock(&connection.shared);
+            // Only this subscription's route: after an unsubscribe the id
+            // may name a newer subscription.
+            if shared
+                .subscriptions
+                .get(&self.id)
+                .is_some_and(|route| Arc::ptr_eq(&route.wake, &self.wake))
+            {
+                shared.subscriptions.remove(&self.id);
+            }
         }
     }
 }
