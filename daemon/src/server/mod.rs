@@ -45,8 +45,11 @@ pub use gates::{Gates, SocketInterviewer};
 pub use settings::Settings;
 
 /// Events buffered for slow subscribers before they must catch up from
-/// the database.
-const HUB_CAPACITY: usize = 4096;
+/// the database. The buffer keeps its last events whether or not anyone
+/// still needs them, so it is kept small: a one-run subscription that falls
+/// further behind catches up from the database, an all-runs one gets a
+/// `lagged` notice.
+const HUB_CAPACITY: usize = 1024;
 
 /// Reads running at once on the blocking pool (each on a read-only
 /// connection of its own); more wait their turn.
