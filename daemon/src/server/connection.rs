@@ -26,8 +26,8 @@ use crate::engine::event::Event;
 use crate::ipc::codec::{self, FrameReader, MAX_FRAME_BYTES};
 use crate::ipc::protocol::{
     Call, CancelRequested, DaemonInfo, DaemonStopping, EVENTS_PAGE_BYTES, EventPage, Id,
-    Notification, PROTOCOL_VERSION, QuestionAnswer, Response, RpcError, RunDetail, RunStarted,
-    RunSummary, ServerMessage, Subscribed, Unsubscribed, code, decode_request,
+    Notification, Outcome, PROTOCOL_VERSION, QuestionAnswer, Response, RpcError, RunDetail,
+    RunStarted, RunSummary, ServerMessage, Subscribed, Unsubscribed, Version, code, decode_request,
 };
 use crate::store::views::EVENTS_PAGE_MAX;
 use crate::store::{QuestionRecord, QuestionStatus, RunStatus, Store, StoreError};
@@ -230,7 +230,13 @@ pub async fn serve(daemon: Rc<Daemon>, stream: interprocess::local_socket::tokio
                 Response::success(id, &reply)
             }
             other => match dispatch(&daemon, other).await {
-                Ok(result) => Response::success(id, &result),
+                // Already JSON (built off the loop for large results): not
+                // copied again.
+                Ok(result) => Response {
+                    jsonrpc: Version,
+                    id,
+                    outcome: Outcome::Result(result),
+                },
                 Err(error) => Response::failure(id, error),
             },
         };
