@@ -23,11 +23,12 @@ use tokio::task::JoinHandle;
 use super::Daemon;
 use super::gates::{self, AnswerError};
 use crate::engine::event::Event;
-use crate::ipc::codec::{self, FrameReader, MAX_FRAME_BYTES};
+use crate::ipc::codec::{self, FrameError, FrameReader, MAX_FRAME_BYTES};
 use crate::ipc::protocol::{
     Call, CancelRequested, DaemonInfo, DaemonStopping, EVENTS_PAGE_BYTES, EventPage, Id,
-    Notification, Outcome, PROTOCOL_VERSION, QuestionAnswer, Response, RpcError, RunDetail,
-    RunStarted, RunSummary, ServerMessage, Subscribed, Unsubscribed, Version, code, decode_request,
+    Notification, Outcome, PROTOCOL_VERSION, QuestionAnswer, Rejection, Response, RpcError,
+    RunDetail, RunStarted, RunSummary, ServerMessage, Subscribed, Unsubscribed, Version, code,
+    decode_request,
 };
 use crate::store::views::EVENTS_PAGE_MAX;
 use crate::store::{QuestionRecord, QuestionStatus, RunStatus, Store, StoreError};
@@ -186,8 +187,8 @@ pub async fn serve(daemon: Rc<Daemon>, stream: interprocess::local_socket::tokio
         if outbox.broken.get() {
             break;
         }
-        let value = match reader.read::<Value>().await {
-            Ok(Some(value)) => value,
+        let line = match reader.read_frame().await {
+            Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) if e.is_recoverable() => {
                 outbox.reply(Response::failure(None, e.to_rpc_error()));
@@ -195,10 +196,14 @@ pub async fn serve(daemon: Rc<Daemon>, stream: interprocess::local_socket::tokio
             }
             Err(_) => break,
         };
-        let (id, call) = match decode_request(value) {
-            Ok(decoded) => decoded,
-            Err(rejection) => {
+        let (id, call) = match decode(line).await {
+            Ok(Ok(decoded)) => decoded,
+            Ok(Err(rejection)) => {
                 outbox.reply(Response::rejected(rejection));
+                continue;
+            }
+            Err(e) => {
+                outbox.reply(Response::failure(None, e.to_rpc_error()));
                 continue;
             }
         };
@@ -250,6 +255,22 @@ pub async fn serve(daemon: Rc<Daemon>, stream: interprocess::local_socket::tokio
     // The writer ends once every sender is gone (the forwarders' too).
     drop(outbox);
     let _ = writer.await;
+}
+
+/// Requests up to this size are parsed on the event loop; larger ones (up
+/// to the 8 MiB message limit: a workflow sent inline, say) on the blocking
+/// pool, so parsing them holds up no one.
+const PARSE_INLINE_BYTES: usize = 64 * 1024;
+
+/// Parses and types one request line.
+async fn decode(line: Vec<u8>) -> Result<Result<(Option<Id>, Call), Rejection>, FrameError> {
+    let typed = |line: &[u8]| codec::parse::<Value>(line).map(decode_request);
+    if line.len() <= PARSE_INLINE_BYTES {
+        return typed(&line);
+    }
+    tokio::task::spawn_blocking(move || typed(&line))
+        .await
+        .unwrap_or_else(|e| Err(FrameError::Io(std::io::Error::other(e.to_string()))))
 }
 
 fn from_answer_error(e: &AnswerError) -> RpcError {
