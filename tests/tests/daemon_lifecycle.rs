@@ -455,3 +455,70 @@ fn a_headless_daemon_logs_a_notification_failure_once() {
     let log = daemon.log_text();
     assert_eq!(log.matches("notification not shown").count(), 1, "{log}");
 }
+
+/// The frames of the progress spinner.
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+#[test]
+fn a_follower_on_a_terminal_draws_no_spinner_frame_after_the_interruption() {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let sb = Sandbox::new();
+    sb.write("slow.fabro", SLOW);
+    let daemon = Weftd::start(&sb);
+    // `script` gives `weft run` a terminal, so it draws its spinner.
+    let command = format!("'{}' run slow.fabro", weft_tests::binary("weft").display());
+    let mut follower = std::process::Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .current_dir(sb.path())
+        .env("WEFT_HOME", &daemon.home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("script (util-linux) is needed: {e}"));
+    let mut stdout = follower
+        .stdout
+        .take()
+        .unwrap_or_else(|| panic!("no stdout"));
+    let screen = Arc::new(Mutex::new(Vec::new()));
+    let reader = std::thread::spawn({
+        let screen = Arc::clone(&screen);
+        move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                screen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .extend_from_slice(&chunk[..n]);
+            }
+        }
+    });
+    let text = || {
+        String::from_utf8_lossy(
+            &screen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_owned()
+    };
+    wait_until("the spinner of the slow stage", || text().contains(SPINNER));
+    let stop = sb.run(&["daemon", "stop"]);
+    assert_eq!(stop.code, 0, "{stop:?}");
+    let out = finish(follower, Duration::from_secs(60));
+    let _ = reader.join();
+    let screen = text();
+    assert_eq!(out.status.code(), Some(130), "{screen}");
+    let end = screen
+        .find("interrupted after")
+        .unwrap_or_else(|| panic!("no interruption line: {screen}"));
+    let after = &screen[end..];
+    assert!(
+        !after.contains(SPINNER),
+        "a spinner frame after the end: {after:?}"
+    );
+    assert_eq!(screen.matches("interrupted after").count(), 1, "{screen}");
+}
