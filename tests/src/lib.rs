@@ -165,6 +165,207 @@ impl Default for Sandbox {
     }
 }
 
+/// A `weftd --foreground` on a sandbox's `WEFT_HOME`, its stderr (the
+/// daemon's log) in `weftd.log` of the scratch directory; killed when
+/// dropped if it is still running.
+pub struct Weftd {
+    pub child: std::process::Child,
+    /// The `WEFT_HOME` it serves.
+    pub home: PathBuf,
+    /// Where its stderr goes.
+    pub log: PathBuf,
+}
+
+impl Weftd {
+    /// Starts weftd on `sandbox`'s home and waits until it listens.
+    ///
+    /// # Panics
+    /// When it cannot be started or does not listen within 60 s.
+    #[must_use]
+    pub fn start(sandbox: &Sandbox) -> Weftd {
+        Weftd::start_with(sandbox, &[])
+    }
+
+    /// [`Weftd::start`] with extra environment variables.
+    ///
+    /// # Panics
+    /// When it cannot be started or does not listen within 60 s.
+    #[must_use]
+    pub fn start_with(sandbox: &Sandbox, env: &[(&str, &str)]) -> Weftd {
+        let weftd = Weftd::spawn(sandbox, env);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !weftd.answers() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "weftd did not start listening; its log:\n{}",
+                weftd.log_text()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        weftd
+    }
+
+    /// Starts weftd without waiting for it.
+    ///
+    /// # Panics
+    /// When it cannot be started.
+    #[must_use]
+    pub fn spawn(sandbox: &Sandbox, env: &[(&str, &str)]) -> Weftd {
+        let home = sandbox.path().join("home");
+        let log = sandbox.path().join("weftd.log");
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap_or_else(|e| panic!("cannot open {}: {e}", log.display()));
+        let child = Command::new(binary("weftd"))
+            .arg("--foreground")
+            .env("WEFT_HOME", &home)
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start weftd: {e}"));
+        Weftd { child, home, log }
+    }
+
+    /// Whether it answers `daemon.status` on its socket.
+    #[must_use]
+    pub fn answers(&self) -> bool {
+        use std::io::{BufRead, Write};
+        let Ok(mut stream) = std::os::unix::net::UnixStream::connect(self.socket()) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+        if stream
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.status\"}\n")
+            .is_err()
+        {
+            return false;
+        }
+        let mut line = String::new();
+        std::io::BufReader::new(stream)
+            .read_line(&mut line)
+            .is_ok_and(|_| line.contains("\"result\""))
+    }
+
+    /// The socket it listens on (`WEFT_HOME/run/weftd.sock`; sandbox paths
+    /// are short enough).
+    #[must_use]
+    pub fn socket(&self) -> PathBuf {
+        self.home.join("run/weftd.sock")
+    }
+
+    /// What it has logged so far.
+    #[must_use]
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends `signal` (`-TERM`, `-KILL`, ...) to it.
+    pub fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status();
+    }
+}
+
+impl Drop for Weftd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client speaking the protocol by hand, one JSON line at a time, for
+/// what the library client never sends (odd ids) or never does (stop
+/// reading).
+pub struct RawClient {
+    reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+    writer: std::os::unix::net::UnixStream,
+}
+
+impl RawClient {
+    /// Connects to `socket`; reads wait at most 60 s.
+    ///
+    /// # Panics
+    /// When nothing listens there.
+    #[must_use]
+    pub fn connect(socket: &Path) -> RawClient {
+        let stream = std::os::unix::net::UnixStream::connect(socket)
+            .unwrap_or_else(|e| panic!("connect {}: {e}", socket.display()));
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(60)));
+        let writer = stream
+            .try_clone()
+            .unwrap_or_else(|e| panic!("clone the socket: {e}"));
+        RawClient {
+            reader: std::io::BufReader::new(stream),
+            writer,
+        }
+    }
+
+    /// Sends one request line.
+    ///
+    /// # Panics
+    /// When the socket cannot be written.
+    pub fn send(&mut self, request: &serde_json::Value) {
+        use std::io::Write;
+        let mut line = request.to_string();
+        line.push('\n');
+        self.writer
+            .write_all(line.as_bytes())
+            .unwrap_or_else(|e| panic!("write: {e}"));
+    }
+
+    /// The next line from the daemon, parsed; `None` at the end of the
+    /// stream.
+    ///
+    /// # Panics
+    /// When nothing arrives within 60 s or the line is not JSON.
+    pub fn recv(&mut self) -> Option<serde_json::Value> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        let n = self
+            .reader
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("no message from weftd: {e}"));
+        (n > 0).then(|| {
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+        })
+    }
+
+    /// Sends `request` and returns the reply carrying `id`, skipping
+    /// notifications.
+    ///
+    /// # Panics
+    /// As [`RawClient::send`] and [`RawClient::recv`].
+    pub fn call(&mut self, id: u64, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let message = self
+                .recv()
+                .unwrap_or_else(|| panic!("weftd hung up before answering {method}"));
+            if message.get("method").is_none() && message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Whether a message is waiting to be read right now.
+    #[must_use]
+    pub fn has_message(&mut self) -> bool {
+        use std::io::BufRead;
+        let stream = self.reader.get_ref();
+        let _ = stream.set_nonblocking(true);
+        let ready = self.reader.fill_buf().is_ok_and(|b| !b.is_empty());
+        let _ = self.reader.get_ref().set_nonblocking(false);
+        ready
+    }
+}
+
 /// The captured result of one command.
 #[derive(Debug)]
 pub struct Run {

@@ -213,7 +213,7 @@ fn a_second_client_answers_a_gate_while_the_first_watches_and_answers_are_idempo
         let again = answerer
             .call(QuestionAnswer {
                 question: question.id.clone(),
-                answer: AnswerBy::Key("H".into()),
+                answer: AnswerBy::Key("S".into()),
             })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -221,6 +221,14 @@ fn a_second_client_answers_a_gate_while_the_first_watches_and_answers_are_idempo
             again.answer, answered.answer,
             "answering again returns the recorded answer"
         );
+        let otherwise = answerer
+            .call(QuestionAnswer {
+                question: question.id.clone(),
+                answer: AnswerBy::Key("H".into()),
+            })
+            .await
+            .expect_err("another answer to an answered question is refused");
+        assert_eq!(otherwise.code(), "question.closed");
     });
 }
 

@@ -26,6 +26,11 @@ where
     })
 }
 
+/// Exit code of `weft answer`: the question was closed already, with
+/// another answer (or by its timeout, or its run stopping); the message
+/// says what was recorded.
+pub const EXIT_ANSWER_CLOSED: u8 = 1;
+
 fn report(e: &ClientError) -> u8 {
     match e {
         ClientError::Rpc(rpc) => eprintln!("error: {}", rpc.message),
@@ -121,6 +126,10 @@ pub fn answer(args: &AnswerArgs) -> u8 {
                     );
                 }
                 EXIT_OK
+            }
+            Err(e) if e.code() == "question.closed" => {
+                report(&e);
+                EXIT_ANSWER_CLOSED
             }
             Err(e) => report(&e),
         }

@@ -11,6 +11,12 @@ use crate::store::Home;
 /// Exit code: `status` found no daemon.
 pub const EXIT_NOT_RUNNING: u8 = 3;
 
+/// Exit code: `stop` asked, but the daemon had not exited in time.
+pub const EXIT_STILL_RUNNING: u8 = 1;
+
+/// How long `stop` waits for the daemon to exit (its runs checkpoint first).
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Runs one `weft daemon` action.
 pub fn run(args: &DaemonArgs) -> u8 {
     let home = match super::home() {
@@ -80,9 +86,21 @@ async fn stop(home: &Home, json: bool) -> u8 {
         }
     };
     drop(client);
-    // Wait for the process to exit (its runs are checkpointed first).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while crate::engine::launch::process_alive(stopping.pid) && Instant::now() < deadline {
+    // Wait for the daemon to exit (its runs are checkpointed first): it
+    // holds its lock until its process is gone, whether or not anyone reaps
+    // it, which a check of the pid cannot tell from a zombie.
+    let paths = crate::ipc::paths::DaemonPaths::for_home(home);
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while !crate::server::lock_released(&paths) {
+        if Instant::now() >= deadline {
+            eprintln!(
+                "error: weftd (pid {}) was asked to stop but has not exited after {}s; see {}",
+                stopping.pid,
+                STOP_TIMEOUT.as_secs(),
+                paths.log.display()
+            );
+            return EXIT_STILL_RUNNING;
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     if json {

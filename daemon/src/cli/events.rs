@@ -76,13 +76,28 @@ async fn print(
             .await
             .map_err(Failure::Read)?
     {
-        while let Some(event) = live.next().await {
+        let mut next = live.next().await;
+        while let Some(event) = next.take() {
             after = event.seq;
             write_event(out, &event, args.json)
                 .and_then(|()| out.flush())
                 .map_err(Failure::Write)?;
-            if ends_run(&event.kind) {
-                return Ok(super::EXIT_OK);
+            if !ends_run(&event.kind) {
+                next = live.next().await;
+                continue;
+            }
+            // The end of an earlier life of a resumed run is history: the
+            // follow ends only at an end that is the run's last event and
+            // is followed by an ended status (recorded just after it).
+            loop {
+                let detail = reader.get(run_id).await.map_err(Failure::Read)?;
+                if detail.run.last_seq <= event.seq && !active(detail.run.status) {
+                    return Ok(super::EXIT_OK);
+                }
+                if let Ok(event) = tokio::time::timeout(POLL, live.next()).await {
+                    next = event;
+                    break;
+                }
             }
         }
         return Err(Failure::Read(format!(

@@ -48,18 +48,12 @@ impl Reader {
         match self {
             Reader::Daemon(client) => client.call(query).await.map_err(|e| message(&e)),
             Reader::Store(None) => Ok(Vec::new()),
-            Reader::Store(Some(store)) => {
-                let mut runs: Vec<RunSummary> = store
-                    .list_runs(&query.filter())
-                    .map_err(|e| format!("cannot read the run store: {e}"))?
-                    .into_iter()
-                    .map(RunSummary::from)
-                    .collect();
-                if let Some(label) = &query.label {
-                    runs.retain(|run| run.has_label(label));
-                }
-                Ok(runs)
-            }
+            Reader::Store(Some(store)) => Ok(store
+                .list_runs(&query.filter())
+                .map_err(|e| format!("cannot read the run store: {e}"))?
+                .into_iter()
+                .map(RunSummary::from)
+                .collect()),
         }
     }
 

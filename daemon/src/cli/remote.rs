@@ -2,19 +2,24 @@
 //! run in weftd, then follow its events with the same progress display as
 //! an in-process run, answering human gates from this terminal.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
 use super::progress::{Gates, Progress, question_of};
+use super::report::{self, Style};
 use super::run::{EXIT_CANCELLED, EXIT_FAILED};
 use super::{EXIT_OK, EXIT_USAGE};
-use crate::engine::event::EventKind;
+use crate::engine::event::{Event, EventKind};
 use crate::engine::interviewer::{Answer, Console, Interviewer, Question};
 use crate::engine::{Conclusion, RunRequest, StageSummary};
 use crate::ipc::client::{Client, ClientError};
 use crate::ipc::protocol::{
-    AnswerBy, CallerEnv, QuestionAnswer, RunCancel, RunGet, RunResume, RunStart, RunStarted,
-    WorkflowSource,
+    AnswerBy, CallerEnv, QuestionAnswer, RpcError, RunCancel, RunGet, RunResume, RunStart,
+    RunStarted, WorkflowSource,
 };
+use crate::lang::{Diagnostic, Severity, Span};
 use crate::store::{Home, RunStatus};
 
 /// Connects to the daemon, starting it first when it is not running (and
@@ -36,12 +41,21 @@ pub async fn connect(home: &Home) -> Result<Client, String> {
     }
 }
 
+/// SIGTERM, caught from the start so that it cancels the followed run
+/// (as with `--no-daemon`) instead of killing this process and leaving the
+/// run going. `None` where it cannot be caught.
+fn terminate_signal() -> Option<Signal> {
+    signal(SignalKind::terminate()).ok()
+}
+
 /// `weft run` through the daemon.
 pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
+    let term = if detach { None } else { terminate_signal() };
     let Some(path) = request.workflow_path.clone() else {
         eprintln!("error: the workflow has no path");
         return EXIT_USAGE;
     };
+    let shown = (path.display().to_string(), request.source.clone());
     let mut params = RunStart::new(WorkflowSource::Path(path), request.work_dir.clone());
     params.goal = request.goal;
     params.inputs = request.inputs;
@@ -70,21 +84,17 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
     };
     let started: RunStarted = match client.call(params).await {
         Ok(s) => s,
+        Err(ClientError::Rpc(e)) if e.data_code() == "workflow.invalid" => {
+            let (file, source) = &shown;
+            let style = Style::for_stderr();
+            for d in diagnostics_of(&e) {
+                eprintln!("{}", report::human(&d, file, source, style));
+            }
+            eprintln!("error: the workflow is invalid; `weft validate FILE` shows where");
+            return EXIT_USAGE;
+        }
         Err(ClientError::Rpc(e)) => {
             eprintln!("error: {}", e.message);
-            let listed = e
-                .data
-                .as_ref()
-                .and_then(|d| d.details.get("diagnostics"))
-                .and_then(serde_json::Value::as_array);
-            for d in listed.into_iter().flatten() {
-                eprintln!(
-                    "  {}:{}: {}",
-                    d["line"].as_u64().unwrap_or(0),
-                    d["column"].as_u64().unwrap_or(0),
-                    d["message"].as_str().unwrap_or("")
-                );
-            }
             return EXIT_USAGE;
         }
         Err(e) => {
@@ -107,11 +117,83 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
         }
         return EXIT_OK;
     }
-    follow(&client, &started.run_id, 0, json, auto).await
+    let run = Followed {
+        id: started.run_id,
+        run_dir: started.run_dir,
+    };
+    follow(&client, &run, 0, json, auto, term).await
+}
+
+/// The diagnostics a `workflow.invalid` error carries (`data.diagnostics`),
+/// for printing as `weft validate` does.
+fn diagnostics_of(error: &RpcError) -> Vec<Diagnostic> {
+    let listed = error
+        .data
+        .as_ref()
+        .and_then(|d| d.details.get("diagnostics"))
+        .and_then(serde_json::Value::as_array);
+    listed
+        .into_iter()
+        .flatten()
+        .filter_map(|d| serde_json::from_value::<WireDiagnostic>(d.clone()).ok())
+        .map(WireDiagnostic::into_diagnostic)
+        .collect()
+}
+
+/// A diagnostic as the daemon sends it (see [`Diagnostic`]).
+#[derive(Debug, serde::Deserialize)]
+struct WireDiagnostic {
+    rule: String,
+    severity: String,
+    message: String,
+    #[serde(default)]
+    span: Option<WireSpan>,
+    #[serde(default)]
+    node_id: Option<String>,
+    #[serde(default)]
+    edge: Option<(String, String)>,
+    #[serde(default)]
+    hint: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct WireSpan {
+    start: u32,
+    end: u32,
+    line: u32,
+    column: u32,
+}
+
+impl WireDiagnostic {
+    fn into_diagnostic(self) -> Diagnostic {
+        let severity = match self.severity.as_str() {
+            "error" => Severity::Error,
+            "warning" => Severity::Warning,
+            _ => Severity::Info,
+        };
+        Diagnostic {
+            // Rule ids are `&'static str` in the library; this process
+            // prints a handful of them and exits, so keeping their text for
+            // its lifetime costs nothing.
+            rule: Box::leak(self.rule.into_boxed_str()),
+            severity,
+            message: self.message,
+            span: self.span.map(|s| Span {
+                start: s.start,
+                end: s.end,
+                line: s.line,
+                column: s.column,
+            }),
+            node_id: self.node_id,
+            edge: self.edge,
+            hint: self.hint,
+        }
+    }
 }
 
 /// `weft resume` through the daemon.
 pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
+    let term = terminate_signal();
     let home = match super::home() {
         Ok(h) => h,
         Err(code) => return code,
@@ -150,12 +232,17 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
     };
     match client.call(params).await {
         Ok(started) => {
+            let run = Followed {
+                id: started.run_id,
+                run_dir: started.run_dir,
+            };
             follow(
                 &client,
-                &started.run_id,
+                &run,
                 before,
                 json,
                 auto_approve || stored_auto,
+                term,
             )
             .await
         }
@@ -176,9 +263,24 @@ fn message(e: &ClientError) -> String {
 /// A question being asked on this terminal.
 type Asking<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + 'a>>;
 
+/// The run being followed.
+struct Followed {
+    id: String,
+    run_dir: PathBuf,
+}
+
 /// Follows a run's events until it ends, showing progress and asking its
-/// questions here. Ctrl-C cancels the run (a second Ctrl-C detaches).
-async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto: bool) -> u8 {
+/// questions here. Ctrl-C or SIGTERM cancels the run (and this exits 130
+/// once it has stopped); a second one detaches.
+async fn follow(
+    client: &Client,
+    run: &Followed,
+    after_seq: u64,
+    json: bool,
+    auto: bool,
+    mut term: Option<Signal>,
+) -> u8 {
+    let run_id = run.id.as_str();
     // Gates are asked here only on a terminal; otherwise they wait for
     // another client (`weft answer`, the app), and the progress says how.
     let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
@@ -201,6 +303,8 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
     };
     let console = Console::stdio();
     let mut cancel_sent = false;
+    // The stages that ended, for the conclusion when the daemon is gone.
+    let mut stages = Vec::new();
     // The question being asked here, while events keep flowing: another
     // client (the app) may answer it first.
     let mut asking: Option<(Question, Asking<'_>)> = None;
@@ -211,7 +315,15 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
                 None => std::future::pending().await,
             }
         };
-        let event = tokio::select! {
+        let terminated = async {
+            match term.as_mut() {
+                Some(term) => {
+                    term.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let stop = tokio::select! {
             answer = pending => {
                 progress.prompt_closed();
                 if let Some((question, _)) = asking.take() {
@@ -231,19 +343,34 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
                 }
                 continue;
             }
-            event = events.next() => event,
-            _ = tokio::signal::ctrl_c() => {
+            event = events.next() => Ok(event),
+            _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C)"),
+            () = terminated => Err("terminated (SIGTERM)"),
+        };
+        let event = match stop {
+            Ok(event) => event,
+            Err(why) => {
                 if cancel_sent {
                     eprintln!("detached; the run goes on in weftd (weft events {run_id} --follow)");
                     break EXIT_CANCELLED;
                 }
                 cancel_sent = true;
-                eprintln!("cancelling run {run_id} (Ctrl-C again to detach)");
-                let _ = client.call(RunCancel { run: run_id.to_string() }).await;
+                progress.finish();
+                eprintln!("{why}: cancelling run {run_id} (again to detach)");
+                if let Err(e) = client
+                    .call(RunCancel {
+                        run: run_id.to_string(),
+                    })
+                    .await
+                {
+                    eprintln!("error: the run could not be cancelled: {}", message(&e));
+                }
                 continue;
             }
         };
         let Some(event) = event else {
+            ticker.abort();
+            progress.finish();
             eprintln!(
                 "error: lost the connection to weftd; the run goes on (weft events {run_id} --follow)"
             );
@@ -269,11 +396,29 @@ async fn follow(client: &Client, run_id: &str, after_seq: u64, json: bool, auto:
                 // Answered elsewhere (or timed out): stop asking here.
                 asking = None;
             }
+            EventKind::StageCompleted {
+                status,
+                duration_ms,
+                ..
+            }
+            | EventKind::StageFailed {
+                status,
+                duration_ms,
+                ..
+            } => stages.push(StageSummary {
+                node_id: event.node_id.clone().unwrap_or_default(),
+                visit: event.visit.unwrap_or(1),
+                outcome: status.as_str().to_string(),
+                duration_ms: Some(*duration_ms),
+            }),
             EventKind::RunCompleted { .. }
             | EventKind::RunFailed { .. }
             | EventKind::RunCancelled { .. }
             | EventKind::RunInterrupted { .. } => {
-                break finish(client, run_id, json).await;
+                // The end is on screen: no spinner frame after it.
+                ticker.abort();
+                progress.finish();
+                break finish(client, run, &event, stages, json).await;
             }
             _ => {}
         }
@@ -296,8 +441,17 @@ fn answer_by(question: &Question, answer: Answer) -> Option<AnswerBy> {
     }
 }
 
-/// The conclusion, printed with `--json`, and the exit code.
-async fn finish(client: &Client, run_id: &str, json: bool) -> u8 {
+/// The conclusion, printed with `--json`, and the exit code: from the
+/// daemon's record of the run, or, when the daemon is gone (it was stopped,
+/// and that interrupted the run), from the run's last event.
+async fn finish(
+    client: &Client,
+    followed: &Followed,
+    end: &Event,
+    seen: Vec<StageSummary>,
+    json: bool,
+) -> u8 {
+    let run_id = followed.id.as_str();
     // The status is written just after the final event.
     let mut detail = None;
     for _ in 0..100 {
@@ -311,40 +465,76 @@ async fn finish(client: &Client, run_id: &str, json: bool) -> u8 {
                 detail = Some(d);
                 break;
             }
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+            Ok(_) | Err(ClientError::Rpc(_)) => tokio::time::sleep(Duration::from_millis(10)).await,
+            // The daemon is gone: the event says how the run ended.
+            Err(_) => break,
         }
     }
-    let Some(detail) = detail else {
-        eprintln!("error: run {run_id} ended but its status could not be read");
-        return EXIT_USAGE;
-    };
-    let run = &detail.run;
-    let duration_ms = match (&run.started_at, &run.finished_at) {
-        (Some(a), Some(b)) => humantime::parse_rfc3339(b)
-            .ok()
-            .zip(humantime::parse_rfc3339(a).ok())
-            .and_then(|(b, a)| b.duration_since(a).ok())
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        _ => 0,
-    };
-    let conclusion = Conclusion {
-        run_id: run.id.clone(),
-        status: run.status,
-        duration_ms,
-        failure_reason: run.failure_reason.clone(),
-        run_dir: run.run_dir.clone(),
-        stages: detail
-            .stages
-            .iter()
-            .filter(|s| s.status != "interrupted" && s.status != "running")
-            .map(|s| StageSummary {
-                node_id: s.node_id.clone(),
-                visit: s.visit,
-                outcome: s.status.clone(),
-                duration_ms: s.duration_ms,
-            })
-            .collect(),
-        failed_stages: run.failed_stages.clone(),
+    let conclusion = match detail {
+        Some(detail) => {
+            let run = &detail.run;
+            let duration_ms = match (&run.started_at, &run.finished_at) {
+                (Some(a), Some(b)) => humantime::parse_rfc3339(b)
+                    .ok()
+                    .zip(humantime::parse_rfc3339(a).ok())
+                    .and_then(|(b, a)| b.duration_since(a).ok())
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                _ => 0,
+            };
+            Conclusion {
+                run_id: run.id.clone(),
+                status: run.status,
+                duration_ms,
+                failure_reason: run.failure_reason.clone(),
+                run_dir: run.run_dir.clone(),
+                stages: detail
+                    .stages
+                    .iter()
+                    .filter(|s| s.status != "interrupted" && s.status != "running")
+                    .map(|s| StageSummary {
+                        node_id: s.node_id.clone(),
+                        visit: s.visit,
+                        outcome: s.status.clone(),
+                        duration_ms: s.duration_ms,
+                    })
+                    .collect(),
+                failed_stages: run.failed_stages.clone(),
+            }
+        }
+        None => {
+            let mut failed_stages = Vec::new();
+            let (status, duration_ms, failure_reason) = match &end.kind {
+                EventKind::RunCompleted {
+                    duration_ms,
+                    failed_stages: failed,
+                } => {
+                    failed_stages.clone_from(failed);
+                    (RunStatus::Succeeded, *duration_ms, None)
+                }
+                EventKind::RunFailed {
+                    reason,
+                    duration_ms,
+                } => (RunStatus::Failed, *duration_ms, Some(reason.clone())),
+                EventKind::RunCancelled {
+                    reason,
+                    duration_ms,
+                } => (RunStatus::Cancelled, *duration_ms, Some(reason.clone())),
+                EventKind::RunInterrupted {
+                    reason,
+                    duration_ms,
+                } => (RunStatus::Interrupted, *duration_ms, Some(reason.clone())),
+                _ => (RunStatus::Interrupted, 0, None),
+            };
+            Conclusion {
+                run_id: run_id.to_string(),
+                status,
+                duration_ms,
+                failure_reason,
+                run_dir: followed.run_dir.clone(),
+                stages: seen,
+                failed_stages,
+            }
+        }
     };
     if json {
         println!(

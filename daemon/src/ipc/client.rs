@@ -4,23 +4,23 @@
 //! each gets the next numeric id and its reply is matched by id, whatever
 //! order the daemon answers in. Event notifications are routed to the
 //! [`Subscription`] whose id they carry, including those that arrive before
-//! the `subscribe` reply, so nothing is missed.
+//! the `subscribe` reply, so nothing is missed; a subscription that falls
+//! behind (a `lagged` notice from the daemon, or a consumer slower than
+//! [`SUBSCRIPTION_BUFFER`] events) is continued from its last event.
 //!
 //! Two small tasks (spawned on the current tokio runtime; a current-thread
 //! runtime is fine) own the socket: a reader that dispatches replies and
 //! events, and a writer that sends whole lines, so dropping a call future
 //! never leaves half a request on the wire.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::task::{Context, Poll};
 
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::codec::{self, FrameError, FrameReader, MAX_FRAME_BYTES};
@@ -105,28 +105,92 @@ impl From<Failure> for ClientError {
     }
 }
 
+/// Events one subscription holds for its consumer before it falls behind:
+/// then further events are dropped, the daemon is told to stop sending, and
+/// once the consumer has read what is held the client subscribes again
+/// from the last event it kept (see [`Subscription::next`]).
+pub const SUBSCRIPTION_BUFFER: usize = 1024;
+
+/// Who waits for the reply to a request.
+enum Pending {
+    /// A caller of [`Client::call_value`].
+    Call(oneshot::Sender<Result<Value, Failure>>),
+    /// The client's own `subscribe` that continues subscription `.0` after
+    /// it fell behind.
+    Resubscribe(String),
+    /// The client's own `unsubscribe` of a subscription that fell behind:
+    /// the reply changes nothing.
+    Ignore,
+}
+
+/// Where one subscription stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Events go to the queue.
+    Live,
+    /// Fell behind (the queue overflowed, or the daemon sent `lagged`):
+    /// events are dropped until the consumer has emptied the queue and the
+    /// client subscribes again.
+    Behind,
+    /// The client subscribed again with this request id; for one run, the
+    /// event right after the last one kept (or the reply) makes it live.
+    Resubscribing(u64),
+    /// Unsubscribed, refused, or the connection closed: what is queued is
+    /// still read, then the stream ends.
+    Ended,
+}
+
+/// One subscription's side of the connection: the reader fills the queue,
+/// [`Subscription::next`] drains it.
+struct Route {
+    /// The run subscribed to (as the daemon resolved it), `None` for all.
+    run: Option<String>,
+    queue: VecDeque<Event>,
+    /// The seq of the last event queued (for one run): where a new
+    /// subscription continues.
+    last_seq: u64,
+    flow: Flow,
+    /// Woken when something is queued or the flow changes.
+    wake: Arc<Notify>,
+}
+
 /// What the reader task and the callers share.
 #[derive(Default)]
 struct Shared {
-    /// Calls waiting for their reply, by request id.
-    pending: HashMap<u64, oneshot::Sender<Result<Value, Failure>>>,
+    /// Requests waiting for their reply, by request id.
+    pending: HashMap<u64, Pending>,
     /// Live subscriptions, by the id the client chose.
-    subscriptions: HashMap<String, mpsc::UnboundedSender<Event>>,
+    subscriptions: HashMap<String, Route>,
     /// Set once the connection is over; later calls fail with it at once.
     closed: Option<Failure>,
 }
 
 impl Shared {
     /// Ends the connection: fails every pending call with `why` and ends
-    /// every subscription stream.
+    /// every subscription stream (after what it has queued).
     fn close(&mut self, why: Failure) {
         if self.closed.is_none() {
             self.closed = Some(why.clone());
         }
-        for (_, reply) in self.pending.drain() {
-            let _ = reply.send(Err(why.clone()));
+        for (_, waiting) in self.pending.drain() {
+            if let Pending::Call(reply) = waiting {
+                let _ = reply.send(Err(why.clone()));
+            }
         }
-        self.subscriptions.clear();
+        for route in self.subscriptions.values_mut() {
+            route.flow = Flow::Ended;
+            route.wake.notify_one();
+        }
+    }
+}
+
+impl Drop for Shared {
+    /// The client is gone: every subscription waiting for an event wakes
+    /// up to find it has ended.
+    fn drop(&mut self) {
+        for route in self.subscriptions.values() {
+            route.wake.notify_one();
+        }
     }
 }
 
@@ -136,13 +200,58 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A connection to `weftd`.
-pub struct Client {
-    socket: PathBuf,
-    shared: Arc<Mutex<Shared>>,
+/// The connection itself, shared by the client, its reader task and its
+/// subscriptions.
+struct Connection {
+    shared: Mutex<Shared>,
     /// Whole lines (with `\n`) for the writer task.
     outgoing: mpsc::UnboundedSender<Vec<u8>>,
     next_id: AtomicU64,
+}
+
+impl Connection {
+    /// Queues request `method(params)` under a fresh id, registering
+    /// `waiting` for its reply first. The id, or why nothing was sent.
+    fn send(&self, method: &str, params: Value, waiting: Pending) -> Result<u64, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            jsonrpc: Version,
+            id: Some(Id::from(id)),
+            method: method.to_string(),
+            params: Some(params),
+        };
+        let mut line = codec::encode(&request).map_err(ClientError::Request)?;
+        if line.len() > MAX_FRAME_BYTES {
+            return Err(ClientError::Request(FrameError::TooLong {
+                limit: MAX_FRAME_BYTES,
+            }));
+        }
+        line.push(b'\n');
+        {
+            let mut shared = lock(&self.shared);
+            if let Some(why) = &shared.closed {
+                return Err(why.clone().into());
+            }
+            shared.pending.insert(id, waiting);
+        }
+        if self.outgoing.send(line).is_err() {
+            lock(&self.shared).pending.remove(&id);
+            return Err(ClientError::Disconnected);
+        }
+        Ok(id)
+    }
+
+    /// Sends a request whose reply the client handles itself.
+    fn send_own<M: Method>(&self, params: &M, waiting: Pending) -> Option<u64> {
+        let params = serde_json::to_value(params).ok()?;
+        self.send(M::NAME, params, waiting).ok()
+    }
+}
+
+/// A connection to `weftd`.
+pub struct Client {
+    socket: PathBuf,
+    connection: Arc<Connection>,
     reader: JoinHandle<()>,
 }
 
@@ -156,8 +265,9 @@ impl std::fmt::Debug for Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        // The writer ends by itself once `outgoing` is gone, after sending
-        // what is queued; the reader would wait for the daemon forever.
+        // The writer ends by itself once the connection is gone, after
+        // sending what is queued; the reader would wait for the daemon
+        // forever.
         self.reader.abort();
     }
 }
@@ -189,18 +299,20 @@ impl Client {
                 },
             })?;
         let (read, write) = tokio::io::split(stream);
-        let shared = Arc::new(Mutex::new(Shared::default()));
         let (outgoing, lines) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(
-            FrameReader::new(BufReader::new(read)),
-            Arc::clone(&shared),
-        ));
-        tokio::spawn(write_loop(write, lines, Arc::clone(&shared)));
-        Ok(Client {
-            socket: socket.to_path_buf(),
-            shared,
+        let connection = Arc::new(Connection {
+            shared: Mutex::new(Shared::default()),
             outgoing,
             next_id: AtomicU64::new(1),
+        });
+        let reader = tokio::spawn(read_loop(
+            FrameReader::new(BufReader::new(read)),
+            Arc::clone(&connection),
+        ));
+        tokio::spawn(write_loop(write, lines, Arc::downgrade(&connection)));
+        Ok(Client {
+            socket: socket.to_path_buf(),
+            connection,
             reader,
         })
     }
@@ -214,7 +326,7 @@ impl Client {
     /// True once the connection has ended; every call then fails.
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        lock(&self.shared).closed.is_some()
+        lock(&self.connection.shared).closed.is_some()
     }
 
     /// Calls method `M` and waits for its typed result.
@@ -242,36 +354,14 @@ impl Client {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ClientError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = Request {
-            jsonrpc: Version,
-            id: Some(Id::Number(id)),
-            method: method.to_string(),
-            params,
-        };
-        let mut line = codec::encode(&request).map_err(ClientError::Request)?;
-        if line.len() > MAX_FRAME_BYTES {
-            return Err(ClientError::Request(FrameError::TooLong {
-                limit: MAX_FRAME_BYTES,
-            }));
-        }
-        line.push(b'\n');
         let (reply, replied) = oneshot::channel();
-        {
-            let mut shared = lock(&self.shared);
-            if let Some(why) = &shared.closed {
-                return Err(why.clone().into());
-            }
-            shared.pending.insert(id, reply);
-        }
+        let params = params.unwrap_or(Value::Null);
+        let id = self.connection.send(method, params, Pending::Call(reply))?;
         // Forget the call if this future is dropped before the reply.
         let _pending = PendingGuard {
-            shared: &self.shared,
+            shared: &self.connection.shared,
             id,
         };
-        if self.outgoing.send(line).is_err() {
-            return Err(ClientError::Disconnected);
-        }
         match replied.await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(failure)) => Err(failure.into()),
@@ -295,9 +385,9 @@ impl Client {
         after_seq: u64,
     ) -> Result<Subscription, ClientError> {
         let id = subscription.into();
-        let (events, received) = mpsc::unbounded_channel();
+        let wake = Arc::new(Notify::new());
         {
-            let mut shared = lock(&self.shared);
+            let mut shared = lock(&self.connection.shared);
             if let Some(why) = &shared.closed {
                 return Err(why.clone().into());
             }
@@ -310,7 +400,16 @@ impl Client {
             }
             // Registered before the request goes out: events may overtake
             // the reply.
-            shared.subscriptions.insert(id.clone(), events);
+            shared.subscriptions.insert(
+                id.clone(),
+                Route {
+                    run: run.clone(),
+                    queue: VecDeque::new(),
+                    last_seq: after_seq,
+                    flow: Flow::Live,
+                    wake: Arc::clone(&wake),
+                },
+            );
         }
         let subscribed: Result<Subscribed, ClientError> = self
             .call(Subscribe {
@@ -320,14 +419,21 @@ impl Client {
             })
             .await;
         match subscribed {
-            Ok(subscribed) => Ok(Subscription {
-                id,
-                run_id: subscribed.run_id,
-                events: received,
-                shared: Arc::downgrade(&self.shared),
-            }),
+            Ok(subscribed) => {
+                // A later subscription continues the resolved run, not a
+                // prefix that may have become ambiguous since.
+                if let Some(route) = lock(&self.connection.shared).subscriptions.get_mut(&id) {
+                    route.run.clone_from(&subscribed.run_id);
+                }
+                Ok(Subscription {
+                    id,
+                    run_id: subscribed.run_id,
+                    wake,
+                    connection: Arc::downgrade(&self.connection),
+                })
+            }
             Err(e) => {
-                lock(&self.shared).subscriptions.remove(&id);
+                lock(&self.connection.shared).subscriptions.remove(&id);
                 Err(e)
             }
         }
@@ -341,7 +447,12 @@ impl Client {
                 subscription: subscription.to_string(),
             })
             .await;
-        lock(&self.shared).subscriptions.remove(subscription);
+        if let Some(route) = lock(&self.connection.shared)
+            .subscriptions
+            .remove(subscription)
+        {
+            route.wake.notify_one();
+        }
         result
     }
 }
@@ -361,16 +472,28 @@ impl Drop for PendingGuard<'_> {
 /// The events of one subscription, in the order the daemon sent them.
 ///
 /// [`Subscription::next`] returns `None` once the subscription ends
-/// (unsubscribed, or the connection closed). Events are buffered without
-/// bound, so the reader never stalls replies behind a slow consumer.
-/// Dropping a subscription discards its further events locally; call
-/// [`Client::unsubscribe`] to stop the daemon sending them.
-#[derive(Debug)]
+/// (unsubscribed, or the connection closed). At most
+/// [`SUBSCRIPTION_BUFFER`] events wait for the consumer; a consumer (or a
+/// connection) that falls further behind is caught up transparently: the
+/// client subscribes again after the last event it kept, so a one-run
+/// subscription still delivers every event once, in order, without a gap.
+/// (An all-runs subscription goes on with new events: the ones it missed
+/// are not replayed.) Dropping a subscription discards its further events
+/// locally; call [`Client::unsubscribe`] to stop the daemon sending them.
 pub struct Subscription {
     id: String,
     run_id: Option<String>,
-    events: mpsc::UnboundedReceiver<Event>,
-    shared: Weak<Mutex<Shared>>,
+    wake: Arc<Notify>,
+    connection: Weak<Connection>,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("id", &self.id)
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Subscription {
@@ -388,22 +511,63 @@ impl Subscription {
 
     /// The next event, or `None` when the subscription has ended.
     pub async fn next(&mut self) -> Option<Event> {
-        self.events.recv().await
-    }
-}
-
-impl futures_util::Stream for Subscription {
-    type Item = Event;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.events.poll_recv(cx)
+        loop {
+            // Registered before looking, so a wake-up in between is kept.
+            let woken = self.wake.notified();
+            {
+                let connection = self.connection.upgrade()?;
+                let mut shared = lock(&connection.shared);
+                let route = shared
+                    .subscriptions
+                    .get_mut(&self.id)
+                    .filter(|route| Arc::ptr_eq(&route.wake, &self.wake))?;
+                if let Some(event) = route.queue.pop_front() {
+                    return Some(event);
+                }
+                match route.flow {
+                    Flow::Ended => return None,
+                    // Everything kept has been read: continue after it.
+                    Flow::Behind => {
+                        let again = Subscribe {
+                            subscription: self.id.clone(),
+                            run: route.run.clone(),
+                            after_seq: route.last_seq,
+                        };
+                        drop(shared);
+                        let sent =
+                            connection.send_own(&again, Pending::Resubscribe(self.id.clone()));
+                        let mut shared = lock(&connection.shared);
+                        let route = shared.subscriptions.get_mut(&self.id)?;
+                        route.flow = match sent {
+                            Some(request) if route.flow == Flow::Behind => {
+                                Flow::Resubscribing(request)
+                            }
+                            Some(_) => route.flow,
+                            None => Flow::Ended,
+                        };
+                        continue;
+                    }
+                    Flow::Live | Flow::Resubscribing(_) => {}
+                }
+            }
+            woken.await;
+        }
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if let Some(shared) = self.shared.upgrade() {
-            lock(&shared).subscriptions.remove(&self.id);
+        if let Some(connection) = self.connection.upgrade() {
+            let mut shared = lock(&connection.shared);
+            // Only this subscription's route: after an unsubscribe the id
+            // may name a newer subscription.
+            if shared
+                .subscriptions
+                .get(&self.id)
+                .is_some_and(|route| Arc::ptr_eq(&route.wake, &self.wake))
+            {
+                shared.subscriptions.remove(&self.id);
+            }
         }
     }
 }
@@ -412,7 +576,7 @@ impl Drop for Subscription {
 /// and routing events; then fails what is still pending.
 async fn read_loop(
     mut reader: FrameReader<BufReader<ReadHalf<Stream>>>,
-    shared: Arc<Mutex<Shared>>,
+    connection: Arc<Connection>,
 ) {
     let why = loop {
         let value = match reader.read::<Value>().await {
@@ -424,23 +588,22 @@ async fn read_loop(
             // wait forever, so the connection is over.
             Err(e) => break Failure::Protocol(e.to_string()),
         };
-        if let Err(why) = dispatch(value, &shared) {
+        if let Err(why) = dispatch(value, &connection) {
             break why;
         }
     };
-    lock(&shared).close(why);
+    lock(&connection.shared).close(why);
 }
 
 /// Hands one message from the daemon to its call or subscription.
-fn dispatch(value: Value, shared: &Mutex<Shared>) -> Result<(), Failure> {
+fn dispatch(value: Value, connection: &Connection) -> Result<(), Failure> {
     let is_notification = value.get("method").is_some();
     match ServerMessage::from_value(value) {
         Ok(ServerMessage::Response(response)) => {
-            let id = match response.id {
-                Some(Id::Number(id)) => id,
+            let id = match &response.id {
                 // An error without id answers a line the daemon could not
                 // read: one of our calls will never get its reply.
-                None => {
+                None | Some(Id::Null) => {
                     let why = match response.outcome {
                         Outcome::Error(e) => e.message,
                         Outcome::Result(_) => "a reply without id".to_string(),
@@ -449,24 +612,68 @@ fn dispatch(value: Value, shared: &Mutex<Shared>) -> Result<(), Failure> {
                         "the daemon could not read a request: {why}"
                     )));
                 }
-                // This client only sends numeric ids.
-                Some(Id::String(_)) => return Ok(()),
+                Some(id) => match id.as_u64() {
+                    Some(id) => id,
+                    // This client only sends whole-number ids.
+                    None => return Ok(()),
+                },
             };
             let reply = match response.outcome {
                 Outcome::Result(value) => Ok(value),
                 Outcome::Error(e) => Err(Failure::Rpc(e)),
             };
+            let mut shared = lock(&connection.shared);
             // No entry: the caller stopped waiting. Nothing to do.
-            if let Some(waiting) = lock(shared).pending.remove(&id) {
-                let _ = waiting.send(reply);
+            match shared.pending.remove(&id) {
+                Some(Pending::Call(waiting)) => {
+                    let _ = waiting.send(reply);
+                }
+                Some(Pending::Resubscribe(subscription)) => {
+                    if let Some(route) = shared.subscriptions.get_mut(&subscription) {
+                        route.flow = match (reply, route.flow) {
+                            (Ok(_), Flow::Resubscribing(request)) if request == id => Flow::Live,
+                            (Ok(_), flow) => flow,
+                            (Err(_), _) => Flow::Ended,
+                        };
+                        route.wake.notify_one();
+                    }
+                }
+                Some(Pending::Ignore) | None => {}
             }
             Ok(())
         }
         Ok(ServerMessage::Notification(notification)) => {
             match notification.body {
                 NotificationBody::Event(n) => {
-                    if let Some(events) = lock(shared).subscriptions.get(&n.subscription) {
-                        let _ = events.send(n.event);
+                    let mut shared = lock(&connection.shared);
+                    let Some(route) = shared.subscriptions.get_mut(&n.subscription) else {
+                        return Ok(());
+                    };
+                    if route.queue.len() >= SUBSCRIPTION_BUFFER && route.flow == Flow::Live {
+                        // The consumer is too slow: stop the daemon sending,
+                        // and continue once what is queued has been read.
+                        route.flow = Flow::Behind;
+                        drop(shared);
+                        let _ = connection.send_own(
+                            &Unsubscribe {
+                                subscription: n.subscription,
+                            },
+                            Pending::Ignore,
+                        );
+                        return Ok(());
+                    }
+                    route.accept(n.event);
+                }
+                NotificationBody::Lagged(n) => {
+                    // The daemon ended the subscription: continue it once
+                    // what is queued has been read.
+                    if let Some(route) = lock(&connection.shared)
+                        .subscriptions
+                        .get_mut(&n.subscription)
+                        && matches!(route.flow, Flow::Live | Flow::Resubscribing(_))
+                    {
+                        route.flow = Flow::Behind;
+                        route.wake.notify_one();
                     }
                 }
             }
@@ -479,11 +686,35 @@ fn dispatch(value: Value, shared: &Mutex<Shared>) -> Result<(), Failure> {
     }
 }
 
+impl Route {
+    /// Queues `event` if the subscription is live, skipping what it has
+    /// already queued; while it is being continued, the event right after
+    /// the last one queued makes it live again.
+    fn accept(&mut self, event: Event) {
+        let one_run = self.run.is_some();
+        match self.flow {
+            Flow::Live => {}
+            Flow::Resubscribing(_) if one_run && event.seq == self.last_seq + 1 => {
+                self.flow = Flow::Live;
+            }
+            Flow::Resubscribing(_) | Flow::Behind | Flow::Ended => return,
+        }
+        if one_run {
+            if event.seq <= self.last_seq {
+                return;
+            }
+            self.last_seq = event.seq;
+        }
+        self.queue.push_back(event);
+        self.wake.notify_one();
+    }
+}
+
 /// Sends queued lines until the client is dropped or the socket fails.
 async fn write_loop(
     mut write: WriteHalf<Stream>,
     mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
-    shared: Arc<Mutex<Shared>>,
+    connection: Weak<Connection>,
 ) {
     while let Some(line) = lines.recv().await {
         let sent = async {
@@ -491,7 +722,9 @@ async fn write_loop(
             write.flush().await
         };
         if sent.await.is_err() {
-            lock(&shared).close(Failure::Disconnected);
+            if let Some(connection) = connection.upgrade() {
+                lock(&connection.shared).close(Failure::Disconnected);
+            }
             return;
         }
     }

@@ -121,6 +121,17 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     /// [`FrameError::InvalidJson`] consumed the bad line and reading may go
     /// on; [`FrameError::Truncated`] and [`FrameError::Io`] end the stream.
     pub async fn read<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
+        match self.read_frame().await? {
+            Some(line) => parse(&line).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The next message's bytes, unparsed (see [`parse`]), or `None` at a
+    /// clean end of stream. Blank lines are skipped; errors as for
+    /// [`FrameReader::read`], which this is the first half of (so a large
+    /// message can be parsed elsewhere, say off an event loop).
+    pub async fn read_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
         loop {
             let Some(line) = self.read_line().await? else {
                 return Ok(None);
@@ -128,10 +139,7 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let text = std::str::from_utf8(&line).map_err(|_| FrameError::InvalidUtf8)?;
-            return serde_json::from_str(text)
-                .map(Some)
-                .map_err(FrameError::InvalidJson);
+            return Ok(Some(line));
         }
     }
 
@@ -178,6 +186,14 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     pub fn get_mut(&mut self) -> &mut R {
         &mut self.inner
     }
+}
+
+/// Parses one message read by [`FrameReader::read_frame`]:
+/// [`FrameError::InvalidUtf8`] or [`FrameError::InvalidJson`] when it is not
+/// UTF-8 JSON of the expected shape.
+pub fn parse<T: DeserializeOwned>(line: &[u8]) -> Result<T, FrameError> {
+    let text = std::str::from_utf8(line).map_err(|_| FrameError::InvalidUtf8)?;
+    serde_json::from_str(text).map_err(FrameError::InvalidJson)
 }
 
 /// Writes JSON messages, one per line, flushing after each.

@@ -11,7 +11,7 @@
 //!
 //! Compatibility rules: unknown fields in params and results are ignored
 //! (an older daemon accepts a newer client's extra options); optional params
-//! may be omitted; `id`s are numbers or strings.
+//! may be omitted; `id`s are strings, numbers or `null`, echoed as given.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,20 +63,37 @@ impl<'de> Deserialize<'de> for Version {
     }
 }
 
-/// A request id. Weft's client sends numbers, counting up from 1 per
-/// connection; other clients may send strings. The server echoes the id back
-/// unchanged and never interprets it. (Fractional or negative numbers are
-/// not ids: such a request is invalid.)
+/// A request id, as JSON-RPC 2.0 allows it: a string, a number (of any
+/// sign, whole or not) or `null`. Weft's client sends whole numbers,
+/// counting up from 1 per connection; other clients may send anything the
+/// specification allows. The server echoes the id back exactly as given and
+/// never interprets it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Id {
-    Number(u64),
+    Number(serde_json::Number),
     String(String),
+    /// `"id": null`: allowed (though discouraged) by JSON-RPC 2.0; the reply
+    /// carries `null` too. Not the same as a request without `id`, which is
+    /// a notification.
+    Null,
+}
+
+impl Id {
+    /// The id as a whole number, when it is one (the ids Weft's client
+    /// sends).
+    #[must_use]
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Id::Number(n) => n.as_u64(),
+            Id::String(_) | Id::Null => None,
+        }
+    }
 }
 
 impl From<u64> for Id {
     fn from(n: u64) -> Id {
-        Id::Number(n)
+        Id::Number(n.into())
     }
 }
 
@@ -85,18 +102,30 @@ impl std::fmt::Display for Id {
         match self {
             Id::Number(n) => write!(f, "{n}"),
             Id::String(s) => write!(f, "{s:?}"),
+            Id::Null => write!(f, "null"),
         }
     }
 }
 
+/// Reads a present `id` member, `null` included, as `Some`: only an absent
+/// `id` makes a request a notification.
+fn present_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Id>, D::Error> {
+    Id::deserialize(deserializer).map(Some)
+}
+
 /// A request as it travels, with untyped params; [`Request::call`] types it.
 ///
-/// A request without `id` (or with `"id": null`) is a JSON-RPC notification:
-/// the server carries it out but sends no reply, not even an error.
+/// A request without `id` is a JSON-RPC notification: the server carries it
+/// out but sends no reply, not even an error. (`"id": null` is an id: the
+/// reply carries `null`.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
     pub jsonrpc: Version,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_id",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub id: Option<Id>,
     pub method: String,
     /// Omitted for methods without params; `null` and `{}` mean the same.
@@ -139,13 +168,11 @@ pub struct Rejection {
 /// that is not a single JSON-RPC 2.0 request object (batches are not
 /// supported), `-32601` for an unknown method, `-32602` for bad params.
 ///
-/// The id is recovered whenever it is readable, so even an invalid request
-/// gets its error under its own id.
+/// The id is recovered whenever it is a valid id (a string, a number or
+/// `null`), so even an invalid request gets its error under its own id.
 pub fn decode_request(value: Value) -> Result<(Option<Id>, Call), Rejection> {
     let id = match &value {
-        Value::Object(map) => map
-            .get("id")
-            .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok()),
+        Value::Object(map) => map.get("id").and_then(|id| Id::deserialize(id).ok()),
         _ => None,
     };
     if value.is_array() {
@@ -224,7 +251,8 @@ impl Response {
 }
 
 /// A message from the server that is not a reply: live events of a
-/// subscription. Serialises as `{"jsonrpc":"2.0","method":"event","params":{…}}`.
+/// subscription, or the notice that one fell behind. Serialises as
+/// `{"jsonrpc":"2.0","method":"event","params":{…}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notification {
     pub jsonrpc: Version,
@@ -235,10 +263,31 @@ pub struct Notification {
 /// What a [`Notification`] says, by method.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "nearly every notification is an event; `ServerMessage` boxes the whole notification"
+)]
 pub enum NotificationBody {
     /// One event of a subscribed run, delivered in `seq` order per run.
     #[serde(rename = "event")]
     Event(EventNotification),
+    /// The subscription fell too far behind (its client did not read fast
+    /// enough) and has ended; nothing more is sent for it. Subscribing again
+    /// with `after_seq: last_seq` continues without a gap.
+    #[serde(rename = "lagged")]
+    Lagged(LaggedNotification),
+}
+
+/// The params of a `lagged` notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaggedNotification {
+    /// The id the client chose in `subscribe`; it is free for reuse.
+    pub subscription: String,
+    /// For one run's subscription, the `seq` of the last event sent on it
+    /// (its `after_seq` when none was); absent for an all-runs one, whose
+    /// missed events are not replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<u64>,
 }
 
 /// The params of an `event` notification.
@@ -250,6 +299,18 @@ pub struct EventNotification {
 }
 
 impl Notification {
+    /// The notice that `subscription` fell behind and ended after `last_seq`.
+    #[must_use]
+    pub fn lagged(subscription: impl Into<String>, last_seq: Option<u64>) -> Notification {
+        Notification {
+            jsonrpc: Version,
+            body: NotificationBody::Lagged(LaggedNotification {
+                subscription: subscription.into(),
+                last_seq,
+            }),
+        }
+    }
+
     /// The notification carrying `event` to `subscription`.
     #[must_use]
     pub fn event(subscription: impl Into<String>, event: Event) -> Notification {
@@ -724,7 +785,10 @@ impl RunStart {
     /// passes it on separately.)
     ///
     /// Errors: `rpc.invalid_params` for a relative path, `workflow.io` when
-    /// the file cannot be read.
+    /// the file cannot be read, is not a regular file or is larger than
+    /// [`crate::limits::MAX_WORKFLOW_BYTES`].
+    ///
+    /// Reads a file: call it off the daemon's event loop.
     pub fn to_run_request(&self) -> Result<RunRequest, RpcError> {
         require_absolute("work_dir", &self.work_dir)?;
         if let Some(base) = &self.base_dir {
@@ -733,13 +797,15 @@ impl RunStart {
         let (workflow_path, source) = match &self.workflow {
             WorkflowSource::Path(path) => {
                 require_absolute("workflow.path", path)?;
-                let source = std::fs::read_to_string(path).map_err(|e| {
-                    RpcError::new(
-                        code::WORKFLOW,
-                        "workflow.io",
-                        format!("cannot read the workflow {}: {e}", path.display()),
-                    )
-                })?;
+                let source =
+                    crate::limits::read_text_capped(path, crate::limits::MAX_WORKFLOW_BYTES)
+                        .map_err(|e| {
+                            RpcError::new(
+                                code::WORKFLOW,
+                                "workflow.io",
+                                format!("cannot read the workflow {}: {e}", path.display()),
+                            )
+                        })?;
                 (Some(path.clone()), source)
             }
             WorkflowSource::Source(text) => (None, text.clone()),
@@ -828,14 +894,16 @@ pub struct RunList {
 }
 
 impl RunList {
-    /// The store filter for these params. `label` has no store column
-    /// filter yet: the caller applies it (see [`RunSummary::has_label`]).
+    /// The store filter for these params: every filter, label and archived
+    /// included, is applied in SQL before `limit`/`offset`.
     #[must_use]
     pub fn filter(&self) -> RunFilter {
         RunFilter {
             status: self.status,
             workflow: self.workflow.clone(),
+            label: self.label.clone(),
             text: self.text.clone(),
+            archived: self.archived,
             limit: self.limit,
             offset: self.offset,
         }
@@ -875,14 +943,6 @@ pub struct RunSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[ts(as = "Option<Vec<String>>", optional)]
     pub failed_stages: Vec<String>,
-}
-
-impl RunSummary {
-    /// Whether the run carries `label`.
-    #[must_use]
-    pub fn has_label(&self, label: &str) -> bool {
-        self.labels.iter().any(|l| l == label)
-    }
 }
 
 impl From<RunRecord> for RunSummary {
@@ -954,13 +1014,22 @@ pub struct RunEvents {
     /// Only events with a larger `seq` (0: from the first).
     #[serde(default)]
     pub after_seq: u64,
-    /// At most this many events (the daemon may cap it).
+    /// At most this many events (the daemon caps it at
+    /// [`crate::store::views::EVENTS_PAGE_MAX`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
 }
 
-/// The result of `run.events`: events in `seq` order. Fewer than `limit`
-/// means the page reached the last recorded event.
+/// About how many bytes of events one `run.events` page (or one backlog
+/// read of a subscription) holds: half the message limit, so a page of
+/// large events still fits in one message with room to spare.
+pub const EVENTS_PAGE_BYTES: usize = super::codec::MAX_FRAME_BYTES / 2;
+
+/// The result of `run.events`: events in `seq` order. A page holds at most
+/// `limit` events, at most [`crate::store::views::EVENTS_PAGE_MAX`], and
+/// stops early once it holds [`EVENTS_PAGE_BYTES`] of events, so it always
+/// fits in a message; read on from the last `seq` until a page comes back
+/// empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventPage {
     /// The full run id (the request may have used a prefix).
@@ -1052,7 +1121,9 @@ pub enum AnswerBy {
 }
 
 /// `question.answer` params. Answering a question that was already
-/// answered returns the recorded answer unchanged.
+/// answered with the same choice (or text) returns the recorded answer
+/// unchanged; another choice, or a question that timed out or was
+/// interrupted, is `question.closed` with the record in `data.question`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct QuestionAnswer {
     /// The question id (from `question.list` or an `interview.started`

@@ -51,6 +51,7 @@ pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bo
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(info) = status(home).await {
+            reap(child);
             return Ok((info, true));
         }
         // Our weftd may have exited because another client started one at
@@ -70,6 +71,7 @@ pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bo
             ));
         }
         if Instant::now() > deadline {
+            reap(child);
             return Err(format!(
                 "weftd did not answer within {}s; see {}",
                 START_TIMEOUT.as_secs(),
@@ -78,6 +80,16 @@ pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bo
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits for the daemon we started on a thread of its own, so that when it
+/// exits while this process still runs (a `weft run` following its run, the
+/// desktop app) it is reaped at once rather than left a zombie, which would
+/// pass for a live daemon holding its runs.
+fn reap(mut child: std::process::Child) {
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
 }
 
 /// The daemon's status, or `None` when none answers.

@@ -8,8 +8,13 @@
 //! were interrupted; on shutdown it interrupts running runs so that the next
 //! start resumes them.
 //!
-//! Everything runs on one thread (a tokio `LocalSet`): runs are I/O-bound,
-//! and the database has one writer anyway.
+//! Runs, connections and writes share one thread (a tokio `LocalSet`): runs
+//! are I/O-bound, and the database has one writer anyway. Work that grows
+//! with its input never runs there, so one client cannot freeze the others:
+//! loading and validating a workflow for `run.start` and every read that
+//! returns a list or a page (runs, stages, events, questions, subscription
+//! backlogs) run on the blocking pool, reads through read-only connections
+//! of their own (WAL lets them read beside the writer).
 
 mod connection;
 pub mod detach;
@@ -20,11 +25,12 @@ mod settings;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use interprocess::local_socket::tokio::prelude::*;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, Semaphore, broadcast};
 
 use crate::engine::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
@@ -32,14 +38,42 @@ use crate::engine::event::{Event, EventKind};
 use crate::engine::interviewer::{AutoApprove, Interviewer};
 use crate::engine::launch::{Prepared, Services};
 use crate::ipc::paths::DaemonPaths;
-use crate::store::{Home, RunFilter, RunRecord, RunStatus, Store, StoreError};
+use crate::ipc::protocol::{RpcError, RunStart};
+use crate::store::{Checkpoint, Home, RunFilter, RunRecord, RunStatus, Store, StoreError};
 
 pub use gates::{Gates, SocketInterviewer};
 pub use settings::Settings;
 
 /// Events buffered for slow subscribers before they must catch up from
-/// the database.
-const HUB_CAPACITY: usize = 4096;
+/// the database. The buffer keeps its last events whether or not anyone
+/// still needs them, so it is kept small: a one-run subscription that falls
+/// further behind catches up from the database, an all-runs one gets a
+/// `lagged` notice.
+const HUB_CAPACITY: usize = 1024;
+
+/// Reads running at once on the blocking pool (each on a read-only
+/// connection of its own); more wait their turn.
+const READS_AT_ONCE: usize = 8;
+
+/// Read-only connections kept open for the next read.
+const READERS_KEPT: usize = 4;
+
+/// Workflows loaded and validated at once for `run.start`; more wait their
+/// turn, so a burst of large workflows cannot take all the memory.
+const PREPARES_AT_ONCE: usize = 2;
+
+/// How often a daemon that recorded something copies the write-ahead log
+/// into the database file (a passive checkpoint, off the event loop).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(30);
+
+/// How long a starting daemon waits for the lock of a previous daemon that
+/// does not answer on its socket (one that is exiting: killed, or stopping)
+/// before it gives up and reports it as running.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How many of the newest run folders are checked against the database at
+/// start-up (a lost write-ahead log shows as folders without a run).
+const RUN_DIRS_CHECKED: usize = 100;
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +136,12 @@ pub struct Daemon {
     stopping: Cell<bool>,
     /// Events that may call for a desktop notification.
     notes: RefCell<Option<tokio::sync::mpsc::UnboundedSender<Event>>>,
+    /// Read-only connections for reads off the event loop.
+    readers: Arc<Mutex<Vec<Store>>>,
+    read_slots: Arc<Semaphore>,
+    prepare_slots: Arc<Semaphore>,
+    /// Events recorded so far; the periodic checkpoint runs when it moved.
+    recorded: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -137,7 +177,83 @@ impl Daemon {
             idle: Notify::new(),
             stopping: Cell::new(false),
             notes: RefCell::new(None),
+            readers: Arc::default(),
+            read_slots: Arc::new(Semaphore::new(READS_AT_ONCE)),
+            prepare_slots: Arc::new(Semaphore::new(PREPARES_AT_ONCE)),
+            recorded: Arc::default(),
         }))
+    }
+
+    /// Runs `read` on the blocking pool with a read-only connection, so a
+    /// large result never holds up the event loop (nor the writer's lock).
+    pub async fn read<T, F>(&self, read: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    {
+        let Ok(_slot) = self.read_slots.clone().acquire_owned().await else {
+            return Err(StoreError::io(
+                "reading the run store",
+                std::io::Error::other("the daemon is stopping"),
+            ));
+        };
+        let (pool, home) = (self.readers.clone(), self.home.clone());
+        tokio::task::spawn_blocking(move || {
+            let kept = lock(&pool).pop();
+            let store = match kept {
+                Some(store) => store,
+                None => Store::open_read_only(&home)?,
+            };
+            let result = read(&store);
+            let mut pool = lock(&pool);
+            if pool.len() < READERS_KEPT {
+                pool.push(store);
+            }
+            result
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(StoreError::io(
+                "reading the run store",
+                std::io::Error::other(e.to_string()),
+            ))
+        })
+    }
+
+    /// Reads (when given by path), loads and validates `run.start`'s
+    /// workflow and records the run as `queued`, on the blocking pool: a
+    /// large workflow takes its time without holding up other clients.
+    pub async fn prepare(&self, params: RunStart) -> Result<Prepared, RpcError> {
+        let Ok(_slot) = self.prepare_slots.clone().acquire_owned().await else {
+            return Err(RpcError::shutting_down());
+        };
+        let services = self.loading_services();
+        tokio::task::spawn_blocking(move || {
+            let mut request = params.to_run_request()?;
+            if !params.env.is_empty() {
+                request.env = Some(params.env.0);
+            }
+            crate::engine::launch::prepare(request, &services).map_err(RpcError::from)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(RpcError::internal(format!(
+                "loading the workflow failed: {e}"
+            )))
+        })
+    }
+
+    /// Services for preparing a run (nothing executes with them).
+    fn loading_services(&self) -> Services {
+        Services {
+            home: self.home.clone(),
+            caller_env: None,
+            store: self.store.clone(),
+            interviewer: Arc::new(AutoApprove),
+            clock: Clock::System,
+            cancel: Cancel::new(),
+            observer: None,
+        }
     }
 
     /// The store, locked for one operation.
@@ -195,11 +311,21 @@ impl Daemon {
         if let Some(pos) = queue.iter().position(|(id, _)| id == run_id) {
             queue.remove(pos);
             drop(queue);
-            let _ = self.store().set_status(
+            // Recorded and published like a cancel the run saw itself, so
+            // its followers see how it ended.
+            let reason = "cancelled before it started";
+            let mut store = self.store();
+            if let Ok(event) = store.append_event(
                 run_id,
-                RunStatus::Cancelled,
-                Some("cancelled before it started"),
-            );
+                &EventKind::RunCancelled {
+                    reason: reason.to_string(),
+                    duration_ms: 0,
+                },
+                None,
+            ) {
+                let _ = self.hub.send(event);
+            }
+            let _ = store.set_status(run_id, RunStatus::Cancelled, Some(reason));
             return true;
         }
         false
@@ -220,6 +346,9 @@ impl Daemon {
                 me.running.borrow_mut().remove(&id);
                 if me.running.borrow().is_empty() {
                     me.idle.notify_waiters();
+                    if me.queue.borrow().is_empty() && !me.is_stopping() {
+                        me.checkpoint_in_background();
+                    }
                 }
                 me.schedule();
             });
@@ -240,9 +369,11 @@ impl Daemon {
         } else {
             Arc::new(SocketInterviewer {
                 gates: self.gates.clone(),
+                store: Some(self.store.clone()),
             })
         };
         let hub = self.hub.clone();
+        let recorded = self.recorded.clone();
         let notes = self.notes.borrow().clone();
         let caller_env = match &job {
             Job::Start(..) => None,
@@ -266,6 +397,7 @@ impl Daemon {
                 {
                     let _ = notes.send(e.clone());
                 }
+                recorded.fetch_add(1, Ordering::Relaxed);
                 let _ = hub.send(e.clone());
             })),
         };
@@ -282,17 +414,25 @@ impl Daemon {
                 let _ = self.hub.send(event);
             }
         }
+        // Answers kept for questions it never asked go with it.
+        self.gates.forget_run(run_id);
     }
 
     /// Marks runs a dead daemon left `running`, `blocked` or `queued` as
     /// interrupted and, when the settings say so, queues their resume.
-    pub fn reconcile(self: &Rc<Self>) -> Result<u32, DaemonError> {
+    ///
+    /// `previous` is the pid of the daemon that held the lock before this
+    /// one: its runs are orphaned whatever its process looks like now (a
+    /// daemon holds the lock until it exits, so one that was just killed
+    /// may not be reaped yet, or not even a zombie).
+    pub fn reconcile(self: &Rc<Self>, previous: Option<u32>) -> Result<u32, DaemonError> {
         let runs = self.store().list_runs(&RunFilter::default())?;
         let mut resumed = 0;
         for run in runs {
             let orphaned = match run.status {
                 RunStatus::Running | RunStatus::Blocked => !run.pid.is_some_and(|pid| {
                     pid != std::process::id()
+                        && Some(pid) != previous
                         && crate::engine::launch::run_process_alive(pid, run.pid_start)
                 }),
                 RunStatus::Queued => true,
@@ -332,6 +472,73 @@ impl Daemon {
         Ok(resumed)
     }
 
+    /// Copies the write-ahead log into the database file on the blocking
+    /// pool (a passive checkpoint: it never waits for anyone), so the main
+    /// file is rarely far behind its log.
+    fn checkpoint_in_background(&self) {
+        let db = self.home.db_path();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = Store::checkpoint_file(&db, Checkpoint::Passive) {
+                eprintln!("weftd: checkpoint of {} failed: {e}", db.display());
+            }
+        });
+    }
+
+    /// Checkpoints every [`CHECKPOINT_EVERY`] while events are recorded.
+    fn spawn_checkpoints(self: &Rc<Self>) {
+        let me = Rc::downgrade(self);
+        tokio::task::spawn_local(async move {
+            let mut seen = 0;
+            let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(me) = me.upgrade() else { return };
+                let now = me.recorded.load(Ordering::Relaxed);
+                if now != seen && !me.is_stopping() {
+                    seen = now;
+                    me.checkpoint_in_background();
+                }
+            }
+        });
+    }
+
+    /// Warns (in the daemon's log) about signs that the database lost
+    /// writes: a write-ahead log cut mid-frame, and run folders among the
+    /// newest [`RUN_DIRS_CHECKED`] that have no run in the database.
+    fn check_history(&self, cut: Option<&str>) {
+        if let Some(cut) = cut {
+            eprintln!("weftd: warning: {cut}");
+        }
+        let Ok(entries) = std::fs::read_dir(self.home.runs_dir()) else {
+            return;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort_unstable_by(|a, b| b.cmp(a));
+        let store = self.store();
+        let missing: Vec<&String> = names
+            .iter()
+            .take(RUN_DIRS_CHECKED)
+            .filter(|name| {
+                name.rsplit_once('-')
+                    .is_some_and(|(_, id)| store.run(id).is_ok_and(|run| run.is_none()))
+            })
+            .collect();
+        if let Some(first) = missing.first() {
+            eprintln!(
+                "weftd: warning: {} of the newest run folders under {} have no run in the \
+                 database (e.g. {first}): the database lost writes; was its write-ahead log \
+                 ({}-wal) deleted or cut?",
+                missing.len(),
+                self.home.runs_dir().display(),
+                self.home.db_path().display()
+            );
+        }
+    }
+
     /// Interrupts every running run and waits until they have stopped.
     pub async fn shut_down(&self) -> u32 {
         self.stopping.set(true);
@@ -345,6 +552,10 @@ impl Daemon {
             }
             idle.await;
         }
+        // Everything into the main file, so it does not depend on the log.
+        if let Err(e) = self.store().checkpoint(Checkpoint::Truncate) {
+            eprintln!("weftd: final checkpoint failed: {e}");
+        }
         interrupted
     }
 }
@@ -353,9 +564,18 @@ impl Daemon {
 #[derive(Debug)]
 pub struct InstanceLock {
     _file: std::fs::File,
+    /// The pid the pid file named when the lock was taken: the daemon that
+    /// held it before (gone now), if any.
+    pub previous: Option<u32>,
 }
 
 /// Takes the daemon lock for `paths`, or says who holds it.
+///
+/// A lock held by a daemon that answers on the socket means it is running.
+/// One held by a process that does not answer is usually a daemon on its
+/// way out (killed a moment ago: the kernel releases the lock when it has
+/// exited; or finishing a stop), or one still starting: the lock is tried
+/// again until [`LOCK_WAIT`] has passed or a daemon answers.
 pub fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, DaemonError> {
     paths.ensure()?;
     let file = std::os::unix::fs::OpenOptionsExt::mode(
@@ -367,29 +587,90 @@ pub fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, Daemo
     )
     .open(&paths.lock)
     .map_err(|e| DaemonError::io(format!("opening {}", paths.lock.display()), e))?;
-    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut said = false;
+    loop {
+        if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+            break;
+        }
         let pid = std::fs::read_to_string(&paths.pid)
             .map(|p| p.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
-        return Err(DaemonError::AlreadyRunning {
-            home: home.root().display().to_string(),
-            pid,
-            socket: paths.socket.display().to_string(),
-        });
+        if Instant::now() >= deadline || answers(&paths.socket) {
+            return Err(DaemonError::AlreadyRunning {
+                home: home.root().display().to_string(),
+                pid,
+                socket: paths.socket.display().to_string(),
+            });
+        }
+        if !said {
+            eprintln!(
+                "weftd: the lock is held by pid {pid}, which does not answer on its socket; \
+                 waiting up to {}s for it to exit",
+                LOCK_WAIT.as_secs()
+            );
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    let previous = std::fs::read_to_string(&paths.pid)
+        .ok()
+        .and_then(|p| p.trim().parse().ok());
     crate::store::write_atomic(&paths.pid, std::process::id().to_string().as_bytes())?;
-    Ok(InstanceLock { _file: file })
+    Ok(InstanceLock {
+        _file: file,
+        previous,
+    })
+}
+
+/// Whether a daemon answers `daemon.status` on `socket` within a second.
+fn answers(socket: &std::path::Path) -> bool {
+    use std::io::{BufRead, Read, Write};
+    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(socket) else {
+        return false;
+    };
+    let timeout = Some(Duration::from_secs(1));
+    if stream.set_read_timeout(timeout).is_err() || stream.set_write_timeout(timeout).is_err() {
+        return false;
+    }
+    if stream
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.status\"}\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut line = String::new();
+    std::io::BufReader::new(stream.take(64 * 1024))
+        .read_line(&mut line)
+        .is_ok_and(|n| n > 0 && line.contains("\"result\""))
+}
+
+/// Whether no daemon holds the lock of `paths` (none runs, or the last one
+/// has exited). A daemon holds it until its process is gone, whoever is its
+/// parent and whether or not that parent reaps it, so waiting on this
+/// rather than on the pid is exact.
+#[must_use]
+pub fn lock_released(paths: &DaemonPaths) -> bool {
+    let Ok(file) = std::fs::File::open(&paths.lock) else {
+        return true;
+    };
+    // A shared lock taken and dropped at once: it fails exactly while a
+    // daemon holds its exclusive one.
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared).is_ok()
 }
 
 /// Runs the daemon in the foreground until it is stopped (SIGTERM, SIGINT
 /// or `daemon.stop`). Call inside a `LocalSet` on a current-thread runtime.
 pub async fn serve(home: Home) -> Result<(), DaemonError> {
     let paths = DaemonPaths::for_home(&home);
-    let _lock = take_lock(&home, &paths)?;
+    let lock = take_lock(&home, &paths)?;
+    let wal = crate::store::wal::inspect(&home)?;
     let daemon = Daemon::new(home)?;
+    daemon.check_history(wal.cut.as_deref());
     *daemon.notes.borrow_mut() = Some(notify::spawn(&daemon));
     let listener = crate::ipc::socket::listen(&paths.socket)?;
-    let resumed = daemon.reconcile()?;
+    let resumed = daemon.reconcile(lock.previous)?;
+    daemon.spawn_checkpoints();
     eprintln!(
         "weftd {} listening on {} (pid {}, {resumed} interrupted run(s) resumed)",
         env!("CARGO_PKG_VERSION"),

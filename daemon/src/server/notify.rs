@@ -80,11 +80,13 @@ fn short(run_id: &str) -> &str {
 
 /// Shows notifications for the events sent to the returned channel. The
 /// D-Bus call blocks, so it runs on the blocking pool; a missing
-/// notification service is not an error worth more than a log line.
+/// notification service (a headless machine) is not an error worth more
+/// than one log line per daemon start (see [`FailureLog`]).
 pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
     let daemon = daemon.clone();
     tokio::task::spawn_local(async move {
+        let mut failures = FailureLog::default();
         while let Some(event) = rx.recv().await {
             let workflow = daemon
                 .store()
@@ -97,12 +99,37 @@ pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
             };
             let app = daemon.settings.app.clone().or_else(default_app);
             let shown = tokio::task::spawn_blocking(move || show(note, app)).await;
-            if let Ok(Err(e)) = shown {
-                eprintln!("weftd: notification not shown: {e}");
+            if let Ok(Err(e)) = shown
+                && let Some(line) = failures.record(&e)
+            {
+                eprintln!("{line}");
             }
         }
     });
     tx
+}
+
+/// The log of notifications that could not be shown: the first failure is
+/// logged, later ones are only counted, since on a machine without a
+/// notification service every notification fails the same way.
+#[derive(Debug, Default)]
+pub struct FailureLog {
+    failures: u64,
+}
+
+impl FailureLog {
+    /// The log line for a failure to show a notification, the first time
+    /// only.
+    pub fn record(&mut self, error: &str) -> Option<String> {
+        self.failures += 1;
+        (self.failures == 1).then(|| {
+            format!(
+                "weftd: notification not shown: {error} (further failures to show notifications \
+                 are not logged until weftd restarts; turn them off with notify_gates, \
+                 notify_failures and notify_completions in settings.toml)"
+            )
+        })
+    }
 }
 
 /// Shows `note`. A gate's notification gets a default action ("Open in
@@ -172,6 +199,16 @@ mod tests {
             node_id: Some("deploy".into()),
             visit: Some(1),
             kind,
+        }
+    }
+
+    #[test]
+    fn a_failure_to_show_notifications_is_logged_once() {
+        let mut log = FailureLog::default();
+        let first = log.record("no session bus");
+        assert!(first.is_some_and(|l| l.contains("no session bus")));
+        for _ in 0..52 {
+            assert_eq!(log.record("no session bus"), None);
         }
     }
 

@@ -9,6 +9,15 @@ use crate::store::Home;
 /// Runs executing at once when settings.toml does not say.
 pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
 
+/// Bytes of events and replies that may wait for one client when
+/// settings.toml does not say: 4 MiB, thousands of ordinary events, so only
+/// a client that has stopped reading falls behind.
+pub const DEFAULT_SUBSCRIBER_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+
+/// The smallest buffer settings.toml may ask for (smaller values are
+/// raised to it).
+pub const MIN_SUBSCRIBER_BUFFER_BYTES: usize = 16 * 1024;
+
 /// The daemon's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default)]
@@ -27,6 +36,10 @@ pub struct Settings {
     /// `--run RUN --question QUESTION`); by default `weft-desktop` beside
     /// weftd, when it is installed.
     pub app: Option<std::path::PathBuf>,
+    /// The most bytes of events and replies waiting to be written to one
+    /// client; a subscriber further behind has its subscription ended with
+    /// a `lagged` notice and catches up from the database.
+    pub subscriber_buffer_bytes: usize,
 }
 
 impl Default for Settings {
@@ -38,6 +51,7 @@ impl Default for Settings {
             notify_failures: true,
             notify_completions: true,
             app: None,
+            subscriber_buffer_bytes: DEFAULT_SUBSCRIBER_BUFFER_BYTES,
         }
     }
 }
@@ -55,6 +69,9 @@ impl Settings {
         let (mut settings, _): (Settings, _) =
             crate::config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         settings.max_concurrent_runs = settings.max_concurrent_runs.max(1);
+        settings.subscriber_buffer_bytes = settings
+            .subscriber_buffer_bytes
+            .max(MIN_SUBSCRIBER_BUFFER_BYTES);
         Ok(settings)
     }
 }

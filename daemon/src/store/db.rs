@@ -208,19 +208,44 @@ pub struct StageCommit<'a> {
     pub checkpoint: String,
 }
 
-/// Filters for [`Store::list_runs`]; `None` means "any". The filters
-/// combine with AND.
+/// Filters for [`Store::list_runs`] and [`Store::count_runs`]; `None`
+/// means "any". The filters combine with AND and are all applied in SQL,
+/// before `limit` and `offset`, so a page is never short. The daemon's
+/// `run.list`, the app's run list and `weft ps --no-daemon` all filter
+/// through it.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
     pub status: Option<RunStatus>,
     /// The workflow's name, exactly.
     pub workflow: Option<String>,
+    /// Runs carrying this label.
+    pub label: Option<String>,
     /// Substring of goal, workflow name or run id, ignoring ASCII case.
     pub text: Option<String>,
+    /// Only archived (`true`) or only unarchived (`false`) runs.
+    pub archived: Option<bool>,
     /// At most this many runs.
     pub limit: Option<u32>,
     /// Skip this many of the newest matching runs first (paging).
     pub offset: Option<u32>,
+}
+
+/// The one `WHERE` clause of the run list: `?1` status, `?2` workflow name,
+/// `?3` lower-case text, `?4` label, `?5` archived; `NULL` matches anything.
+const RUN_MATCH: &str = "(?1 IS NULL OR status = ?1) \
+     AND (?2 IS NULL OR workflow_name = ?2) \
+     AND (?3 IS NULL \
+          OR instr(lower(coalesce(goal, '')), ?3) > 0 \
+          OR instr(lower(workflow_name), ?3) > 0 \
+          OR instr(lower(id), ?3) > 0) \
+     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE value = ?4)) \
+     AND (?5 IS NULL OR archived = ?5)";
+
+impl RunFilter {
+    /// `?3` of [`RUN_MATCH`]: the text filter, lower case.
+    fn lower_text(&self) -> Option<String> {
+        self.text.as_deref().map(str::to_ascii_lowercase)
+    }
 }
 
 /// Where a human gate's question stands.
@@ -387,8 +412,13 @@ impl Store {
     /// [`StoreError::SchemaTooNew`] if a newer Weft wrote the database.
     ///
     /// Only the daemon should hold a store opened this way (one writer).
+    /// Refuses a database whose write-ahead log was lost
+    /// ([`StoreError::WalMissing`], see [`super::wal::inspect`]) rather than
+    /// migrate over it, and checkpoints after migrating, so the main file
+    /// holds the schema whatever happens to the log.
     pub fn open(home: &Home) -> Result<Store> {
         home.ensure()?;
+        super::wal::inspect(home)?;
         let path = home.db_path();
         // Created private before SQLite opens it: SQLite gives the WAL and
         // shared-memory files the database file's mode.
@@ -406,14 +436,36 @@ impl Store {
         // Room for every statement of the hot paths, so none is re-prepared.
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &path)?;
-        Ok(Store { conn, path })
+        let store = Store { conn, path };
+        store.checkpoint(Checkpoint::Passive)?;
+        Ok(store)
+    }
+
+    /// Copies the write-ahead log into the main database file (see
+    /// [`Checkpoint`]). Readers holding an older snapshot keep the frames
+    /// they still need, so a checkpoint may be partial; that is not an error.
+    pub fn checkpoint(&self, mode: Checkpoint) -> Result<()> {
+        checkpoint_on(&self.conn, mode)
+    }
+
+    /// [`Store::checkpoint`] on a connection of its own to the database at
+    /// `db`, so it can run on another thread than the store's owner.
+    pub fn checkpoint_file(db: &Path, mode: Checkpoint) -> Result<()> {
+        let conn = Connection::open_with_flags(
+            db,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        checkpoint_on(&conn, mode)
     }
 
     /// Opens the database of `home` read-only (the app, CLI inspection),
     /// with a busy timeout and without migrating. A missing database is a
     /// [`StoreError::Io`] saying that no runs have been recorded yet; a
-    /// database from a newer Weft is [`StoreError::SchemaTooNew`].
+    /// database from a newer Weft is [`StoreError::SchemaTooNew`]; one whose
+    /// write-ahead log was lost is [`StoreError::WalMissing`].
     pub fn open_read_only(home: &Home) -> Result<Store> {
+        super::wal::inspect(home)?;
         let path = home.db_path();
         if !path.is_file() {
             return Err(StoreError::io(
@@ -663,27 +715,42 @@ impl Store {
     /// Runs matching `filter`, newest first (`created_at`, then id,
     /// descending). The text filter folds ASCII case only.
     pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
-        let text = filter.text.as_deref().map(str::to_ascii_lowercase);
         let limit = filter.limit.map_or(-1, i64::from);
         let offset = i64::from(filter.offset.unwrap_or(0));
+        let f = filter;
         let rows = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs \
-                 WHERE (?1 IS NULL OR status = ?1) \
-                   AND (?2 IS NULL OR workflow_name = ?2) \
-                   AND (?3 IS NULL \
-                        OR instr(lower(coalesce(goal, '')), ?3) > 0 \
-                        OR instr(lower(workflow_name), ?3) > 0 \
-                        OR instr(lower(id), ?3) > 0) \
-                 ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
+                "SELECT {RUN_COLUMNS} FROM runs WHERE {RUN_MATCH} \
+                 ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7"
             ))?
             .query_map(
-                params![filter.status, filter.workflow, text, limit, offset],
+                params![
+                    f.status,
+                    f.workflow,
+                    f.lower_text(),
+                    f.label,
+                    f.archived,
+                    limit,
+                    offset
+                ],
                 RunRow::read,
             )?
             .collect::<rusqlite::Result<Vec<RunRow>>>()?;
         rows.into_iter().map(RunRow::into_record).collect()
+    }
+
+    /// How many runs match `filter`, ignoring its `limit` and `offset`.
+    pub fn count_runs(&self, filter: &RunFilter) -> Result<u64> {
+        let f = filter;
+        let total: i64 = self
+            .conn
+            .prepare_cached(&format!("SELECT count(*) FROM runs WHERE {RUN_MATCH}"))?
+            .query_row(
+                params![f.status, f.workflow, f.lower_text(), f.label, f.archived],
+                |row| row.get(0),
+            )?;
+        Ok(u64::try_from(total).unwrap_or(0))
     }
 
     /// Archives (or unarchives) run `run_id`. Errors: [`StoreError::RunNotFound`].
@@ -907,17 +974,20 @@ impl Store {
     }
 
     /// The run's events with `seq > after_seq`, ascending, at most `limit`.
-    /// A stored event that no longer parses is a [`StoreError::Json`] naming
-    /// its run and seq.
+    /// An `after_seq` beyond every stored seq (even beyond SQLite's integer
+    /// range) gives an empty list. A stored event that no longer parses is a
+    /// [`StoreError::Json`] naming its run and seq.
     pub fn events(&self, run_id: &str, after_seq: u64, limit: Option<u32>) -> Result<Vec<Event>> {
         let limit = limit.map_or(-1, i64::from);
+        // Seqs are stored as SQLite integers: nothing lies beyond i64::MAX.
+        let after_seq = U64(after_seq.min(i64::MAX.unsigned_abs()));
         let rows = self
             .conn
             .prepare_cached(&format!(
                 "SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?1 AND seq > ?2 \
                  ORDER BY seq LIMIT ?3"
             ))?
-            .query_map(params![run_id, U64(after_seq), limit], EventRow::read)?
+            .query_map(params![run_id, after_seq, limit], EventRow::read)?
             .collect::<rusqlite::Result<Vec<EventRow>>>()?;
         rows.into_iter().map(|row| row.into_event(run_id)).collect()
     }
@@ -989,6 +1059,18 @@ impl Store {
         Ok(())
     }
 
+    /// The question with this id, if any.
+    pub fn question(&self, id: &str) -> Result<Option<QuestionRecord>> {
+        let row = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {QUESTION_COLUMNS} FROM questions WHERE id = ?1"
+            ))?
+            .query_row([id], QuestionRow::read)
+            .optional()?;
+        row.map(QuestionRow::into_record).transpose()
+    }
+
     /// Questions of one run (or of all runs), oldest first; only the
     /// pending ones if `pending_only`.
     pub fn questions(
@@ -1023,6 +1105,28 @@ impl Store {
 }
 
 // ----- helpers ---------------------------------------------------------------
+
+/// How much a checkpoint does (SQLite's `wal_checkpoint` modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// Copies what it can without waiting for readers or writers: for an
+    /// idle daemon, never blocks.
+    Passive,
+    /// Waits (up to the busy timeout) for readers, copies everything and
+    /// empties the log: when the daemon stops.
+    Truncate,
+}
+
+fn checkpoint_on(conn: &Connection, mode: Checkpoint) -> Result<()> {
+    let sql = match mode {
+        Checkpoint::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+        Checkpoint::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
+    };
+    // One row: (busy, frames in the log, frames checkpointed); a busy
+    // reader only leaves the checkpoint partial.
+    conn.query_row(sql, [], |_| Ok(()))?;
+    Ok(())
+}
 
 /// A `u64` as an SQLite integer (which is signed). Seqs, durations and sizes
 /// never get near `i64::MAX`; one that did would be an error, not a wrap.
@@ -2149,6 +2253,76 @@ mod tests {
             ["C3"],
             "filters combine"
         );
+    }
+
+    #[test]
+    fn label_and_archived_filter_before_the_page_is_cut_so_a_page_is_never_short() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        // Ten runs, newest last; every third carries `release`.
+        for i in 0..10 {
+            let mut run = new_run(
+                &format!("R{i}"),
+                "ship",
+                "goal",
+                &format!("2026-01-01T00:00:{i:02}.000Z"),
+            );
+            run.labels = if i % 3 == 0 {
+                vec!["release".into()]
+            } else {
+                vec!["nightly".into()]
+            };
+            store.create_run(&run).expect("create");
+        }
+        store.set_archived("R6", true).expect("archive");
+        let ids = |filter: RunFilter| -> Vec<String> {
+            store
+                .list_runs(&filter)
+                .expect("list")
+                .into_iter()
+                .map(|r| r.id)
+                .collect()
+        };
+        let release = |limit, offset| RunFilter {
+            label: Some("release".into()),
+            limit: Some(limit),
+            offset: Some(offset),
+            ..RunFilter::default()
+        };
+        assert_eq!(ids(release(2, 0)), ["R9", "R6"], "a full first page");
+        assert_eq!(ids(release(2, 2)), ["R3", "R0"], "and a full second one");
+        assert_eq!(
+            ids(RunFilter {
+                archived: Some(false),
+                ..release(10, 0)
+            }),
+            ["R9", "R3", "R0"]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                archived: Some(true),
+                ..RunFilter::default()
+            }),
+            ["R6"]
+        );
+        assert_eq!(store.count_runs(&release(1, 1)).expect("count"), 4);
+    }
+
+    #[test]
+    fn events_after_a_seq_beyond_any_are_none_not_an_error() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        store
+            .create_run(&new_run("R", "ship", "goal", "2026-01-01T00:00:00.000Z"))
+            .expect("create");
+        store.append_event("R", &notice(1), None).expect("append");
+        for after in [1, 2, i64::MAX.unsigned_abs(), u64::MAX] {
+            assert_eq!(
+                store.events("R", after, None).expect("no conversion error"),
+                Vec::new(),
+                "after {after}"
+            );
+        }
     }
 
     #[test]

@@ -11,11 +11,12 @@ mod home;
 mod migrations;
 mod run_dir;
 pub mod views;
+pub mod wal;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
 pub use db::{
-    NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunSpend, RunStatus,
+    Checkpoint, NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunSpend, RunStatus,
     SHORT_ID_MIN, StageCommit, StageRecord, Store,
 };
 pub use db::{process_is_zombie, process_start};
@@ -74,6 +75,20 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    /// The main database file is in WAL mode but holds no schema, its
+    /// write-ahead log has no frames, and yet run folders exist: the history
+    /// was in a log that was deleted (or never copied along).
+    #[error(
+        "the database at {path} has lost its write-ahead log: {wal} is missing or empty, and the \
+         main file holds no schema although {run_dirs} run folder(s) exist, so the run history \
+         that was in the log is gone; put {wal} back if you have it (with weftd stopped), or \
+         move {path} aside to start an empty history"
+    )]
+    WalMissing {
+        path: String,
+        wal: String,
+        run_dirs: usize,
+    },
     #[error("cannot find a home directory for Weft's data; set WEFT_HOME")]
     NoHome,
     /// An artifact name that is not a plain relative path (absolute, empty,
@@ -100,6 +115,7 @@ impl StoreError {
             StoreError::BlobMissing(_) => "blob.missing",
             StoreError::SchemaTooNew { .. } => "store.schema_too_new",
             StoreError::SchemaTooOld { .. } => "store.schema_too_old",
+            StoreError::WalMissing { .. } => "store.wal_missing",
             StoreError::NoHome => "store.no_home",
             StoreError::InvalidArtifactPath(_) => "artifact.invalid_path",
         }

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -246,62 +245,26 @@ impl Views {
                 open_questions: BTreeMap::new(),
             });
         };
+        // One snapshot for the count, the page and its questions.
         let tx = store.conn.unchecked_transaction()?;
-        let text = query.text.as_deref().map(str::to_ascii_lowercase);
-        let total: i64 = tx
-            // ?5 and ?6 (limit, offset) are unused here but bound, so
-            // both statements share RUN_MATCH's numbering.
-            .prepare_cached(&format!("SELECT count(*) FROM runs WHERE {RUN_MATCH}"))?
-            .query_row(
-                params![
-                    query.status,
-                    query.workflow,
-                    text,
-                    query.label,
-                    None::<i64>,
-                    None::<i64>,
-                    query.archived
-                ],
-                |row| row.get(0),
-            )?;
-        let limit = query.limit.map_or(-1, i64::from);
-        let offset = i64::from(query.offset.unwrap_or(0));
-        let ids = tx
-            .prepare_cached(&format!(
-                "SELECT id FROM runs WHERE {RUN_MATCH} \
-                 ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
-            ))?
-            .query_map(
-                params![
-                    query.status,
-                    query.workflow,
-                    text,
-                    query.label,
-                    limit,
-                    offset,
-                    query.archived
-                ],
-                |row| row.get::<_, String>(0),
-            )?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
-        let mut runs = Vec::with_capacity(ids.len());
+        let filter = query.filter();
+        let total = store.count_runs(&filter)?;
+        let records = store.list_runs(&filter)?;
+        let mut runs = Vec::with_capacity(records.len());
         let mut open_questions = BTreeMap::new();
         let mut pending = tx.prepare_cached(
             "SELECT count(*) FROM questions WHERE run_id = ?1 AND status = 'pending'",
         )?;
-        for id in ids {
-            let Some(record) = store.run(&id)? else {
-                continue;
-            };
-            let open: u32 = pending.query_row([&id], |row| row.get(0))?;
+        for record in records {
+            let open: u32 = pending.query_row([&record.id], |row| row.get(0))?;
             if open > 0 {
-                open_questions.insert(id, open);
+                open_questions.insert(record.id.clone(), open);
             }
             runs.push(RunSummary::from(record));
         }
         Ok(RunsPage {
             runs,
-            total: u64::try_from(total).unwrap_or(0),
+            total,
             open_questions,
         })
     }
@@ -611,17 +574,6 @@ fn base64_encode(bytes: &[u8]) -> String {
     }
     out
 }
-
-/// The `WHERE` clause of the run list: `?1` status, `?2` workflow name,
-/// `?3` lower-case text, `?4` label; `NULL` matches anything.
-const RUN_MATCH: &str = "(?1 IS NULL OR status = ?1) \
-     AND (?2 IS NULL OR workflow_name = ?2) \
-     AND (?3 IS NULL \
-          OR instr(lower(coalesce(goal, '')), ?3) > 0 \
-          OR instr(lower(workflow_name), ?3) > 0 \
-          OR instr(lower(id), ?3) > 0) \
-     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE value = ?4)) \
-     AND (?7 IS NULL OR archived = ?7)";
 
 /// The file's text (invalid UTF-8 replaced), at most `max` bytes of it: the
 /// end when `keep_end` (starting at a line), else the start; and whether it

@@ -396,3 +396,103 @@ fn the_client_runs_on_a_current_thread_runtime_driven_by_block_on() {
         server.await.expect("server");
     });
 }
+
+/// Reads the next request, which must be `subscribe`, and replies to it.
+async fn expect_subscribe(conn: &mut Conn) -> Subscribe {
+    let (id, call) = conn.request().await;
+    let Call::Subscribe(subscribe) = call else {
+        panic!("expected subscribe, got {call:?}");
+    };
+    conn.reply(
+        id,
+        &Subscribed {
+            subscription: subscribe.subscription.clone(),
+            run_id: Some("01JRUN".into()),
+        },
+    )
+    .await;
+    subscribe
+}
+
+#[tokio::test]
+async fn a_lagged_subscription_is_continued_after_its_last_event() {
+    let (_temp, home, server) = fake_daemon(|mut conn| async move {
+        let first = expect_subscribe(&mut conn).await;
+        assert_eq!(first.after_seq, 0);
+        conn.event("follow", 1).await;
+        conn.event("follow", 2).await;
+        conn.send(&ServerMessage::from(Notification::lagged(
+            "follow",
+            Some(2),
+        )))
+        .await;
+        let again = expect_subscribe(&mut conn).await;
+        assert_eq!(again.subscription, "follow", "the same id, free again");
+        assert_eq!(again.run.as_deref(), Some("01JRUN"), "the resolved run");
+        assert_eq!(again.after_seq, 2, "after the last event received");
+        conn.event("follow", 3).await;
+        let _ = conn.reader.read::<Value>().await;
+    })
+    .await;
+    let client = within("connect", Client::connect(&home))
+        .await
+        .expect("connect");
+    let mut events = within(
+        "subscribe",
+        client.subscribe("follow", Some("01J".into()), 0),
+    )
+    .await
+    .expect("subscribed");
+    for seq in 1..=3 {
+        let event = within("an event", events.next()).await.expect("an event");
+        assert_eq!(event.seq, seq, "no gap and no repeat across the lag");
+    }
+    drop(client);
+    server.await.expect("server");
+}
+
+#[tokio::test]
+async fn a_consumer_that_falls_behind_is_caught_up_from_where_it_stopped() {
+    let total = u64::try_from(SUBSCRIPTION_BUFFER).expect("fits") + 100;
+    let (behind, fell_behind) = oneshot::channel();
+    let (_temp, home, server) = fake_daemon(move |mut conn| async move {
+        expect_subscribe(&mut conn).await;
+        for seq in 1..=total {
+            conn.event("s", seq).await;
+        }
+        // The client stops the flow once its buffer is full ...
+        let (id, call) = conn.request().await;
+        assert_eq!(
+            call,
+            Call::Unsubscribe(Unsubscribe {
+                subscription: "s".into()
+            })
+        );
+        conn.reply(id, &Unsubscribed { existed: true }).await;
+        let _ = behind.send(());
+        // ... and, once its consumer has read what it kept, continues.
+        let again = expect_subscribe(&mut conn).await;
+        let kept = u64::try_from(SUBSCRIPTION_BUFFER).expect("fits");
+        assert_eq!(again.after_seq, kept);
+        for seq in kept + 1..=total {
+            conn.event("s", seq).await;
+        }
+        let _ = conn.reader.read::<Value>().await;
+    })
+    .await;
+    let client = within("connect", Client::connect(&home))
+        .await
+        .expect("connect");
+    let mut events = within("subscribe", client.subscribe("s", Some("01J".into()), 0))
+        .await
+        .expect("subscribed");
+    within("the client to fall behind", fell_behind)
+        .await
+        .expect("signal");
+    for seq in 1..=total {
+        let event = within("an event", events.next()).await.expect("an event");
+        assert_eq!(event.seq, seq, "every event once, in order");
+    }
+    drop(client);
+    server.await.expect("server");
+}

@@ -96,12 +96,12 @@ where
         serde_json::to_string(&Request::new(7u64, &params).expect("encodes")).expect("serialises");
     let value: Value = serde_json::from_str(&line).expect("the request line is JSON");
     let (id, call) = decode_request(value).expect("the server reads the request back");
-    assert_eq!(id, Some(Id::Number(7)), "the id survives the trip");
+    assert_eq!(id, Some(Id::from(7u64)), "the id survives the trip");
     assert_eq!(call, params.into(), "the params survive the trip: {line}");
     assert_eq!(call.name(), M::NAME);
 
     let line = serde_json::to_string(&ServerMessage::from(Response::success(
-        Some(Id::Number(7)),
+        Some(Id::from(7u64)),
         &result,
     )))
     .expect("serialises");
@@ -309,7 +309,7 @@ fn a_request_line_has_the_exact_wire_shape() {
 #[test]
 fn replies_and_notifications_have_the_exact_wire_shape() {
     let reply = Response::success(
-        Some(Id::Number(3)),
+        Some(Id::from(3u64)),
         &Subscribed {
             subscription: "s1".into(),
             run_id: None,
@@ -321,7 +321,7 @@ fn replies_and_notifications_have_the_exact_wire_shape() {
     );
 
     let error = Response::failure(
-        Some(Id::Number(4)),
+        Some(Id::from(4u64)),
         RpcError::from(StoreError::RunNotFound("zz".into())),
     );
     assert_eq!(
@@ -418,7 +418,7 @@ fn unknown_fields_are_ignored_for_forward_compatibility() {
 fn an_unknown_method_is_rejected_under_its_request_id() {
     let value = json!({"jsonrpc": "2.0", "id": 9, "method": "run.explode"});
     let rejection = decode_request(value).expect_err("unknown method");
-    assert_eq!(rejection.id, Some(Id::Number(9)));
+    assert_eq!(rejection.id, Some(Id::from(9u64)));
     assert_eq!(rejection.error.code, code::METHOD_NOT_FOUND);
     assert_eq!(rejection.error.data_code(), "rpc.method_not_found");
     assert!(
@@ -433,7 +433,7 @@ fn params_of_the_wrong_shape_are_invalid_params() {
     let value = json!({"jsonrpc": "2.0", "id": 9, "method": "run.events",
         "params": {"run": "01J", "after_seq": "three"}});
     let rejection = decode_request(value).expect_err("bad params");
-    assert_eq!(rejection.id, Some(Id::Number(9)));
+    assert_eq!(rejection.id, Some(Id::from(9u64)));
     assert_eq!(rejection.error.code, code::INVALID_PARAMS);
     assert_eq!(rejection.error.data_code(), "rpc.invalid_params");
 
@@ -452,18 +452,22 @@ fn anything_but_a_json_rpc_2_request_object_is_an_invalid_request() {
         (json!("daemon.status"), None),
         (
             json!({"jsonrpc": "1.0", "id": 5, "method": "daemon.status"}),
-            Some(Id::Number(5)),
+            Some(Id::from(5u64)),
         ),
         (
             json!({"id": 6, "method": "daemon.status"}),
-            Some(Id::Number(6)),
+            Some(Id::from(6u64)),
         ),
         (
             json!({"jsonrpc": "2.0", "id": 7, "method": 12}),
-            Some(Id::Number(7)),
+            Some(Id::from(7u64)),
         ),
         (
-            json!({"jsonrpc": "2.0", "id": -1, "method": "daemon.status"}),
+            json!({"jsonrpc": "2.0", "id": true, "method": "daemon.status"}),
+            None,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": {"n": 1}, "method": "daemon.status"}),
             None,
         ),
     ] {
@@ -478,6 +482,24 @@ fn a_request_without_id_is_a_notification() {
     let value = json!({"jsonrpc": "2.0", "method": "daemon.status"});
     let (id, _) = decode_request(value).expect("valid");
     assert_eq!(id, None, "the server must not reply to it");
+}
+
+#[test]
+fn any_id_json_rpc_allows_is_echoed_exactly_as_given() {
+    for id in [
+        json!(-1),
+        json!(1.5),
+        json!(0),
+        json!("a"),
+        json!(null),
+        json!(u64::MAX),
+    ] {
+        let value = json!({"jsonrpc": "2.0", "id": id, "method": "daemon.status"});
+        let (got, _) = decode_request(value).expect("a valid request");
+        let got = got.expect("an id, so a reply is owed (`null` included)");
+        let reply = serde_json::to_value(Response::success(Some(got), &json!({}))).expect("json");
+        assert_eq!(reply["id"], id, "the reply carries the id as sent");
+    }
 }
 
 #[test]
@@ -579,12 +601,13 @@ fn run_list_filters_map_onto_the_store_filter() {
         text: Some("x".into()),
         limit: Some(5),
         offset: Some(10),
-        archived: None,
+        archived: Some(true),
     };
     let filter = list.filter();
     assert_eq!(filter.status, Some(RunStatus::Blocked));
     assert_eq!(filter.workflow.as_deref(), Some("ship"));
+    assert_eq!(filter.label.as_deref(), Some("nightly"));
+    assert_eq!(filter.archived, Some(true));
     assert_eq!(filter.text.as_deref(), Some("x"));
     assert_eq!((filter.limit, filter.offset), (Some(5), Some(10)));
-    assert!(RunSummary::from(run_record()).has_label("nightly"));
 }
