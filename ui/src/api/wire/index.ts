@@ -33,7 +33,12 @@ llm?: RunSpend | null,
 /**
  * Archived by the user.
  */
-archived: boolean, };
+archived: boolean, 
+/**
+ * The nodes whose latest visit failed (see [`RunRecord::failed_stages`]);
+ * absent when none did.
+ */
+failed_stages?: Array<string>, };
 
 export type RunList = { status?: RunStatus | null, 
 /**
@@ -244,11 +249,29 @@ visit?: number | null, } & ({ "event": "run.started", "properties": { workflow: 
 /**
  * True when this start continues an earlier run from its checkpoint.
  */
-resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, 
+/**
+ * The nodes whose latest visit failed, routed past by the default
+ * `on_failure="route"` policy; absent when none did.
+ */
+failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
-branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, } } | { "event": "interview.completed", "properties": { question_id: string, 
+branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, 
+/**
+ * The end of the previous stage's output or response, shown above
+ * the question (at most 2,000 characters).
+ */
+context?: string | null, 
+/**
+ * How long the gate waits (its `timeout`), if it has one.
+ */
+timeout_ms?: number | null, 
+/**
+ * What a timeout picks (`human.default_choice`), if set.
+ */
+default_choice?: string | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
 /**
  * The option label chosen, or `freeform`.
  */
@@ -267,11 +290,29 @@ export type EventKind = { "event": "run.started", "properties": { workflow: stri
 /**
  * True when this start continues an earlier run from its checkpoint.
  */
-resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms: number, 
+/**
+ * The nodes whose latest visit failed, routed past by the default
+ * `on_failure="route"` policy; absent when none did.
+ */
+failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
-branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, } } | { "event": "interview.completed", "properties": { question_id: string, 
+branch?: string | null, } } | { "event": "stage.retrying", "properties": { attempt: number, delay_ms: number, reason: string, } } | { "event": "stage.completed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "stage.failed", "properties": { status: Status, duration_ms: number, attempts: number, outcome: Outcome, } } | { "event": "edge.selected", "properties": { from_node: string, to_node: string, label?: string | null, condition?: string | null, reason: EdgeReason, } } | { "event": "checkpoint.saved", "properties": { next_node?: string | null, completed: number, checkpoint: JsonValue, } } | { "event": "command.output", "properties": { stream: Stream, text: string, } } | { "event": "interview.started", "properties": { question_id: string, question: string, options: Array<string>, freeform: boolean, 
+/**
+ * The end of the previous stage's output or response, shown above
+ * the question (at most 2,000 characters).
+ */
+context?: string | null, 
+/**
+ * How long the gate waits (its `timeout`), if it has one.
+ */
+timeout_ms?: number | null, 
+/**
+ * What a timeout picks (`human.default_choice`), if set.
+ */
+default_choice?: string | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
 /**
  * The option label chosen, or `freeform`.
  */
