@@ -727,13 +727,16 @@ impl RunStart {
         let (workflow_path, source) = match &self.workflow {
             WorkflowSource::Path(path) => {
                 require_absolute("workflow.path", path)?;
-                let source = std::fs::read_to_string(path).map_err(|e| {
-                    RpcError::new(
-                        code::WORKFLOW,
-                        "workflow.io",
-                        format!("cannot read the workflow {}: {e}", path.display()),
-                    )
-                })?;
+                // A FIFO here would block the daemon, /dev/zero fill it.
+                let source =
+                    crate::limits::read_text_capped(path, crate::limits::MAX_WORKFLOW_BYTES)
+                        .map_err(|e| {
+                            RpcError::new(
+                                code::WORKFLOW,
+                                "workflow.io",
+                                format!("cannot read the workflow {}: {e}", path.display()),
+                            )
+                        })?;
                 (Some(path.clone()), source)
             }
             WorkflowSource::Source(text) => (None, text.clone()),

@@ -4,21 +4,28 @@
 //!
 //! Loading never fails on bad workflow content: every problem becomes a
 //! [`Diagnostic`]. Only reading the file itself can fail.
+//!
+//! Every file is read through [`super::files::Tree`] (confined to the workflow's tree,
+//! regular files only, capped in size), and one load, imports included,
+//! shares one [`Budget`] of work.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::attrs::{Attr, Attrs, Key};
+use super::budget::Budget;
 use super::diagnostic::Diagnostic;
+use super::files::RefError;
 use super::graph::{Graph, NodeId};
 use super::import::{self, Chain};
 use super::lexer::source_offset_in_string;
 use super::parser::{self, SYNTAX};
 use super::rules;
-use super::span::{Span, span_of, to_u32};
+use super::span::{Span, span_after, span_of, to_u32};
 use super::stylesheet;
-use super::template::{self, Renderer, TEMPLATE};
+use super::template::{self, OUT_OF_FUEL_HINT, Renderer, TEMPLATE};
 use super::value::Value;
+use crate::limits::{self, MAX_REFERENCED_BYTES, MAX_WORKFLOW_BYTES, ReadError};
 
 /// What a load needs besides the text: the run's inputs and goal override.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +49,20 @@ pub struct FileRef {
     pub span: Span,
     /// `None` when the file was read; otherwise why not.
     pub error: Option<String>,
+    /// What to do about `error`.
+    pub hint: Option<String>,
+    /// The file lies outside the workflow's tree, or is a kernel file: the
+    /// `file_outside_tree` rule reports it, not `unresolved_file_ref`.
+    pub refused: bool,
+}
+
+impl FileRef {
+    /// Records why the file could not be used.
+    pub(super) fn failed(&mut self, e: &RefError) {
+        self.error = Some(e.to_string());
+        self.hint = Some(e.hint(&self.path));
+        self.refused = e.is_confinement();
+    }
 }
 
 /// A loaded workflow: its graph (when it parsed) and every diagnostic.
@@ -61,9 +82,11 @@ pub struct Workflow {
 }
 
 impl Workflow {
-    /// Reads and loads a workflow file.
-    pub fn load(path: &Path, options: &LoadOptions) -> std::io::Result<Workflow> {
-        let bytes = std::fs::read(path)?;
+    /// Reads and loads a workflow file. Only a regular file of at most
+    /// [`MAX_WORKFLOW_BYTES`] is read: a FIFO or a device is refused before
+    /// any byte is read.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Workflow, ReadError> {
+        let bytes = limits::read_capped(path, MAX_WORKFLOW_BYTES)?;
         let base_dir = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -83,7 +106,19 @@ impl Workflow {
         base_dir: &Path,
         options: &LoadOptions,
     ) -> Workflow {
+        Self::within(file, bytes, base_dir, options, Budget::default())
+    }
+
+    /// [`Workflow::from_bytes`] with a given budget (tests use small ones).
+    pub(crate) fn within(
+        file: &str,
+        bytes: &[u8],
+        base_dir: &Path,
+        options: &LoadOptions,
+        budget: Budget,
+    ) -> Workflow {
         let mut chain = Chain::new(file, base_dir);
+        chain.budget = budget;
         let (mut wf, sheets) = assemble(file, bytes, base_dir, options, &mut chain);
         if let Some(graph) = &mut wf.graph {
             // Innermost imports first, this file's own stylesheet last: each
@@ -144,6 +179,19 @@ pub(super) fn assemble(
         diagnostics: Vec::new(),
         file_refs: Vec::new(),
     };
+    if bytes.len() as u64 > MAX_WORKFLOW_BYTES {
+        wf.diagnostics.push(
+            Diagnostic::error(
+                SYNTAX,
+                format!(
+                    "the workflow is larger than the limit of {}",
+                    limits::human_bytes(MAX_WORKFLOW_BYTES)
+                ),
+            )
+            .with_hint("split it into files joined by `import`"),
+        );
+        return (wf, Vec::new());
+    }
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -158,14 +206,23 @@ pub(super) fn assemble(
             return (wf, Vec::new());
         }
     };
-    if u32::try_from(text.len()).is_err() {
-        wf.diagnostics
-            .push(Diagnostic::error(SYNTAX, "the file is larger than 4 GiB"));
-        return (wf, Vec::new());
-    }
     wf.source = text.to_string();
     if template::uses_inputs(text) {
-        match template::render_structure(text, &options.inputs) {
+        match template::render_structure(text, &options.inputs, &mut chain.budget.fuel) {
+            Ok(rendered) if rendered.len() as u64 > MAX_WORKFLOW_BYTES => {
+                wf.diagnostics.push(
+                    Diagnostic::error(
+                        TEMPLATE,
+                        format!(
+                            "rendering the inputs makes the workflow larger than the limit of {}",
+                            limits::human_bytes(MAX_WORKFLOW_BYTES)
+                        ),
+                    )
+                    .at(span_of(text, 0, 0))
+                    .with_hint(OUT_OF_FUEL_HINT),
+                );
+                return (wf, Vec::new());
+            }
             Ok(rendered) => wf.source = rendered,
             Err(e) => {
                 let line = e.line.unwrap_or(1);
@@ -177,25 +234,32 @@ pub(super) fn assemble(
                     },
                     |r| span_of(text, r.start, r.end),
                 );
+                let hint = if e.out_of_fuel {
+                    OUT_OF_FUEL_HINT
+                } else {
+                    "check the names under `inputs` and pass missing ones with `--input NAME=VALUE`"
+                };
                 wf.diagnostics.push(
                     Diagnostic::error(TEMPLATE, e.message)
                         .at(span)
-                        .with_hint("check the names under `inputs` and pass missing ones with `--input NAME=VALUE`"),
+                        .with_hint(hint),
                 );
                 return (wf, Vec::new());
             }
         }
     }
-    let parsed = match parser::parse(&wf.source) {
+    let parsed = match parser::parse_within(&wf.source, chain.budget.expansion_bytes) {
         Ok(p) => p,
         Err(e) => {
             wf.diagnostics.push(*e);
             return (wf, Vec::new());
         }
     };
+    chain.budget.expansion_bytes = chain.budget.expansion_bytes.saturating_sub(parsed.expanded);
     wf.diagnostics.extend(parsed.diagnostics);
     let mut graph = parsed.graph;
-    wf.file_refs = resolve_file_refs(&mut graph, base_dir);
+    alias_tool_command(&mut graph);
+    wf.file_refs = resolve_file_refs(&mut graph, base_dir, chain);
     if let Some(goal) = &options.goal {
         let span = graph
             .attrs
@@ -209,7 +273,13 @@ pub(super) fn assemble(
             value_span: span,
         });
     }
-    render_templates(&mut graph, &wf.source, options, &mut wf.diagnostics);
+    render_templates(
+        &mut graph,
+        &wf.source,
+        options,
+        &mut chain.budget.fuel,
+        &mut wf.diagnostics,
+    );
     // Templates may have rewritten `shape` or `type`: resolve handlers again.
     graph.finish();
     // After this file's templates, so spliced text (already rendered in its
@@ -231,14 +301,17 @@ pub(super) fn assemble(
 /// value at its true position in the file, seeing through string escapes.
 #[must_use]
 pub fn span_in_value(source: &str, attr: &Attr, offset: usize, len: usize) -> Span {
+    // Positions are counted on from the value's own (known) position, not
+    // from the start of the file: a file with thousands of such problems
+    // must not be rescanned for each.
     let literal = attr.value_span.start as usize;
     if source.as_bytes().get(literal) == Some(&b'"') {
         let start = source_offset_in_string(source, literal, offset);
         let end = source_offset_in_string(source, literal, offset + len).max(start);
-        span_of(source, start, end)
+        span_after(source, attr.value_span, start, end)
     } else {
         let start = literal + offset;
-        span_of(source, start, start + len)
+        span_after(source, attr.value_span, start, start + len)
     }
 }
 
@@ -264,16 +337,22 @@ pub(super) const PATHS: &[&str] = &[
     "stack.child_dotfile",
 ];
 
-fn resolve_file_refs(graph: &mut Graph, base_dir: &Path) -> Vec<FileRef> {
+fn resolve_file_refs(graph: &mut Graph, base_dir: &Path, chain: &mut Chain) -> Vec<FileRef> {
     let mut refs = Vec::new();
-    resolve_in(&mut graph.attrs, None, base_dir, &mut refs);
+    resolve_in(&mut graph.attrs, None, base_dir, chain, &mut refs);
     for node in &mut graph.nodes {
-        resolve_in(&mut node.attrs, Some(&node.id), base_dir, &mut refs);
+        resolve_in(&mut node.attrs, Some(&node.id), base_dir, chain, &mut refs);
     }
     refs
 }
 
-fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut Vec<FileRef>) {
+fn resolve_in(
+    attrs: &mut Attrs,
+    node: Option<&str>,
+    base_dir: &Path,
+    chain: &mut Chain,
+    refs: &mut Vec<FileRef>,
+) {
     for attr in attrs.iter_mut() {
         let inline = INLINED.contains(&attr.key.as_str());
         if !inline && !PATHS.contains(&attr.key.as_str()) {
@@ -299,88 +378,123 @@ fn resolve_in(attrs: &mut Attrs, node: Option<&str>, base_dir: &Path, refs: &mut
             path: path.clone(),
             span: attr.value_span,
             error: None,
+            hint: None,
+            refused: false,
+        };
+        // Child workflows are read when the stage runs, as workflows.
+        let cap = if inline || attr.key == "output_schema" {
+            MAX_REFERENCED_BYTES
+        } else {
+            MAX_WORKFLOW_BYTES
         };
         if inline {
-            match std::fs::read_to_string(&path) {
+            match chain.read_text(&path, cap) {
                 Ok(content) => attr.value = Value::Str(content),
-                Err(e) => file_ref.error = Some(io_reason(&e)),
+                Err(e) => file_ref.failed(&e),
             }
-        } else if !path.is_file() {
-            file_ref.error = Some(if path.exists() {
-                "it is not a file".into()
-            } else {
-                "no such file".into()
-            });
+        } else if let Err(e) = chain.tree.check(&path, cap) {
+            file_ref.failed(&e);
         }
         refs.push(file_ref);
     }
 }
 
-pub(super) fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        std::io::ErrorKind::InvalidData => "it is not UTF-8 text".to_string(),
-        _ => e.to_string(),
+/// `tool_command` is the old name of `script` (Fabro's own
+/// `test/legacy_tool.fabro` uses it): a node that sets it and no `script`
+/// runs it as its script. The `tool_command_deprecated` rule warns.
+fn alias_tool_command(graph: &mut Graph) {
+    for node in &mut graph.nodes {
+        if node.attrs.contains("script") {
+            continue;
+        }
+        if let Some(old) = node.attrs.get("tool_command") {
+            let script = Attr {
+                key: Key::new("script"),
+                ..old.clone()
+            };
+            node.attrs.set(script);
+        }
     }
 }
 
-/// Pass 2: renders every string attribute with the real goal and inputs.
+/// Pass 2: renders every string attribute with the real goal and inputs,
+/// taking the work from `fuel`.
 fn render_templates(
     graph: &mut Graph,
     source: &str,
     options: &LoadOptions,
+    fuel: &mut u64,
     out: &mut Vec<Diagnostic>,
 ) {
     let inputs = &options.inputs;
+    let mut pass = Pass {
+        source,
+        fuel,
+        out,
+        exhausted: false,
+    };
     // The goal may itself use inputs; render it first, without a goal.
-    let goal_renderer = Renderer::new(None, inputs);
+    let mut goal_renderer = Renderer::new(None, inputs);
     let mut goal = None;
     if let Some(attr) = graph.attrs.iter_mut().find(|a| a.key == "goal") {
-        render_attr(&goal_renderer, attr, source, None, out);
+        pass.render(&mut goal_renderer, attr, None);
         goal = attr.value.as_str().map(str::to_string);
     }
-    let renderer = Renderer::new(goal.as_deref().or(Some("")), inputs);
+    let mut renderer = Renderer::new(goal.as_deref().or(Some("")), inputs);
     for attr in graph.attrs.iter_mut().filter(|a| a.key != "goal") {
-        render_attr(&renderer, attr, source, None, out);
+        pass.render(&mut renderer, attr, None);
     }
     for node in &mut graph.nodes {
         for attr in node.attrs.iter_mut() {
-            render_attr(&renderer, attr, source, Some(&node.id), out);
+            pass.render(&mut renderer, attr, Some(&node.id));
         }
     }
     for edge in &mut graph.edges {
         for attr in edge.attrs.iter_mut() {
-            render_attr(&renderer, attr, source, None, out);
+            pass.render(&mut renderer, attr, None);
         }
     }
 }
 
-fn render_attr(
-    renderer: &Renderer,
-    attr: &mut Attr,
-    source: &str,
-    node: Option<&str>,
-    out: &mut Vec<Diagnostic>,
-) {
-    let Value::Str(text) = &attr.value else {
-        return;
-    };
-    match renderer.render(text) {
-        Ok(std::borrow::Cow::Borrowed(_)) => {}
-        Ok(std::borrow::Cow::Owned(rendered)) => attr.value = Value::Str(rendered),
-        Err(e) => {
-            let span = match &e.range {
-                Some(r) => span_in_value(source, attr, r.start, r.end - r.start),
-                None => attr.value_span,
-            };
-            let mut d = Diagnostic::error(TEMPLATE, format!("{} in `{}`", e.message, attr.key))
-                .at(span)
-                .with_hint("templates can use `{{ goal }}` and `{{ inputs.NAME }}`; pass inputs with `--input NAME=VALUE`, or write literal braces with {% raw %}...{% endraw %}");
-            if let Some(id) = node {
-                d = d.on_node(id);
+/// Template pass 2 over one graph.
+struct Pass<'a> {
+    source: &'a str,
+    fuel: &'a mut u64,
+    out: &'a mut Vec<Diagnostic>,
+    /// The fuel ran out: reported once, later templates are left as written.
+    exhausted: bool,
+}
+
+impl Pass<'_> {
+    fn render(&mut self, renderer: &mut Renderer, attr: &mut Attr, node: Option<&str>) {
+        let Value::Str(text) = &attr.value else {
+            return;
+        };
+        if self.exhausted && template::has_template(text) {
+            return;
+        }
+        match renderer.render(text, self.fuel) {
+            Ok(std::borrow::Cow::Borrowed(_)) => {}
+            Ok(std::borrow::Cow::Owned(rendered)) => attr.value = Value::Str(rendered),
+            Err(e) => {
+                let span = match &e.range {
+                    Some(r) => span_in_value(self.source, attr, r.start, r.end - r.start),
+                    None => attr.value_span,
+                };
+                let hint = if e.out_of_fuel {
+                    self.exhausted = true;
+                    OUT_OF_FUEL_HINT
+                } else {
+                    "templates can use `{{ goal }}` and `{{ inputs.NAME }}`; pass inputs with `--input NAME=VALUE`, or write literal braces with {% raw %}...{% endraw %}"
+                };
+                let mut d = Diagnostic::error(TEMPLATE, format!("{} in `{}`", e.message, attr.key))
+                    .at(span)
+                    .with_hint(hint);
+                if let Some(id) = node {
+                    d = d.on_node(id);
+                }
+                self.out.push(d);
             }
-            out.push(d);
         }
     }
 }

@@ -24,7 +24,9 @@ mod direction_valid;
 mod duration_valid;
 mod edge_target_exists;
 mod exit_no_outgoing;
+mod failure_falls_through;
 mod fidelity_valid;
+mod file_outside_tree;
 mod freeform_edge_count;
 mod goal_gate_has_retry;
 mod output_schema_valid;
@@ -39,6 +41,7 @@ mod start_node;
 mod stylesheet_syntax;
 mod terminal_node;
 mod thread_id_requires_fidelity_full;
+mod tool_command_deprecated;
 mod type_known;
 mod undeclared_node;
 mod unknown_attribute;
@@ -70,7 +73,9 @@ pub const RULES: &[Rule] = &[
     ("selection_valid", selection_valid::check),
     ("prompt_on_llm_nodes", prompt_on_llm_nodes::check),
     ("command_requires_script", command_requires_script::check),
+    ("failure_falls_through", failure_falls_through::check),
     ("unresolved_file_ref", unresolved_file_ref::check),
+    ("file_outside_tree", file_outside_tree::check),
     ("retry_target_exists", retry_target_exists::check),
     ("goal_gate_has_retry", goal_gate_has_retry::check),
     ("fidelity_valid", fidelity_valid::check),
@@ -85,6 +90,7 @@ pub const RULES: &[Rule] = &[
     ("duration_valid", duration_valid::check),
     ("attribute_value", attribute_value::check),
     ("auto_status_deprecated", auto_status_deprecated::check),
+    ("tool_command_deprecated", tool_command_deprecated::check),
     ("unknown_attribute", unknown_attribute::check),
     ("output_schema_valid", output_schema_valid::check),
 ];
