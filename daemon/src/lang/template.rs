@@ -66,6 +66,71 @@ impl TemplateError {
     }
 }
 
+/// How deep brackets and blocks may nest in one template. MiniJinja's
+/// parser stops at 150 levels, but its recursive descent spends about a
+/// dozen stack frames per level, which in a debug build is more stack than
+/// a worker thread has; no real template nests more than a few levels.
+pub const MAX_TEMPLATE_NESTING: usize = 20;
+
+/// Block tags that open a level closed by an `end...` tag.
+const BLOCKS: &[&str] = &[
+    "if",
+    "for",
+    "with",
+    "filter",
+    "macro",
+    "call",
+    "block",
+    "autoescape",
+    "raw",
+];
+
+/// An upper bound of how deep `text` nests, as MiniJinja would parse it:
+/// brackets anywhere in the text (outside tags they only make the bound
+/// looser) plus open blocks (`{% if %}` ... `{% endif %}`).
+fn nesting(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let (mut brackets, mut blocks, mut deepest) = (0usize, 0usize, 0usize);
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => brackets += 1,
+            b')' | b']' | b'}' => brackets = brackets.saturating_sub(1),
+            b'%' if i > 0 && bytes[i - 1] == b'{' => {
+                let tag = text.get(i + 1..).unwrap_or("");
+                let word: String = tag
+                    .trim_start_matches(['-', '+', ' ', '\t', '\r', '\n'])
+                    .chars()
+                    .take_while(char::is_ascii_alphabetic)
+                    .collect();
+                if word.starts_with("end") {
+                    blocks = blocks.saturating_sub(1);
+                } else if BLOCKS.contains(&word.as_str()) {
+                    blocks += 1;
+                }
+            }
+            _ => continue,
+        }
+        deepest = deepest.max(brackets + blocks);
+    }
+    deepest
+}
+
+/// Refuses a template that nests deeper than [`MAX_TEMPLATE_NESTING`]
+/// before MiniJinja's parser recurses into it.
+fn check_nesting(text: &str) -> Result<(), TemplateError> {
+    if nesting(text) <= MAX_TEMPLATE_NESTING {
+        return Ok(());
+    }
+    Err(TemplateError {
+        message: format!(
+            "the template nests brackets and blocks more than {MAX_TEMPLATE_NESTING} levels deep"
+        ),
+        range: None,
+        line: None,
+        out_of_fuel: false,
+    })
+}
+
 /// The fuel of a first try at each template: nearly all need far less, and
 /// a template that fails for another reason (an undefined input) costs the
 /// budget at most this much, since how much it used is not known.
@@ -78,6 +143,7 @@ fn render_fueled(
     ctx: &Value,
     fuel: &mut u64,
 ) -> Result<String, TemplateError> {
+    check_nesting(text)?;
     let first = (*fuel).min(FIRST_TRY_FUEL);
     match try_render(env, text, ctx, first) {
         Ok((out, used)) => {
@@ -262,6 +328,22 @@ mod tests {
         );
         let e = r.render(&doubling, &mut fuel).expect_err("out of fuel");
         assert!(e.out_of_fuel, "{e:?}");
+    }
+
+    #[test]
+    fn nesting_counts_brackets_and_open_blocks() {
+        assert_eq!(nesting("plain text"), 0);
+        assert_eq!(nesting("{{ goal }}"), 2);
+        assert_eq!(nesting("{% if a %}{{ (b) }}{% endif %}"), 4);
+        assert_eq!(
+            nesting("{%- for x in y -%}{% if x %}{% endif %}{% endfor %}"),
+            3
+        );
+        let deep = format!("{{{{ {}1{} }}}}", "(".repeat(19), ")".repeat(19));
+        let e = Renderer::new(None, &BTreeMap::new())
+            .render(&deep, &mut fuel())
+            .expect_err("too deep");
+        assert!(e.message.contains("more than 20 levels"), "{e:?}");
     }
 
     #[test]

@@ -642,6 +642,223 @@ mod tests {
         assert_eq!(node_text(&wf, "plan", "prompt").as_deref(), Some("do new"));
     }
 
+    fn of_rule<'a>(wf: &'a Workflow, rule: &str) -> Vec<&'a Diagnostic> {
+        wf.diagnostics.iter().filter(|d| d.rule == rule).collect()
+    }
+
+    #[test]
+    fn a_workflow_path_that_is_a_device_a_fifo_or_too_large_is_not_read() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let options = LoadOptions::default();
+        assert!(matches!(
+            Workflow::load(Path::new("/dev/zero"), &options),
+            Err(ReadError::NotRegular { .. })
+        ));
+        let fifo = dir.path().join("flow.fabro");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .expect("mkfifo");
+        assert!(matches!(
+            Workflow::load(&fifo, &options),
+            Err(ReadError::NotRegular { kind: "a FIFO" })
+        ));
+        let big = dir.path().join("big.fabro");
+        let file = std::fs::File::create(&big).expect("create");
+        file.set_len(MAX_WORKFLOW_BYTES + 1).expect("sparse file");
+        let err = Workflow::load(&big, &options).expect_err("too large");
+        assert_eq!(err.to_string(), "it is larger than the limit of 8 MiB");
+        let wf = Workflow::from_bytes(
+            "big.fabro",
+            &vec![b' '; MAX_WORKFLOW_BYTES as usize + 1],
+            dir.path(),
+            &options,
+        );
+        assert!(
+            wf.diagnostics[0]
+                .message
+                .contains("larger than the limit of 8 MiB"),
+            "text sent as such (run.start source) is held to the same cap: {:?}",
+            wf.diagnostics
+        );
+    }
+
+    #[test]
+    fn a_reference_to_a_fifo_or_a_large_file_is_an_error_at_its_position() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            dir.path().join("pipe.md"),
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .expect("mkfifo");
+        let big = std::fs::File::create(dir.path().join("big.md")).expect("create");
+        big.set_len(MAX_REFERENCED_BYTES + 1).expect("sparse file");
+        let wf = load_in(
+            dir.path(),
+            "digraph F { graph [goal=\"@pipe.md\"]; start [shape=Mdiamond]; exit [shape=Msquare]\n plan [shape=tab, prompt=\"@big.md\"]\n start -> plan -> exit }",
+            &LoadOptions::default(),
+        );
+        let d = of_rule(&wf, "unresolved_file_ref");
+        assert_eq!(d.len(), 2, "{:?}", wf.diagnostics);
+        assert!(
+            d[0].message.contains("not a regular file (it is a FIFO)"),
+            "{d:?}"
+        );
+        assert_eq!(d[0].span.map(|s| (s.line, s.column)), Some((1, 25)));
+        assert!(
+            d[1].message.contains("larger than the limit of 4 MiB"),
+            "{d:?}"
+        );
+        assert_eq!(d[1].span.map(|s| (s.line, s.column)), Some((2, 26)));
+    }
+
+    #[test]
+    fn references_together_are_held_to_the_reading_budget() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("p.md"), "p".repeat(3 * 1024 * 1024)).expect("write");
+        let mut src = String::from("digraph F { start [shape=Mdiamond]; exit [shape=Msquare]\n");
+        for i in 0..12 {
+            src.push_str(&format!(
+                " n{i} [shape=tab, prompt=\"@p.md\"]\n start -> n{i} -> exit\n"
+            ));
+        }
+        src.push('}');
+        let wf = load_in(dir.path(), &src, &LoadOptions::default());
+        let d = of_rule(&wf, "unresolved_file_ref");
+        assert_eq!(
+            d.len(),
+            2,
+            "ten 3 MiB reads fit in 32 MiB: {:?}",
+            wf.diagnostics
+        );
+        assert!(d[0].message.contains("passes the limit of 32 MiB"), "{d:?}");
+    }
+
+    #[test]
+    fn a_template_bomb_in_a_prompt_is_a_template_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let bomb = format!(
+            "{}xxxxxxxxxxxxxxxx{}",
+            "{% for a in range(1000) %}".repeat(4),
+            "{% endfor %}".repeat(4)
+        );
+        let wf = load_in(
+            dir.path(),
+            &format!(
+                "digraph F {{ start [shape=Mdiamond]; exit [shape=Msquare]\n p [shape=tab, prompt=\"{bomb}\"]\n q [shape=tab, prompt=\"{bomb}\"]\n start -> p -> q -> exit }}"
+            ),
+            &LoadOptions::default(),
+        );
+        let d = of_rule(&wf, TEMPLATE);
+        assert_eq!(
+            d.len(),
+            1,
+            "reported once, then later templates are skipped: {:?}",
+            wf.diagnostics
+        );
+        assert!(d[0].message.contains("too much work"), "{d:?}");
+        assert_eq!(d[0].hint.as_deref(), Some(OUT_OF_FUEL_HINT));
+    }
+
+    #[test]
+    fn a_structural_template_may_not_grow_the_file_past_its_cap() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let options = LoadOptions {
+            inputs: [("n".to_string(), "9".to_string())].into(),
+            goal: None,
+        };
+        let wf = load_in(
+            dir.path(),
+            "digraph F { start -> exit\n{% for i in range(inputs.n|int) %}{{ 'x' * 1000000 }}{% endfor %} }",
+            &options,
+        );
+        let d = of_rule(&wf, TEMPLATE);
+        assert_eq!(d.len(), 1, "{:?}", wf.diagnostics);
+        assert!(
+            d[0].message.contains("larger than the limit of 8 MiB"),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn deeply_nested_template_expressions_are_refused_on_a_small_stack() {
+        // MiniJinja's parser stops at 150 levels of nesting, which in a
+        // debug build takes more stack than this thread has: the loader
+        // refuses deep templates first. Just under its cap still parses.
+        let wf = crate::lang::parser::tests::on_small_stack(|| {
+            let ok = format!("{}1{}", "(".repeat(18), ")".repeat(18));
+            let blocks = format!(
+                "{}b{}",
+                "{% if true %}".repeat(19),
+                "{% endif %}".repeat(19)
+            );
+            let expr = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
+            let list = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+            Workflow::from_bytes(
+                "t.fabro",
+                format!("digraph F {{ start [shape=Mdiamond]; exit [shape=Msquare]\n o [shape=tab, prompt=\"{{{{ {ok} }}}}\"]\n b [shape=tab, prompt=\"{blocks}\"]\n p [shape=tab, prompt=\"{{{{ {expr} }}}}\"]\n q [shape=tab, prompt=\"{{{{ {list} }}}}\"]\n start -> o -> b -> p -> q -> exit }}").as_bytes(),
+                Path::new("."),
+                &LoadOptions::default(),
+            )
+        });
+        let d = of_rule(&wf, TEMPLATE);
+        assert_eq!(d.len(), 2, "{:?}", wf.diagnostics);
+        assert!(
+            d.iter().all(|d| d.message.contains("more than 20 levels")),
+            "{d:?}"
+        );
+        let o = wf
+            .graph
+            .as_ref()
+            .and_then(|g| g.node("o"))
+            .and_then(|n| n.attrs.text("prompt"));
+        assert_eq!(o.as_deref(), Some("1"));
+        let b = wf
+            .graph
+            .as_ref()
+            .and_then(|g| g.node("b"))
+            .and_then(|n| n.attrs.text("prompt"));
+        assert_eq!(b.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn deep_conditions_and_schemas_are_refused_or_read_on_a_small_stack() {
+        // The other recursive parsers a load runs: conditions (64 levels of
+        // parentheses) and JSON schemas (serde_json stops at 128 levels).
+        let dir = tempfile::tempdir().expect("temp dir");
+        let nested = |n: usize| {
+            format!(
+                "{}\"type\":\"object\"{}",
+                "{\"properties\":{\"a\":".repeat(n) + "{",
+                "}".repeat(2 * n + 1)
+            )
+        };
+        std::fs::write(dir.path().join("ok.json"), nested(60)).expect("write");
+        std::fs::write(dir.path().join("deep.json"), nested(5_000)).expect("write");
+        let base = dir.path().to_path_buf();
+        let wf = crate::lang::parser::tests::on_small_stack(move || {
+            let cond = |n: usize| format!("{}outcome=succeeded{}", "(".repeat(n), ")".repeat(n));
+            let src = format!(
+                "digraph F {{ start [shape=Mdiamond]; exit [shape=Msquare]\n a [shape=parallelogram, script=\"true\", output_schema=\"@ok.json\"]\n b [shape=parallelogram, script=\"true\", output_schema=\"@deep.json\"]\n start -> a -> b -> exit\n a -> exit [condition=\"{}\"]\n b -> exit [condition=\"{}\"]\n}}",
+                cond(64),
+                cond(10_000)
+            );
+            Workflow::from_bytes("f.fabro", src.as_bytes(), &base, &LoadOptions::default())
+        });
+        let conditions = of_rule(&wf, "condition_syntax");
+        assert_eq!(conditions.len(), 1, "{:?}", wf.diagnostics);
+        assert!(
+            conditions[0].message.contains("nest too deeply"),
+            "{conditions:?}"
+        );
+        let schemas = of_rule(&wf, "output_schema_valid");
+        assert_eq!(schemas.len(), 1, "{:?}", wf.diagnostics);
+        assert!(schemas[0].message.contains("deep.json"), "{schemas:?}");
+    }
+
     #[test]
     fn raw_blocks_keep_literal_template_syntax() {
         let dir = tempfile::tempdir().expect("temp dir");
