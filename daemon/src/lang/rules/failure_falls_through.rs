@@ -56,7 +56,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
             .at(node.span)
             .on_node(&node.id)
             .with_hint(format!(
-                "route the failure, e.g. `{} -> fix [condition=\"outcome=failed\"]`, or stop the run when it fails with `on_failure=\"exit\"` on `{}` or on the graph",
+                "route the failure, e.g. `{} -> fix [condition=\"outcome=failed\"]`; or stop the run when it fails with `on_failure=\"exit\"` on `{}` or on the graph; or, if going on is meant, say so with `on_failure=\"route\"`",
                 node.id, node.id
             )),
         );
