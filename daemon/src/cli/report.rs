@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 
+use serde::Serialize;
 use serde_json::json;
 
 use crate::lang::{Diagnostic, Severity, Workflow};
@@ -209,41 +210,71 @@ pub fn counts(diagnostics: &[Diagnostic]) -> Option<String> {
     }
 }
 
-/// One diagnostic as the JSON object of `weft validate --json`.
-#[must_use]
-pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
-    let mut obj = json!({
-        "rule": d.rule,
-        "severity": d.severity,
-        "message": d.message,
-        "line": d.span.map_or(0, |s| s.line),
-        "column": d.span.map_or(0, |s| s.column),
-    });
-    if let Some(map) = obj.as_object_mut() {
-        if let Some(id) = &d.node_id {
-            map.insert("node_id".into(), json!(id));
-        }
-        if let Some((from, to)) = &d.edge {
-            map.insert("edge".into(), json!([from, to]));
-        }
-        if let Some(hint) = &d.hint {
-            map.insert("hint".into(), json!(hint));
+/// One diagnostic as the JSON object of `weft validate --json`: `rule`,
+/// `severity`, `message`, `line`, `column`, and `node_id`, `edge`, `hint`
+/// when they apply.
+#[derive(Serialize)]
+pub struct JsonDiagnostic<'a> {
+    rule: &'a str,
+    severity: Severity,
+    message: &'a str,
+    line: u32,
+    column: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edge: Option<[&'a str; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'a str>,
+}
+
+impl<'a> From<&'a Diagnostic> for JsonDiagnostic<'a> {
+    fn from(d: &'a Diagnostic) -> Self {
+        JsonDiagnostic {
+            rule: d.rule,
+            severity: d.severity,
+            message: &d.message,
+            line: d.span.map_or(0, |s| s.line),
+            column: d.span.map_or(0, |s| s.column),
+            node_id: d.node_id.as_deref(),
+            edge: d
+                .edge
+                .as_ref()
+                .map(|(from, to)| [from.as_str(), to.as_str()]),
+            hint: d.hint.as_deref(),
         }
     }
-    obj
 }
 
 /// A whole file's result as the JSON line of `weft validate --json`.
+/// Serialized straight from the diagnostics (an 8 MiB file can have
+/// hundreds of thousands), without building a JSON tree first.
+#[derive(Serialize)]
+pub struct JsonWorkflow<'a> {
+    file: &'a str,
+    name: String,
+    valid: bool,
+    nodes: usize,
+    edges: usize,
+    #[serde(serialize_with = "diagnostics_as_json")]
+    diagnostics: &'a [Diagnostic],
+}
+
+fn diagnostics_as_json<S: serde::Serializer>(ds: &&[Diagnostic], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ds.iter().map(JsonDiagnostic::from))
+}
+
+/// A whole file's result (see [`JsonWorkflow`]).
 #[must_use]
-pub fn json_workflow(wf: &Workflow) -> serde_json::Value {
-    json!({
-        "file": wf.file,
-        "name": wf.name(),
-        "valid": wf.is_valid(),
-        "nodes": wf.graph.as_ref().map_or(0, |g| g.nodes.len()),
-        "edges": wf.graph.as_ref().map_or(0, |g| g.edges.len()),
-        "diagnostics": wf.diagnostics.iter().map(json_diagnostic).collect::<Vec<_>>(),
-    })
+pub fn json_workflow(wf: &Workflow) -> JsonWorkflow<'_> {
+    JsonWorkflow {
+        file: &wf.file,
+        name: wf.name(),
+        valid: wf.is_valid(),
+        nodes: wf.graph.as_ref().map_or(0, |g| g.nodes.len()),
+        edges: wf.graph.as_ref().map_or(0, |g| g.edges.len()),
+        diagnostics: &wf.diagnostics,
+    }
 }
 
 /// The JSON line for a file that could not be read.

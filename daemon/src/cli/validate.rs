@@ -1,5 +1,6 @@
 //! `weft validate FILE...` (`-` reads standard input)
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::report::{self, Style};
@@ -34,7 +35,15 @@ pub fn run(args: &ValidateArgs) -> u8 {
             code = EXIT_INVALID;
         }
         if args.json {
-            println!("{}", report::json_workflow(&wf));
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let written = serde_json::to_writer(&mut out, &report::json_workflow(&wf))
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
+                .and_then(|()| out.flush());
+            if written.is_err() {
+                // Stdout is gone (a closed pipe): nobody reads the rest.
+                return code;
+            }
             continue;
         }
         for d in &wf.diagnostics {

@@ -435,12 +435,13 @@ impl Attrs {
         self.position(key).map(|i| &self.list[i])
     }
 
-    /// Roughly how many bytes a copy of the list occupies: the entries and
-    /// the text they own. Loading charges copies (node defaults, chained
-    /// edges) against a budget with it.
+    /// Roughly how many bytes a copy of the list occupies: the entries, the
+    /// text they own, and the index of a long list. Loading charges copies
+    /// (node defaults, chained edges) against a budget with it.
     #[must_use]
     pub fn weight(&self) -> u64 {
-        self.list
+        let entries: usize = self
+            .list
             .iter()
             .map(|a| {
                 let key = if a.key.static_name().is_some() {
@@ -451,8 +452,13 @@ impl Attrs {
                 let value = a.value.as_str().map_or(0, str::len);
                 std::mem::size_of::<Attr>() + key + value
             })
-            .map(|n| n as u64)
-            .sum()
+            .sum();
+        // An index entry: the key, the position, and the table's control
+        // byte and spare capacity.
+        let index = self.index.as_ref().map_or(0, |_| {
+            self.list.len() * (std::mem::size_of::<(Key, usize)>() * 2 + 1)
+        });
+        (entries + index) as u64
     }
 
     /// The value of `key`.
