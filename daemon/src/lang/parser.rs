@@ -45,7 +45,7 @@ pub const EXPANSION_TOO_LARGE: &str = "expansion_too_large";
 /// thousand node names would ask for gigabytes. Written attributes are not
 /// counted (the file's size bounds them); a workflow that uses defaults
 /// the ordinary way copies a few megabytes at most.
-pub const MAX_EXPANSION_BYTES: u64 = 128 * crate::limits::MIB;
+pub const MAX_EXPANSION_BYTES: u64 = 64 * crate::limits::MIB;
 
 /// A parsed graph and the non-fatal problems found while building it.
 #[derive(Debug)]
@@ -1117,7 +1117,7 @@ pub(crate) mod tests {
         assert!(fine.expanded >= 10 * 500, "{}", fine.expanded);
         let e = parse_within(&src, 1_000).expect_err("over the budget");
         assert_eq!(e.rule, EXPANSION_TOO_LARGE);
-        assert!(e.message.contains("128 MiB"), "{e:?}");
+        assert!(e.message.contains("64 MiB"), "{e:?}");
     }
 
     #[test]
