@@ -72,7 +72,8 @@ impl TemplateError {
 /// a worker thread has; no real template nests more than a few levels.
 pub const MAX_TEMPLATE_NESTING: usize = 20;
 
-/// Block tags that open a level closed by an `end...` tag.
+/// Block tags that open a level closed by an `end...` tag (`set` only in
+/// its block form, without `=`).
 const BLOCKS: &[&str] = &[
     "if",
     "for",
@@ -82,35 +83,72 @@ const BLOCKS: &[&str] = &[
     "call",
     "block",
     "autoescape",
-    "raw",
+    "set",
 ];
 
-/// An upper bound of how deep `text` nests, as MiniJinja would parse it:
-/// brackets anywhere in the text (outside tags they only make the bound
-/// looser) plus open blocks (`{% if %}` ... `{% endif %}`).
+/// How deep `text` nests as MiniJinja would parse it: inside each `{{ }}`
+/// or `{% %}` tag, its brackets (string literals skipped; a `}` closes a
+/// dict while one is open, as MiniJinja's lexer reads it), on top of the
+/// blocks open around it. Text outside tags, comments and `{% raw %}`
+/// blocks do not count: prose may hold any number of `:-(`.
 fn nesting(text: &str) -> usize {
-    let bytes = text.as_bytes();
-    let (mut brackets, mut blocks, mut deepest) = (0usize, 0usize, 0usize);
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'(' | b'[' | b'{' => brackets += 1,
-            b')' | b']' | b'}' => brackets = brackets.saturating_sub(1),
-            b'%' if i > 0 && bytes[i - 1] == b'{' => {
-                let tag = text.get(i + 1..).unwrap_or("");
-                let word: String = tag
-                    .trim_start_matches(['-', '+', ' ', '\t', '\r', '\n'])
-                    .chars()
-                    .take_while(char::is_ascii_alphabetic)
-                    .collect();
-                if word.starts_with("end") {
-                    blocks = blocks.saturating_sub(1);
-                } else if BLOCKS.contains(&word.as_str()) {
-                    blocks += 1;
-                }
-            }
-            _ => continue,
+    let b = text.as_bytes();
+    let (mut i, mut blocks, mut deepest) = (0usize, 0usize, 0usize);
+    while i + 1 < b.len() {
+        if b[i] != b'{' || !matches!(b[i + 1], b'{' | b'%' | b'#') {
+            i += 1;
+            continue;
         }
-        deepest = deepest.max(brackets + blocks);
+        let kind = b[i + 1];
+        i += 2;
+        if kind == b'#' {
+            i = text
+                .get(i..)
+                .and_then(|r| r.find("#}"))
+                .map_or(b.len(), |k| i + k + 2);
+            continue;
+        }
+        let start = i;
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                quote @ (b'"' | b'\'') => {
+                    i += 1;
+                    while i < b.len() && b[i] != quote {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'(' | b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(blocks + depth + 1);
+                }
+                b')' | b']' => depth = depth.saturating_sub(1),
+                b'}' if depth > 0 => depth -= 1,
+                // The tag's end: `}}` for `{{`, `%}` for `{%`.
+                b'}' if kind == b'{' && b.get(i + 1) == Some(&b'}') => break,
+                b'%' if kind == b'%' && b.get(i + 1) == Some(&b'}') => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        let tag = text.get(start..i.min(b.len())).unwrap_or("");
+        i += 2;
+        deepest = deepest.max(blocks + 1);
+        if kind != b'%' {
+            continue;
+        }
+        let body = tag.trim_start_matches(['-', '+', ' ', '\t', '\r', '\n']);
+        let word: String = body.chars().take_while(char::is_ascii_alphabetic).collect();
+        if word == "raw" {
+            // Literal up to `{% endraw %}`: nothing in it is parsed.
+            let rest = text.get(i.min(b.len())..).unwrap_or("");
+            i = rest.find("endraw").map_or(b.len(), |k| i + k);
+        } else if word.starts_with("end") {
+            blocks = blocks.saturating_sub(1);
+        } else if BLOCKS.contains(&word.as_str()) && (word != "set" || !body.contains('=')) {
+            blocks += 1;
+            deepest = deepest.max(blocks);
+        }
     }
     deepest
 }
@@ -331,15 +369,24 @@ mod tests {
     }
 
     #[test]
-    fn nesting_counts_brackets_and_open_blocks() {
-        assert_eq!(nesting("plain text"), 0);
-        assert_eq!(nesting("{{ goal }}"), 2);
-        assert_eq!(nesting("{% if a %}{{ (b) }}{% endif %}"), 4);
+    fn nesting_counts_brackets_in_tags_and_open_blocks() {
+        assert_eq!(nesting("plain text :-( :-( (((("), 0);
+        assert_eq!(nesting("{{ goal }}"), 1);
+        assert_eq!(nesting("{% if a %}{{ (b) }}{% endif %}"), 3);
         assert_eq!(
             nesting("{%- for x in y -%}{% if x %}{% endif %}{% endfor %}"),
-            3
+            3,
+            "the `endif` is read inside the `for` and the `if`"
         );
-        let deep = format!("{{{{ {}1{} }}}}", "(".repeat(19), ")".repeat(19));
+        assert_eq!(
+            nesting("{{ {'a': {'b': 1}} }} then (((( prose"),
+            3,
+            "a dict's `}}` is not the tag's end"
+        );
+        assert_eq!(nesting("{{ \"}} ((\" ~ ((x)) }}"), 3, "strings are skipped");
+        assert_eq!(nesting("{# ((((( #}{% raw %}{{ (((((( }}{% endraw %}"), 1);
+        assert_eq!(nesting("{% set x = [1] %}{% set y %}z{% endset %}"), 2);
+        let deep = format!("{{{{ {}1{} }}}}", "(".repeat(20), ")".repeat(20));
         let e = Renderer::new(None, &BTreeMap::new())
             .render(&deep, &mut fuel())
             .expect_err("too deep");
