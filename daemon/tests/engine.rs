@@ -420,6 +420,35 @@ async fn max_visits_allows_exactly_that_many_executions() {
 }
 
 #[tokio::test]
+async fn max_visits_zero_lifts_the_graph_limit_for_its_node() {
+    let r = run("max_visits_zero.fabro", Options::default()).await;
+    assert_eq!(
+        r.sequence(),
+        seq(&["start", "again", "again@2", "again@3", "again@4", "exit"])
+    );
+    assert_eq!(r.status(), RunStatus::Succeeded, "{}", r.reason());
+}
+
+#[tokio::test]
+async fn a_command_timeout_is_retried_only_when_the_node_asks() {
+    let r = run("timeout_not_retried.fabro", Options::default()).await;
+    let lines = |name: &str| {
+        std::fs::read_to_string(r.work.path().join(name))
+            .expect("log")
+            .lines()
+            .count()
+    };
+    assert_eq!(lines("slow.log"), 1, "no retry attributes: one attempt");
+    assert_eq!(
+        lines("asked.log"),
+        3,
+        "retry_policy=patient: three attempts"
+    );
+    assert_eq!(r.named("stage.retrying").len(), 2);
+    assert_eq!(r.outcome_of("slow"), "failed");
+}
+
+#[tokio::test]
 async fn repeated_deterministic_failure_trips_the_circuit_breaker() {
     let r = run("circuit_breaker.fabro", Options::default()).await;
     assert_eq!(

@@ -18,7 +18,7 @@ const VALID: &str = r#"digraph Fix {
 const TYPO: &str = r#"digraph Typo {
     start [shape=Mdiamond]
     exit  [shape=Msquare]
-    test [shape=parallelogram, script="true"]
+    test [shape=parallelogram, script="true", on_failure="exit"]
     start -> test -> tset
     test -> exit
 }
@@ -144,10 +144,7 @@ fn usage_errors_exit_two() {
 #[test]
 fn syntax_errors_point_at_the_fault() {
     let sb = Sandbox::new();
-    sb.write(
-        "bad.fabro",
-        "digraph Bad {\n  a [label=\"x\" shape=box]\n}\n",
-    );
+    sb.write("bad.fabro", "digraph Bad {\n  a [label=\"x\" shape]\n}\n");
     let run = sb.run(&["validate", "--json", "bad.fabro"]);
     assert_eq!(run.code, 1);
     let v: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("JSON");
@@ -155,12 +152,12 @@ fn syntax_errors_point_at_the_fault() {
     assert_eq!(d["rule"], "syntax");
     assert_eq!(
         (d["line"].as_u64(), d["column"].as_u64()),
-        (Some(2), Some(16))
+        (Some(2), Some(21))
     );
     assert!(
         d["message"]
             .as_str()
-            .is_some_and(|m| m.contains("missing `,`")),
+            .is_some_and(|m| m.contains("expected `=` after attribute `shape`")),
         "{d}"
     );
 }

@@ -40,23 +40,10 @@ const EXPECTED_REJECTIONS: &[((&str, usize), &str, &str)] = &[
         "`node -> preferred`: `node` is the DOT keyword for node defaults and cannot be a node id \
          (Graphviz rejects it too); the parser reports it before `reserved_keyword_node_id` could",
     ),
-    // Deliberate but questionable: Graphviz makes the `,`/`;` between
-    // attributes optional, and this page (one of the three that win over the
-    // others) writes `[prompt="..." on_failure="route"]`. Our parser
-    // requires the separator (parser.rs:
-    // missing_comma_between_attributes_is_rejected_at_the_second). With
-    // commas added, block 1 validates cleanly and block 2 draws only
-    // warnings.
-    (
-        ("workflows/transitions.mdx", 1),
-        "syntax",
-        "`lint [prompt=\"...\" on_failure=\"route\"]` has no `,` between attributes",
-    ),
-    (
-        ("workflows/transitions.mdx", 2),
-        "syntax",
-        "`optional_scan [script=\"...\" on_failure=\"succeed\"]` has no `,` between attributes",
-    ),
+    // workflows/transitions.mdx blocks 1 and 2 write attributes without a
+    // `,` between them (`[prompt="..." on_failure="route"]`), as Graphviz
+    // allows; the parser accepts that since issue 14, so they are no longer
+    // listed here.
 ];
 
 /// The exact set of error rule ids each complete `digraph` example draws,

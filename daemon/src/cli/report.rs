@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 
+use serde::Serialize;
 use serde_json::json;
 
 use crate::lang::{Diagnostic, Severity, Workflow};
@@ -115,18 +116,16 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
         span.line,
         span.column
     );
-    if let Some(text) = source.lines().nth(span.line.saturating_sub(1) as usize) {
-        let text = text.replace('\t', " ");
+    if let Some(excerpt) = Excerpt::around(source, span.start as usize, span.end as usize) {
         let _ = writeln!(out, "{pad} {bar}");
-        let _ = writeln!(out, "{} {bar} {text}", style.paint("1;34", &line_no));
-        let col = span.column.saturating_sub(1) as usize;
-        let available = text.chars().count().saturating_sub(col).max(1);
-        let width = source
-            .get(span.start as usize..span.end as usize)
-            .map_or(1, |s| s.lines().next().map_or(1, |l| l.chars().count()))
-            .clamp(1, available);
-        let marks = style.paint(severity_code(d.severity), &"^".repeat(width));
-        let _ = writeln!(out, "{pad} {bar} {}{marks}", " ".repeat(col));
+        let _ = writeln!(
+            out,
+            "{} {bar} {}",
+            style.paint("1;34", &line_no),
+            excerpt.text
+        );
+        let marks = style.paint(severity_code(d.severity), &"^".repeat(excerpt.width));
+        let _ = writeln!(out, "{pad} {bar} {}{marks}", " ".repeat(excerpt.caret));
     }
     if let Some(hint) = &d.hint {
         let _ = writeln!(out, "{pad} {} hint: {hint}", style.paint("1;34", "="));
@@ -150,6 +149,87 @@ pub fn warn_about_settings(home: &crate::store::Home) {
     for d in &warnings {
         eprintln!("{}", human(d, &file, &text, Style::for_stderr()));
     }
+}
+
+/// How many characters of the source line an excerpt shows at most on each
+/// side of the problem. A minified or generated file can have a line of
+/// megabytes; the excerpt stays one terminal line or so.
+const EXCERPT_SIDE: usize = 60;
+
+/// The part of a source line a diagnostic shows: a window around the
+/// problem, `…` where the line was cut.
+#[derive(Debug, PartialEq)]
+struct Excerpt {
+    /// The window, tabs as spaces, with `…` at a cut end.
+    text: String,
+    /// Characters before the first `^`.
+    caret: usize,
+    /// Number of `^` (at least 1).
+    width: usize,
+}
+
+impl Excerpt {
+    /// The excerpt for the span `start..end` of `source`: found from the
+    /// byte offset, and costing the window, not the line or the file.
+    fn around(source: &str, start: usize, end: usize) -> Option<Excerpt> {
+        if start > source.len() || !source.is_char_boundary(start) {
+            return None;
+        }
+        let bytes = source.as_bytes();
+        // Walk back at most EXCERPT_SIDE characters, stopping at the line's
+        // start.
+        let mut from = start;
+        let mut before = 0;
+        while from > 0 && before < EXCERPT_SIDE {
+            let prev = floor_char(source, from - 1);
+            if bytes[prev] == b'\n' {
+                break;
+            }
+            from = prev;
+            before += 1;
+        }
+        let cut_left = from > 0 && bytes[from - 1] != b'\n';
+        // Forward from the problem, at most EXCERPT_SIDE characters; the
+        // carets cover the span as far as the window goes.
+        let mut to = start;
+        let mut after = 0;
+        while to < source.len() && bytes[to] != b'\n' && after < EXCERPT_SIDE {
+            to = ceil_char(source, to + 1);
+            after += 1;
+        }
+        let line_end = to >= source.len() || bytes[to] == b'\n';
+        let window = source.get(from..to)?;
+        let problem = source.get(start..end.clamp(start, to)).unwrap_or("");
+        let mut text = String::with_capacity(window.len() + 8);
+        if cut_left {
+            text.push('…');
+        }
+        text.push_str(&window.replace(['\t', '\r'], " "));
+        if !line_end {
+            text.push('…');
+        }
+        Some(Excerpt {
+            text,
+            caret: before + usize::from(cut_left),
+            width: problem.chars().count().max(1),
+        })
+    }
+}
+
+/// The start of the character containing byte `i`.
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The start of the character at or after byte `i`.
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 /// The one-line summary printed after a file's diagnostics.
@@ -187,46 +267,76 @@ pub fn counts(diagnostics: &[Diagnostic]) -> Option<String> {
     }
 }
 
-/// One diagnostic as the JSON object of `weft validate --json`.
-#[must_use]
-pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
-    let mut obj = json!({
-        "rule": d.rule,
-        "severity": d.severity,
-        "message": d.message,
-        "line": d.span.map_or(0, |s| s.line),
-        "column": d.span.map_or(0, |s| s.column),
-    });
-    if let Some(map) = obj.as_object_mut() {
-        if let Some(id) = &d.node_id {
-            map.insert("node_id".into(), json!(id));
-        }
-        if let Some((from, to)) = &d.edge {
-            map.insert("edge".into(), json!([from, to]));
-        }
-        if let Some(hint) = &d.hint {
-            map.insert("hint".into(), json!(hint));
+/// One diagnostic as the JSON object of `weft validate --json`: `rule`,
+/// `severity`, `message`, `line`, `column`, and `node_id`, `edge`, `hint`
+/// when they apply.
+#[derive(Serialize)]
+pub struct JsonDiagnostic<'a> {
+    rule: &'a str,
+    severity: Severity,
+    message: &'a str,
+    line: u32,
+    column: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edge: Option<[&'a str; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'a str>,
+}
+
+impl<'a> From<&'a Diagnostic> for JsonDiagnostic<'a> {
+    fn from(d: &'a Diagnostic) -> Self {
+        JsonDiagnostic {
+            rule: d.rule,
+            severity: d.severity,
+            message: &d.message,
+            line: d.span.map_or(0, |s| s.line),
+            column: d.span.map_or(0, |s| s.column),
+            node_id: d.node_id.as_deref(),
+            edge: d
+                .edge
+                .as_ref()
+                .map(|(from, to)| [from.as_str(), to.as_str()]),
+            hint: d.hint.as_deref(),
         }
     }
-    obj
 }
 
 /// A whole file's result as the JSON line of `weft validate --json`.
+/// Serialized straight from the diagnostics (an 8 MiB file can have
+/// hundreds of thousands), without building a JSON tree first.
+#[derive(Serialize)]
+pub struct JsonWorkflow<'a> {
+    file: &'a str,
+    name: String,
+    valid: bool,
+    nodes: usize,
+    edges: usize,
+    #[serde(serialize_with = "diagnostics_as_json")]
+    diagnostics: &'a [Diagnostic],
+}
+
+fn diagnostics_as_json<S: serde::Serializer>(ds: &&[Diagnostic], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ds.iter().map(JsonDiagnostic::from))
+}
+
+/// A whole file's result (see [`JsonWorkflow`]).
 #[must_use]
-pub fn json_workflow(wf: &Workflow) -> serde_json::Value {
-    json!({
-        "file": wf.file,
-        "name": wf.name(),
-        "valid": wf.is_valid(),
-        "nodes": wf.graph.as_ref().map_or(0, |g| g.nodes.len()),
-        "edges": wf.graph.as_ref().map_or(0, |g| g.edges.len()),
-        "diagnostics": wf.diagnostics.iter().map(json_diagnostic).collect::<Vec<_>>(),
-    })
+pub fn json_workflow(wf: &Workflow) -> JsonWorkflow<'_> {
+    JsonWorkflow {
+        file: &wf.file,
+        name: wf.name(),
+        valid: wf.is_valid(),
+        nodes: wf.graph.as_ref().map_or(0, |g| g.nodes.len()),
+        edges: wf.graph.as_ref().map_or(0, |g| g.edges.len()),
+        diagnostics: &wf.diagnostics,
+    }
 }
 
 /// The JSON line for a file that could not be read.
 #[must_use]
-pub fn json_io_error(file: &str, error: &std::io::Error) -> serde_json::Value {
+pub fn json_io_error(file: &str, error: &dyn std::fmt::Display) -> serde_json::Value {
     json!({
         "file": file,
         "name": std::path::Path::new(file).file_stem().map(|s| s.to_string_lossy()),
@@ -241,4 +351,79 @@ pub fn json_io_error(file: &str, error: &std::io::Error) -> serde_json::Value {
             "column": 0,
         }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::Span;
+
+    fn plain() -> Style {
+        Style { on: false }
+    }
+
+    #[test]
+    fn a_short_line_is_shown_whole_with_carets_under_the_span() {
+        let src = "digraph G {\n  start -> tset\n}";
+        let start = src.find("tset").expect("in source");
+        let d = Diagnostic::error("undeclared_node", "`tset` is never declared").at(Span {
+            start: start as u32,
+            end: (start + 4) as u32,
+            line: 2,
+            column: 12,
+        });
+        assert_eq!(
+            human(&d, "f.fabro", src, plain()),
+            "error[undeclared_node]: `tset` is never declared\n --> f.fabro:2:12\n  |\n2 |   start -> tset\n  |            ^^^^\n"
+        );
+    }
+
+    #[test]
+    fn a_problem_deep_in_a_huge_line_shows_a_window_with_ellipses() {
+        let src = format!("digraph G {{ {} $ }}\n", "a".repeat(2_000_000));
+        let start = src.find('$').expect("in source");
+        let d = Diagnostic::error("syntax", "unexpected character `$`").at(Span {
+            start: start as u32,
+            end: (start + 1) as u32,
+            line: 1,
+            column: 2_000_014,
+        });
+        let out = human(&d, "f.fabro", &src, plain());
+        assert!(out.len() < 400, "{} bytes:\n{out}", out.len());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[1], " --> f.fabro:1:2000014");
+        assert_eq!(
+            lines[3],
+            format!("1 | …{} $ }}", "a".repeat(EXCERPT_SIDE - 1)),
+            "cut on the left only: the line ends within the window"
+        );
+        let caret = lines[4].find('^').expect("caret") - "  | ".len();
+        assert_eq!(
+            lines[3].chars().nth("1 | ".len() + caret),
+            Some('$'),
+            "the caret stands under the problem"
+        );
+    }
+
+    #[test]
+    fn a_window_is_cut_on_both_sides_and_counts_characters_not_bytes() {
+        let line = format!("{}X{}", "é".repeat(500), "ü".repeat(500));
+        let start = line.find('X').expect("in line");
+        let e = Excerpt::around(&line, start, start + 1).expect("excerpt");
+        assert!(
+            e.text.starts_with('…') && e.text.ends_with('…'),
+            "{}",
+            e.text
+        );
+        assert_eq!(e.text.chars().count(), 2 * EXCERPT_SIDE + 2);
+        assert_eq!(e.text.chars().nth(e.caret), Some('X'));
+        assert_eq!(e.width, 1);
+    }
+
+    #[test]
+    fn a_problem_at_the_end_of_the_file_gets_one_caret() {
+        let src = "digraph G {";
+        let e = Excerpt::around(src, src.len(), src.len()).expect("excerpt");
+        assert_eq!((e.text.as_str(), e.caret, e.width), ("digraph G {", 11, 1));
+    }
 }

@@ -341,7 +341,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     } else {
         file
     };
-    let source = std::fs::read_to_string(&workflow_path)
+    let source = crate::limits::read_text_capped(&workflow_path, crate::limits::MAX_WORKFLOW_BYTES)
         .map_err(|e| format!("cannot read `{}`: {e}", workflow_path.display()))?;
     for (k, v) in &args.load.inputs {
         inputs.insert(k.clone(), v.clone());

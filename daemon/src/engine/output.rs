@@ -180,9 +180,13 @@ pub fn check_schema(
 ) -> Result<Value, SchemaProblem> {
     let written = schema.trim();
     let path = crate::lang::workflow::resolve_path(base_dir, written.trim_start_matches('@'));
-    let schema_text = std::fs::read_to_string(&path).map_err(|e| {
-        SchemaProblem::Schema(format!("cannot read output schema {}: {e}", path.display()))
-    })?;
+    // As the loader read it: inside the workflow's tree, a regular file,
+    // capped.
+    let schema_text = crate::lang::files::Tree::of(base_dir)
+        .read_text(&path, crate::limits::MAX_REFERENCED_BYTES)
+        .map_err(|e| {
+            SchemaProblem::Schema(format!("cannot read output schema {}: {e}", path.display()))
+        })?;
     let schema_json: Value = serde_json::from_str(&schema_text).map_err(|e| {
         SchemaProblem::Schema(format!("output schema {} is not JSON: {e}", path.display()))
     })?;

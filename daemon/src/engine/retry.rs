@@ -1,5 +1,14 @@
 //! Node retries: how many attempts a node gets and how long to wait between
 //! them (execution/failures.mdx, "Node retries").
+//!
+//! Decision, the default: the reference gives two. reference/dot-language.mdx
+//! says `default_max_retries` defaults to 0; execution/failures.mdx and
+//! workflows/stages-and-nodes.mdx say 3. We take 0: a model call is already
+//! retried three times by the client (failures.mdx, "LLM retries") before
+//! the stage fails, and a command that hit its own `timeout` ran three more
+//! times by default (35 s to fail a 1 s timeout), which nobody who wrote
+//! `timeout="1s"` expects. A node (`retry_policy`, `max_retries`) or the
+//! graph (`default_max_retries`) asks for stage retries.
 
 use std::time::Duration;
 
@@ -8,8 +17,35 @@ use crate::lang::graph::{Graph, Node};
 /// No single backoff delay exceeds this.
 pub const MAX_DELAY: Duration = Duration::from_secs(60);
 
-/// The retry count every node gets unless it (or the graph) says otherwise.
-pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The retry count every node gets unless it (or the graph) says otherwise
+/// (see the module's note on the choice).
+pub const DEFAULT_MAX_RETRIES: u32 = 0;
+
+/// Where a node's retry policy comes from, in the order they are tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicySource {
+    /// The node's `retry_policy` preset.
+    RetryPolicy,
+    /// The node's `max_retries`.
+    MaxRetries,
+    /// The graph's `default_max_retries`.
+    DefaultMaxRetries,
+    /// Nothing set: [`DEFAULT_MAX_RETRIES`].
+    Default,
+}
+
+impl PolicySource {
+    /// The attribute it names (`default` for none).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicySource::RetryPolicy => "retry_policy",
+            PolicySource::MaxRetries => "max_retries",
+            PolicySource::DefaultMaxRetries => "default_max_retries",
+            PolicySource::Default => "default",
+        }
+    }
+}
 
 /// Attempts and backoff for one node.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,25 +89,61 @@ impl RetryPolicy {
     }
 
     /// The node's policy, resolved in the reference's order: node
-    /// `retry_policy`, node `max_retries`, graph `default_max_retries`, 3.
+    /// `retry_policy`, node `max_retries`, graph `default_max_retries`,
+    /// [`DEFAULT_MAX_RETRIES`].
     #[must_use]
     pub fn for_node(node: &Node, graph: &Graph) -> RetryPolicy {
+        Self::resolve(node, graph).0
+    }
+
+    /// [`RetryPolicy::for_node`] and where it came from.
+    #[must_use]
+    pub fn resolve(node: &Node, graph: &Graph) -> (RetryPolicy, PolicySource) {
         if let Some(policy) = node
             .attrs
             .text("retry_policy")
             .and_then(|name| RetryPolicy::preset(&name))
         {
-            return policy;
+            return (policy, PolicySource::RetryPolicy);
         }
         let count = |v: Option<&crate::lang::value::Value>| {
             v.and_then(crate::lang::value::Value::as_int)
                 .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
         };
         if let Some(n) = count(node.attrs.value("max_retries")) {
-            return RetryPolicy::count(n);
+            return (RetryPolicy::count(n), PolicySource::MaxRetries);
         }
-        let n = count(graph.attrs.value("default_max_retries")).unwrap_or(DEFAULT_MAX_RETRIES);
-        RetryPolicy::count(n)
+        match count(graph.attrs.value("default_max_retries")) {
+            Some(n) => (RetryPolicy::count(n), PolicySource::DefaultMaxRetries),
+            None => (
+                RetryPolicy::count(DEFAULT_MAX_RETRIES),
+                PolicySource::Default,
+            ),
+        }
+    }
+
+    /// The node's effective policy as `weft graph --json` shows it: the
+    /// attempts, the backoff, where it came from, and which failures it
+    /// retries (a command's non-zero exit only when the node asks itself;
+    /// see [`RetryPolicy::explicit`]).
+    #[must_use]
+    pub fn describe(node: &Node, graph: &Graph) -> serde_json::Value {
+        let (policy, source) = Self::resolve(node, graph);
+        let retried = if policy.max_attempts <= 1 {
+            "none"
+        } else if node.handler == crate::lang::Handler::Command && Self::explicit(node) {
+            "any failure"
+        } else {
+            "transient failures"
+        };
+        serde_json::json!({
+            "max_attempts": policy.max_attempts,
+            "initial_delay_ms": u64::try_from(policy.initial.as_millis()).unwrap_or(u64::MAX),
+            "backoff_factor": policy.factor,
+            "max_delay_ms": u64::try_from(MAX_DELAY.as_millis()).unwrap_or(u64::MAX),
+            "from": source.as_str(),
+            "retries": retried,
+        })
     }
 
     /// Whether the node asked for retries itself (`retry_policy` or
@@ -117,6 +189,57 @@ mod tests {
         assert_eq!(linear.delay(2, 1.0), linear.delay(1, 1.0));
         assert_eq!(RetryPolicy::preset("none").map(|p| p.max_attempts), Some(1));
         assert_eq!(RetryPolicy::preset("sometimes"), None);
+    }
+
+    fn node(src: &str, id: &str) -> (Graph, Node) {
+        let graph = crate::lang::parser::parse(src).expect("parses").graph;
+        let node = graph.node(id).expect("node").clone();
+        (graph, node)
+    }
+
+    #[test]
+    fn a_node_that_asks_for_nothing_is_not_retried() {
+        let (graph, slow) = node(
+            "digraph G { slow [shape=parallelogram, script=\"sleep 5\", timeout=\"1s\"] }",
+            "slow",
+        );
+        let (policy, source) = RetryPolicy::resolve(&slow, &graph);
+        assert_eq!(policy.max_attempts, 1, "a timed-out command runs once");
+        assert_eq!(source, PolicySource::Default);
+        assert_eq!(RetryPolicy::describe(&slow, &graph)["retries"], "none");
+    }
+
+    #[test]
+    fn node_then_graph_settings_decide_and_are_named() {
+        let src = "digraph G { graph [default_max_retries=2]; a [retry_policy=patient, max_retries=9]; b [max_retries=1, shape=parallelogram, script=x]; c [shape=parallelogram, script=x] }";
+        let (graph, a) = node(src, "a");
+        let b = graph.node("b").expect("b");
+        let c = graph.node("c").expect("c");
+        assert_eq!(
+            RetryPolicy::resolve(&a, &graph),
+            (
+                RetryPolicy::preset("patient").expect("preset"),
+                PolicySource::RetryPolicy
+            )
+        );
+        assert_eq!(
+            RetryPolicy::resolve(b, &graph),
+            (RetryPolicy::count(1), PolicySource::MaxRetries)
+        );
+        assert_eq!(
+            RetryPolicy::resolve(c, &graph),
+            (RetryPolicy::count(2), PolicySource::DefaultMaxRetries)
+        );
+        let shown = RetryPolicy::describe(b, &graph);
+        assert_eq!(shown["max_attempts"], 2);
+        assert_eq!(shown["initial_delay_ms"], 5000);
+        assert_eq!(shown["from"], "max_retries");
+        assert_eq!(shown["retries"], "any failure", "the command asked itself");
+        assert_eq!(
+            RetryPolicy::describe(c, &graph)["retries"],
+            "transient failures",
+            "a graph default retries a command's timeout, not its exit status"
+        );
     }
 
     #[test]

@@ -192,16 +192,20 @@ impl<'a> Runner<'a> {
     }
 
     /// `max_visits` on the node, else graph `max_node_visits`, else 10 in a
-    /// dry run, else unlimited.
+    /// dry run, else unlimited. Zero means unlimited, as the reference says
+    /// of `max_node_visits`; a node's `max_visits=0` lifts the graph's (and
+    /// the dry run's) limit for that node.
     fn visit_limit_reached(&self, node: &Node, visit: u32) -> Option<String> {
         let int = |v: Option<&crate::lang::value::Value>| {
             v.and_then(crate::lang::value::Value::as_int)
-                .filter(|n| *n > 0)
+                .filter(|n| *n >= 0)
                 .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
         };
         let (limit, scope) = match int(node.attrs.value("max_visits")) {
+            Some(0) => return None,
             Some(n) => (n, "node"),
             None => match int(self.graph.attrs.value("max_node_visits")) {
+                Some(0) => return None,
                 Some(n) => (n, "graph"),
                 None if self.env.dry_run => (DRY_RUN_VISIT_LIMIT, "dry-run"),
                 None => return None,

@@ -349,7 +349,10 @@ impl Runner<'_> {
                 &self.env.base_dir,
                 written.trim().trim_start_matches('@'),
             );
-            let text = std::fs::read_to_string(&path)
+            // Read as the loader checked it: inside the parent's tree, a
+            // regular file, capped like any workflow.
+            let text = crate::lang::files::Tree::of(&self.env.base_dir)
+                .read_text(&path, crate::limits::MAX_WORKFLOW_BYTES)
                 .map_err(|e| format!("cannot read the child workflow {}: {e}", path.display()))?;
             let base = path
                 .parent()

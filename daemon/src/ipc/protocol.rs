@@ -797,6 +797,7 @@ impl RunStart {
         let (workflow_path, source) = match &self.workflow {
             WorkflowSource::Path(path) => {
                 require_absolute("workflow.path", path)?;
+                // A FIFO here would block the daemon, /dev/zero fill it.
                 let source =
                     crate::limits::read_text_capped(path, crate::limits::MAX_WORKFLOW_BYTES)
                         .map_err(|e| {

@@ -86,6 +86,8 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     ("output_schema", Text),
     ("output_retries", Int),
     ("script", Text),
+    // The old name of `script` (the `tool_command_deprecated` rule).
+    ("tool_command", Text),
     ("language", Text),
     ("join_policy", Text),
     ("max_parallel", Int),
@@ -295,6 +297,13 @@ impl std::hash::Hash for Key {
     }
 }
 
+// Hashes as the `str` it names, so indexes keyed by `Key` look up by `&str`.
+impl std::borrow::Borrow<str> for Key {
+    fn borrow(&self) -> &str {
+        &self.name
+    }
+}
+
 impl std::ops::Deref for Key {
     type Target = str;
     fn deref(&self) -> &str {
@@ -338,38 +347,84 @@ pub struct Attr {
 /// An ordered attribute list: one entry per key, the later write winning.
 ///
 /// A `Vec` rather than a map: nodes carry a handful of attributes, and a
-/// linear scan over a few entries beats hashing at 100k-node scale.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Attrs(Vec<Attr>);
+/// linear scan over a few entries beats hashing at 100k-node scale. A list
+/// that grows past [`INDEX_FROM`] entries gets a hash index as well, so
+/// that setting or finding a key stays constant-time and a node written
+/// with 20,000 attributes loads in linear time.
+#[derive(Clone, Default)]
+pub struct Attrs {
+    list: Vec<Attr>,
+    /// Position of each key in `list`, kept only for long lists.
+    index: Option<Box<FxHashMap<Key, usize>>>,
+}
+
+/// The length from which an attribute list keeps a hash index.
+const INDEX_FROM: usize = 32;
+
+impl PartialEq for Attrs {
+    fn eq(&self, other: &Attrs) -> bool {
+        self.list == other.list
+    }
+}
+
+impl std::fmt::Debug for Attrs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.list).finish()
+    }
+}
 
 impl Attrs {
     /// An empty list.
     #[must_use]
     pub fn new() -> Self {
-        Attrs(Vec::new())
+        Attrs::default()
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.list.iter().position(|a| a.key == key),
+        }
     }
 
     /// Sets an attribute, replacing an earlier value of the same key.
     pub fn set(&mut self, attr: Attr) {
-        match self.0.iter_mut().find(|a| a.key == attr.key) {
-            Some(slot) => *slot = attr,
-            None => self.0.push(attr),
+        if let Some(i) = self.position(&attr.key) {
+            self.list[i] = attr;
+            return;
+        }
+        if let Some(index) = &mut self.index {
+            index.insert(attr.key.clone(), self.list.len());
+        }
+        self.list.push(attr);
+        if self.index.is_none() && self.list.len() > INDEX_FROM {
+            let index = self
+                .list
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (a.key.clone(), i))
+                .collect();
+            self.index = Some(Box::new(index));
         }
     }
 
     /// Moves every attribute into a new list of exactly their number,
     /// leaving this one empty with its capacity (a reusable buffer).
     pub fn take_exact(&mut self) -> Attrs {
-        Attrs(self.0.drain(..).collect())
+        let index = self.index.take();
+        Attrs {
+            list: self.list.drain(..).collect(),
+            index,
+        }
     }
 
     /// Adds every attribute of `other`, later wins.
     pub fn merge(&mut self, other: Attrs) {
-        if self.0.is_empty() {
+        if self.list.is_empty() {
             *self = other;
             return;
         }
-        for attr in other.0 {
+        for attr in other.list {
             self.set(attr);
         }
     }
@@ -377,7 +432,33 @@ impl Attrs {
     /// The attribute named `key`.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&Attr> {
-        self.0.iter().find(|a| a.key == key)
+        self.position(key).map(|i| &self.list[i])
+    }
+
+    /// Roughly how many bytes a copy of the list occupies: the entries, the
+    /// text they own, and the index of a long list. Loading charges copies
+    /// (node defaults, chained edges) against a budget with it.
+    #[must_use]
+    pub fn weight(&self) -> u64 {
+        let entries: usize = self
+            .list
+            .iter()
+            .map(|a| {
+                let key = if a.key.static_name().is_some() {
+                    0
+                } else {
+                    a.key.len()
+                };
+                let value = a.value.as_str().map_or(0, str::len);
+                std::mem::size_of::<Attr>() + key + value
+            })
+            .sum();
+        // An index entry: the key, the position, and the table's control
+        // byte and spare capacity.
+        let index = self.index.as_ref().map_or(0, |_| {
+            self.list.len() * (std::mem::size_of::<(Key, usize)>() * 2 + 1)
+        });
+        (entries + index) as u64
     }
 
     /// The value of `key`.
@@ -406,32 +487,33 @@ impl Attrs {
 
     /// The attributes in the order they were first set.
     pub fn iter(&self) -> std::slice::Iter<'_, Attr> {
-        self.0.iter()
+        self.list.iter()
     }
 
     /// Mutable access, for passes that rewrite values (templates, `@file`).
+    /// Keys must not be changed through it (long lists index them).
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Attr> {
-        self.0.iter_mut()
+        self.list.iter_mut()
     }
 
     /// Number of attributes.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.list.len()
     }
 
     /// True when there are none.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.list.is_empty()
     }
 }
 
 impl Serialize for Attrs {
     /// A JSON object `{key: value}` in declaration order.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for attr in &self.0 {
+        let mut map = s.serialize_map(Some(self.list.len()))?;
+        for attr in &self.list {
             map.serialize_entry(attr.key.as_str(), &attr.value)?;
         }
         map.end()
@@ -459,6 +541,34 @@ mod tests {
             .map(|a| (a.key.as_str(), a.value.as_int()))
             .collect();
         assert_eq!(keys, vec![("a", Some(3)), ("b", Some(2))]);
+    }
+
+    #[test]
+    fn a_long_list_keeps_first_positions_and_later_values_through_its_index() {
+        let at = |k: String, v: i64| Attr {
+            key: Key::new(&k),
+            value: Value::Int(v),
+            key_span: Span::default(),
+            value_span: Span::default(),
+        };
+        let mut attrs = Attrs::new();
+        for i in 0..100 {
+            attrs.set(at(format!("k{i}"), i));
+        }
+        attrs.set(at("k5".into(), -5));
+        attrs.set(at("label".into(), 1));
+        assert_eq!(attrs.len(), 101);
+        assert_eq!(attrs.value("k5"), Some(&Value::Int(-5)));
+        assert_eq!(attrs.value("k99"), Some(&Value::Int(99)));
+        assert_eq!(attrs.iter().nth(5).map(|a| a.key.as_str()), Some("k5"));
+        assert_eq!(attrs.iter().last().map(|a| a.key.as_str()), Some("label"));
+        let mut copy = Attrs::new();
+        copy.set(at("k0".into(), 7));
+        copy.merge(attrs.clone());
+        assert_eq!(copy, attrs, "a merge onto a short list gives the same list");
+        let moved = attrs.take_exact();
+        assert!(attrs.is_empty() && attrs.get("k1").is_none());
+        assert_eq!(moved.value("k1"), Some(&Value::Int(1)));
     }
 
     #[test]

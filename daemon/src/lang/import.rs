@@ -25,12 +25,15 @@ use std::path::{Path, PathBuf};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::attrs::{self, Attr, Attrs, Key, Scope};
+use super::budget::{Budget, MAX_IMPORT_DEPTH, MAX_IMPORTED_NODES, MAX_IMPORTS, MAX_READ_BYTES};
 use super::diagnostic::Diagnostic;
+use super::files::{FILE_OUTSIDE_TREE, RefError, Tree};
 use super::graph::{Edge, Graph, Node, NodeId};
 use super::rules;
 use super::span::Span;
 use super::value::Value;
 use super::workflow::{self, FileRef, LoadOptions, ScopedSheet, Workflow, resolve_path};
+use crate::limits::MAX_WORKFLOW_BYTES;
 
 /// The imported file cannot be read (or the placeholder names none).
 pub const IMPORT_NOT_FOUND: &str = "import_not_found";
@@ -42,6 +45,11 @@ pub const IMPORT_ATTRIBUTE: &str = "import_attribute";
 pub const IMPORT_CLASH: &str = "import_clash";
 /// A graph attribute of the imported file that does not carry over.
 pub const IMPORT_GRAPH_ATTRIBUTE: &str = "import_graph_attribute";
+/// Imports nest deeper than [`MAX_IMPORT_DEPTH`].
+pub const IMPORT_TOO_DEEP: &str = "import_too_deep";
+/// Imports read more than [`MAX_IMPORTS`] files or splice in more than
+/// [`MAX_IMPORTED_NODES`] nodes.
+pub const IMPORT_TOO_LARGE: &str = "import_too_large";
 
 /// The attributes a placeholder passes down to the LLM nodes it splices in
 /// that do not set them: the properties a model stylesheet can set.
@@ -59,8 +67,9 @@ const GRAPH_KEYS_DROPPED_QUIETLY: &[&str] = &["goal", "label", "rankdir", "model
 /// The node attributes that name another node of the same file.
 const NODE_REFS: &[&str] = &["retry_target", "fallback_retry_target"];
 
-/// The files being loaded, outermost first: a file that imports one of them
-/// closes a cycle.
+/// One load of a workflow: the files being loaded, outermost first (a file
+/// that imports one of them closes a cycle), where they may read from, and
+/// what is left of the load's budget.
 #[derive(Debug)]
 pub(super) struct Chain {
     /// The outermost file's directory, which paths in messages are shown
@@ -69,6 +78,13 @@ pub(super) struct Chain {
     /// Canonical paths. The outermost file is missing when it was not loaded
     /// from disk; a self-import is then caught one level down.
     files: Vec<PathBuf>,
+    /// The imports being loaded, as the chain of messages names them:
+    /// `(file shown, placeholder id)`, outermost first.
+    links: Vec<(String, String)>,
+    /// Where every file of this load may be read from: the outermost
+    /// file's tree (an imported file reads from it too).
+    pub(super) tree: Tree,
+    pub(super) budget: Budget,
 }
 
 impl Chain {
@@ -88,7 +104,56 @@ impl Chain {
         Chain {
             root_dir: std::fs::canonicalize(base_dir).ok(),
             files: root.into_iter().collect(),
+            links: vec![(
+                Path::new(file)
+                    .file_name()
+                    .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned()),
+                String::new(),
+            )],
+            tree: Tree::of(base_dir),
+            budget: Budget::default(),
         }
+    }
+
+    /// Reads a referenced text file from the tree, at most `cap` bytes and
+    /// within what is left of the load's reading budget.
+    pub(super) fn read_text(&mut self, path: &Path, cap: u64) -> Result<String, RefError> {
+        let text = self.tree.read_text(path, cap)?;
+        self.spend_read(text.len())?;
+        Ok(text)
+    }
+
+    fn read(&mut self, path: &Path, cap: u64) -> Result<Vec<u8>, RefError> {
+        let bytes = self.tree.read(path, cap)?;
+        self.spend_read(bytes.len())?;
+        Ok(bytes)
+    }
+
+    fn spend_read(&mut self, len: usize) -> Result<(), RefError> {
+        match self.budget.read_bytes.checked_sub(len as u64) {
+            Some(left) => {
+                self.budget.read_bytes = left;
+                Ok(())
+            }
+            None => Err(RefError::OverBudget {
+                cap: MAX_READ_BYTES,
+            }),
+        }
+    }
+
+    /// The chain of imports down to `placeholder`'s import of `next`, as
+    /// messages show it: `main.fabro → review (review.fabro) → ...`.
+    fn describe(&self, placeholder: &str, next: &str) -> String {
+        let mut parts: Vec<String> = Vec::with_capacity(self.links.len() + 1);
+        for (k, (file, _)) in self.links.iter().enumerate() {
+            let via = self
+                .links
+                .get(k + 1)
+                .map_or(placeholder, |(_, id)| id.as_str());
+            parts.push(format!("{file} (`{via}`)"));
+        }
+        parts.push(next.to_string());
+        parts.join(" → ")
     }
 
     /// A canonical path as messages show it: relative to the outermost
@@ -142,7 +207,23 @@ pub(super) fn splice_all(
             continue;
         };
         match Splice::new(placeholder, &imported, graph, &taken) {
+            Ok(splice) if splice.nodes.len() > chain.budget.imported_nodes => {
+                wf.diagnostics.push(
+                    Diagnostic::error(
+                        IMPORT_TOO_LARGE,
+                        format!(
+                            "imports splice more than {MAX_IMPORTED_NODES} nodes into the workflow: {}",
+                            chain.describe(&placeholder.id, &imported.written)
+                        ),
+                    )
+                    .at(placeholder.attrs.get("import").map_or(placeholder.span, |a| a.value_span))
+                    .on_node(&placeholder.id)
+                    .with_hint("each import copies the nodes of its file, and of the files it imports: import each part once"),
+                );
+                chain.budget.imported_nodes = 0;
+            }
             Ok(splice) => {
+                chain.budget.imported_nodes -= splice.nodes.len();
                 taken.extend(splice.nodes.iter().map(|n| n.id.clone()));
                 wf.file_refs.extend(rescope_file_refs(
                     imported.file_refs,
@@ -156,7 +237,29 @@ pub(super) fn splice_all(
         }
     }
     if !splices.is_empty() {
-        rebuild(graph, splices);
+        let spans: FxHashMap<NodeId, Span> = splices
+            .iter()
+            .filter_map(|s| {
+                let node = graph.node(&s.placeholder)?;
+                let at = node.attrs.get("import").map_or(node.span, |a| a.value_span);
+                Some((s.placeholder.clone(), at))
+            })
+            .collect();
+        if let Some(placeholder) = rebuild(graph, splices, &mut chain.budget.expansion_bytes) {
+            let at = spans.get(&placeholder).copied().unwrap_or_default();
+            wf.diagnostics.push(
+                Diagnostic::error(
+                    IMPORT_TOO_LARGE,
+                    format!(
+                        "joining the edges around the import `{placeholder}` makes more than {} of edges (every edge into it times every edge out of the imported start, and likewise at the exit)",
+                        crate::limits::human_bytes(super::parser::MAX_EXPANSION_BYTES)
+                    ),
+                )
+                .at(at)
+                .on_node(&placeholder)
+                .with_hint("lead into the import through one node, and out of it through one node"),
+            );
+        }
     }
 }
 
@@ -236,14 +339,42 @@ fn load(
         );
         return None;
     }
+    // `links` holds the outermost file and one entry per import being
+    // loaded: its length is the depth this import would open.
+    if chain.links.len() > MAX_IMPORT_DEPTH {
+        wf.diagnostics.push(
+            Diagnostic::error(
+                IMPORT_TOO_DEEP,
+                format!(
+                    "imports nest more than {MAX_IMPORT_DEPTH} levels deep: {}",
+                    chain.describe(id, &written)
+                ),
+            )
+            .at(at)
+            .on_node(id)
+            .with_hint(format!(
+                "a workflow may import one that imports another, down to {MAX_IMPORT_DEPTH} levels; flatten the chain"
+            )),
+        );
+        return None;
+    }
+    if chain.budget.imports == 0 {
+        wf.diagnostics.push(
+            Diagnostic::error(
+                IMPORT_TOO_LARGE,
+                format!(
+                    "the workflow imports more than {MAX_IMPORTS} files (each import of a file counts): {}",
+                    chain.describe(id, &written)
+                ),
+            )
+            .at(at)
+            .on_node(id)
+            .with_hint("a file that imports another twice, which does the same, doubles the work at each level: import each part once"),
+        );
+        return None;
+    }
+    chain.budget.imports -= 1;
     let path = resolve_path(&wf.base_dir, &written);
-    let read = if path.is_file() {
-        std::fs::read(&path).map_err(|e| workflow::io_reason(&e))
-    } else if path.exists() {
-        Err("it is not a file".to_string())
-    } else {
-        Err("no such file".to_string())
-    };
     let mut file_ref = FileRef {
         node: Some(id.to_string()),
         key: "import".to_string(),
@@ -251,23 +382,27 @@ fn load(
         path: path.clone(),
         span: at,
         error: None,
+        hint: None,
+        refused: false,
     };
-    let bytes = match read {
+    let bytes = match chain.read(&path, MAX_WORKFLOW_BYTES) {
         Ok(bytes) => bytes,
-        Err(reason) => {
+        Err(e) => {
+            let rule = if e.is_confinement() {
+                FILE_OUTSIDE_TREE
+            } else {
+                IMPORT_NOT_FOUND
+            };
             wf.diagnostics.push(
                 Diagnostic::error(
-                    IMPORT_NOT_FOUND,
-                    format!("`{written}` (import of `{id}`) cannot be read: {reason}"),
+                    rule,
+                    format!("`{written}` (import of `{id}`) cannot be read: {e}"),
                 )
                 .at(at)
                 .on_node(id)
-                .with_hint(format!(
-                    "paths are relative to the workflow file's directory; this one resolves to `{}`",
-                    path.display()
-                )),
+                .with_hint(e.hint(&path)),
             );
-            file_ref.error = Some(reason);
+            file_ref.failed(&e);
             wf.file_refs.push(file_ref);
             return None;
         }
@@ -296,7 +431,9 @@ fn load(
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     chain.files.push(canonical);
+    chain.links.push((shown.clone(), id.to_string()));
     let (mut inner, sheets) = workflow::assemble(&shown, &bytes, &base_dir, options, chain);
+    chain.links.pop();
     chain.files.pop();
     // Checked as if loaded alone, before any stylesheet: those wait for the
     // outermost file, and no rule reads what they set.
@@ -626,7 +763,11 @@ struct Link {
 /// Puts the splices into the graph: each placeholder's nodes in its place,
 /// the imported edges after the placeholder's first edge, then every path
 /// through a stand-in start or exit joined into one edge.
-fn rebuild(graph: &mut Graph, splices: Vec<Splice>) {
+///
+/// Joined edges are charged to `budget` (bytes, as the parser charges
+/// copies); past it, no more are made, and the placeholder whose stand-in
+/// was being contracted is returned so that the caller can report it.
+fn rebuild(graph: &mut Graph, splices: Vec<Splice>, budget: &mut u64) -> Option<NodeId> {
     let old = std::mem::take(graph);
     let mut new = Graph::new(old.name, old.span);
     new.attrs = old.attrs;
@@ -688,13 +829,34 @@ fn rebuild(graph: &mut Graph, splices: Vec<Splice>) {
             );
         }
     }
-    for (start, exit) in &stand_ins {
-        contract(&mut links, start);
-        contract(&mut links, exit);
-    }
-    new.edges = links
+    // Only the links at a stand-in change. They are contracted apart from
+    // the others (which may be hundreds of thousands), each keeping the
+    // position of the written link it descends from, then put back in
+    // place: the same order as contracting the whole list, at a cost that
+    // does not grow with the graph.
+    let stand_in_ids: FxHashSet<&NodeId> = stand_ins.iter().flat_map(|(s, e)| [s, e]).collect();
+    let (mut around, mut rest): (Vec<Placed>, Vec<Placed>) = links
         .into_iter()
-        .map(|link| {
+        .enumerate()
+        .map(|(i, link)| (vec![u32::try_from(i).unwrap_or(u32::MAX)], link))
+        .partition(|(_, l)| {
+            stand_in_ids.contains(&l.edge.from) || stand_in_ids.contains(&l.edge.to)
+        });
+    let mut over = None;
+    for (start, exit) in &stand_ins {
+        for node in [start, exit] {
+            if !contract(&mut around, &mut rest, node, &stand_in_ids, budget) && over.is_none() {
+                over = Some(NodeId::from(
+                    node.rsplit_once(' ').map_or(node.as_ref(), |(id, _)| id),
+                ));
+            }
+        }
+    }
+    rest.append(&mut around);
+    rest.sort_by(|a, b| a.0.cmp(&b.0));
+    new.edges = rest
+        .into_iter()
+        .map(|(_, link)| {
             let mut edge = link.edge;
             // Share the nodes' ids, as the parser does.
             if let Some(i) = new.node_index(&edge.from) {
@@ -708,26 +870,57 @@ fn rebuild(graph: &mut Graph, splices: Vec<Splice>) {
         .collect();
     retarget_retries(&mut new, &entries);
     *graph = new;
+    over
 }
 
+/// A link and its place in the list: a written link's position, and for a
+/// join its in-link's place followed by the out-link's rank. Sorting by
+/// place gives the order that contracting the whole list in place would.
+type Placed = (Vec<u32>, Link);
+
 /// Removes the stand-in `node`, joining each edge into it with each edge
-/// out of it. A loop on it goes nowhere and is dropped.
-fn contract(links: &mut Vec<Link>, node: &NodeId) {
+/// out of it; the joins take the place of the edge into it, and go to
+/// `done` when they touch no stand-in. A loop on it goes nowhere and is
+/// dropped. Each join is charged to `budget`; `false` when it ran out (the
+/// joins past it are not made).
+fn contract(
+    links: &mut Vec<Placed>,
+    done: &mut Vec<Placed>,
+    node: &NodeId,
+    stand_ins: &FxHashSet<&NodeId>,
+    budget: &mut u64,
+) -> bool {
     let outs: Vec<Link> = links
         .iter()
-        .filter(|l| l.edge.from == *node && l.edge.to != *node)
-        .cloned()
+        .filter(|(_, l)| l.edge.from == *node && l.edge.to != *node)
+        .map(|(_, l)| l.clone())
         .collect();
-    for link in std::mem::take(links) {
+    let mut within = true;
+    for (at, link) in std::mem::take(links) {
         if link.edge.from == *node {
             continue;
         }
-        if link.edge.to == *node {
-            links.extend(outs.iter().map(|out| join(&link, out)));
-        } else {
-            links.push(link);
+        if link.edge.to != *node {
+            links.push((at, link));
+            continue;
+        }
+        for (rank, out) in outs.iter().enumerate() {
+            let joined = join(&link, out);
+            let mut place = at.clone();
+            place.push(u32::try_from(rank).unwrap_or(u32::MAX));
+            let cost = (std::mem::size_of::<Edge>() as u64) + joined.edge.attrs.weight();
+            match budget.checked_sub(cost) {
+                Some(left) if within => {
+                    *budget = left;
+                    let settled = !stand_ins.contains(&joined.edge.from)
+                        && !stand_ins.contains(&joined.edge.to);
+                    if settled { &mut *done } else { &mut *links }.push((place, joined));
+                }
+                _ => within = false,
+            }
         }
     }
+    within
 }
 
 /// The edge for the path `first` then `then`: the first edge's attributes,
@@ -874,6 +1067,11 @@ mod tests {
             super::IMPORT_ATTRIBUTE,
             super::IMPORT_CLASH,
             super::IMPORT_GRAPH_ATTRIBUTE,
+            super::IMPORT_TOO_DEEP,
+            super::IMPORT_TOO_LARGE,
+            crate::lang::files::FILE_OUTSIDE_TREE,
+            crate::lang::parser::NESTING_TOO_DEEP,
+            crate::lang::parser::EXPANSION_TOO_LARGE,
         ] {
             assert!(
                 guide.contains(&format!("| `{id}` |")),
@@ -1191,6 +1389,238 @@ mod tests {
             d[0].message
                 .starts_with("in imported file inputs_part.fabro:"),
             "{d:?}"
+        );
+    }
+
+    /// Writes `files` (name, text) into a new temp dir.
+    fn tree(files: &[(String, String)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        dir
+    }
+
+    /// A workflow whose nodes `ids` each import `target`, in a row.
+    fn importing(ids: &[String], target: &str) -> String {
+        let mut text =
+            String::from("digraph C {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n");
+        for id in ids {
+            text.push_str(&format!(" {id} [import=\"{target}\"]\n"));
+        }
+        text.push_str(&format!(" start -> {} -> exit\n}}\n", ids.join(" -> ")));
+        text
+    }
+
+    const LEAF: &str = "digraph L {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n work [shape=parallelogram, script=\"true\", on_failure=\"exit\"]\n start -> work -> exit\n}\n";
+
+    #[test]
+    fn a_700_file_import_chain_stops_at_the_depth_cap_on_a_small_stack() {
+        let files: Vec<(String, String)> = (0..700)
+            .map(|i| {
+                let text = if i < 699 {
+                    importing(&["a".to_string()], &format!("c{}.fabro", i + 1))
+                } else {
+                    LEAF.to_string()
+                };
+                (format!("c{i}.fabro"), text)
+            })
+            .collect();
+        let dir = tree(&files);
+        let path = dir.path().join("c0.fabro");
+        let wf = crate::lang::parser::tests::on_small_stack(move || {
+            Workflow::load(&path, &LoadOptions::default()).expect("loads")
+        });
+        let d = of_rule(&wf, super::IMPORT_TOO_DEEP);
+        assert_eq!(d.len(), 1, "{:?}", wf.diagnostics);
+        assert!(
+            d[0].message.contains(
+                "imports nest more than 16 levels deep: c0.fabro (`a`) → c1.fabro (`a`) → "
+            ),
+            "the chain is named: {}",
+            d[0].message
+        );
+        assert!(
+            d[0].message.ends_with("c16.fabro (`a`) → c17.fabro"),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(at(d[0]), Some((4, 12)), "at the first import");
+    }
+
+    #[test]
+    fn sixteen_levels_of_imports_load() {
+        let files: Vec<(String, String)> = (0..=16)
+            .map(|i| {
+                let text = if i < 16 {
+                    importing(&["a".to_string()], &format!("c{}.fabro", i + 1))
+                } else {
+                    LEAF.to_string()
+                };
+                (format!("c{i}.fabro"), text)
+            })
+            .collect();
+        let dir = tree(&files);
+        let wf =
+            Workflow::load(&dir.path().join("c0.fabro"), &LoadOptions::default()).expect("loads");
+        assert!(wf.is_valid(), "{:?}", wf.diagnostics);
+        assert!(
+            graph(&wf)
+                .node(&format!("{}work", "a.".repeat(16)))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_file_importing_the_next_twice_stops_at_the_import_cap() {
+        // 22 files of 150 bytes, each importing the next twice: 4 million
+        // loads uncapped.
+        let files: Vec<(String, String)> = (0..22)
+            .map(|i| {
+                let text = if i < 21 {
+                    importing(
+                        &["a".to_string(), "b".to_string()],
+                        &format!("b{}.fabro", i + 1),
+                    )
+                } else {
+                    LEAF.to_string()
+                };
+                (format!("b{i}.fabro"), text)
+            })
+            .collect();
+        let dir = tree(&files);
+        let wf =
+            Workflow::load(&dir.path().join("b0.fabro"), &LoadOptions::default()).expect("loads");
+        let d = of_rule(&wf, super::IMPORT_TOO_LARGE);
+        assert!(!d.is_empty(), "{:?}", wf.diagnostics);
+        assert!(
+            d[0].message.contains("imports more than 256 files")
+                && d[0].message.contains("b0.fabro (`a`) → b1.fabro"),
+            "{}",
+            d[0].message
+        );
+    }
+
+    #[test]
+    fn imports_splicing_more_than_the_node_cap_are_refused() {
+        // Twelve imports of a 100-node file, with room for 1,000 nodes (the
+        // real cap is 100,000; the arithmetic is the same).
+        let mut leaf =
+            String::from("digraph L {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n");
+        for i in 0..100 {
+            leaf.push_str(&format!(" n{i} [shape=parallelogram, script=\"true\", on_failure=\"exit\"]\n start -> n{i} -> exit\n"));
+        }
+        leaf.push_str("}\n");
+        let mut main =
+            String::from("digraph M {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n");
+        for i in 0..12 {
+            main.push_str(&format!(
+                " p{i} [import=\"leaf.fabro\"]\n start -> p{i} -> exit\n"
+            ));
+        }
+        main.push_str("}\n");
+        let dir = tree(&[("leaf.fabro".into(), leaf)]);
+        let budget = crate::lang::budget::Budget {
+            imported_nodes: 1_000,
+            ..Default::default()
+        };
+        let wf = Workflow::within(
+            "main.fabro",
+            main.as_bytes(),
+            dir.path(),
+            &LoadOptions::default(),
+            budget,
+        );
+        let d = of_rule(&wf, super::IMPORT_TOO_LARGE);
+        assert_eq!(d.len(), 2, "the 11th and 12th: {:?}", wf.diagnostics);
+        assert!(
+            d[0].message.contains("more than 100000 nodes"),
+            "{}",
+            d[0].message
+        );
+        assert!(
+            d[0].message.ends_with("main.fabro (`p10`) → leaf.fabro"),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(
+            graph(&wf).nodes.len(),
+            2 + 1_000 + 2,
+            "ten splices, two placeholders left"
+        );
+    }
+
+    #[test]
+    fn joining_many_edges_around_an_import_is_bounded() {
+        // 2,000 edges into the placeholder times 2,000 out of the imported
+        // start: four million joined edges uncapped.
+        let mut main = String::from(
+            "digraph M {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n p [import=\"fan.fabro\"]\n p -> exit\n",
+        );
+        let mut fan = String::from("digraph F {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n");
+        for i in 0..2000 {
+            main.push_str(&format!(" m{i} [shape=parallelogram, script=\"true\", on_failure=\"exit\"]\n start -> m{i} -> p [label=\"{}\"]\n", "l".repeat(100)));
+            fan.push_str(&format!(" f{i} [shape=parallelogram, script=\"true\", on_failure=\"exit\"]\n start -> f{i} -> exit\n"));
+        }
+        main.push_str("}\n");
+        fan.push_str("}\n");
+        let dir = tree(&[("main.fabro".into(), main), ("fan.fabro".into(), fan)]);
+        let wf =
+            Workflow::load(&dir.path().join("main.fabro"), &LoadOptions::default()).expect("loads");
+        let d = of_rule(&wf, super::IMPORT_TOO_LARGE);
+        assert_eq!(
+            d.len(),
+            1,
+            "{:?}",
+            &wf.diagnostics[..wf.diagnostics.len().min(5)]
+        );
+        assert!(
+            d[0].message
+                .contains("joining the edges around the import `p`"),
+            "{}",
+            d[0].message
+        );
+        assert!(graph(&wf).edges.len() < 4_000_000);
+    }
+
+    #[test]
+    fn an_import_outside_the_workflows_tree_is_refused() {
+        let outer = tempfile::tempdir().expect("temp dir");
+        let flows = outer.path().join("flows");
+        std::fs::create_dir(&flows).expect("mkdir");
+        std::fs::write(outer.path().join("review.fabro"), LEAF).expect("write");
+        std::fs::write(
+            flows.join("main.fabro"),
+            importing(&["r".to_string()], "../review.fabro"),
+        )
+        .expect("write");
+        let wf = Workflow::load(&flows.join("main.fabro"), &LoadOptions::default()).expect("loads");
+        let d = of_rule(&wf, crate::lang::files::FILE_OUTSIDE_TREE);
+        assert_eq!(d.len(), 1, "{:?}", wf.diagnostics);
+        assert_eq!(at(d[0]), Some((4, 12)));
+        assert!(graph(&wf).node("r.work").is_none());
+    }
+
+    #[test]
+    fn a_fifo_import_is_refused_without_blocking() {
+        let dir = tree(&[(
+            "main.fabro".into(),
+            importing(&["r".to_string()], "pipe.fabro"),
+        )]);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            dir.path().join("pipe.fabro"),
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .expect("mkfifo");
+        let wf =
+            Workflow::load(&dir.path().join("main.fabro"), &LoadOptions::default()).expect("loads");
+        let d = of_rule(&wf, super::IMPORT_NOT_FOUND);
+        assert_eq!(d.len(), 1, "{:?}", wf.diagnostics);
+        assert!(
+            d[0].message.contains("not a regular file (it is a FIFO)"),
+            "{}",
+            d[0].message
         );
     }
 

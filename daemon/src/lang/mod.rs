@@ -1,8 +1,10 @@
 //! The workflow language: source text in, a validated [`Graph`] out.
 
 pub mod attrs;
+pub mod budget;
 pub mod condition;
 pub mod diagnostic;
+pub mod files;
 pub mod graph;
 pub mod import;
 pub mod lexer;

@@ -1,10 +1,13 @@
-//! The recursive-descent parser for Fabro's DOT subset
-//! (reference/dot-language.mdx).
+//! The parser for Fabro's DOT subset (reference/dot-language.mdx).
 //!
 //! It builds the [`Graph`] directly, applying scoped node and edge defaults
 //! and subgraph classes as it goes. A syntax error stops the parse (the first
 //! error is reported precisely rather than a cascade of guesses); attribute
 //! type errors are collected and parsing continues.
+//!
+//! Nothing here recurses: nested `{ }` scopes live on an explicit stack
+//! (`Parser::frames`), capped at [`MAX_NESTING`], so no input can exhaust
+//! the call stack of the thread that parses it, however small.
 
 // The error path carries a whole `Diagnostic` and ends the parse: it is cold,
 // so boxing every intermediate `Result` would cost more than it saves.
@@ -23,17 +26,45 @@ use super::value::{Duration, Value, ValueType};
 pub const SYNTAX: &str = "syntax";
 /// The rule id of attribute values of the wrong type.
 pub const ATTRIBUTE_TYPE: &str = "attribute_type";
+/// The rule id of subgraphs nested deeper than [`MAX_NESTING`].
+pub const NESTING_TOO_DEEP: &str = "nesting_too_deep";
+
+/// How deep `{ }` subgraphs may nest. No real workflow comes near it; the
+/// cap bounds the scope stack (each level copies its parent's node and edge
+/// defaults), and the error names it.
+pub const MAX_NESTING: usize = 256;
+
+/// The rule id of a file whose defaults and subgraph labels would be copied
+/// onto its nodes and edges beyond [`MAX_EXPANSION_BYTES`].
+pub const EXPANSION_TOO_LARGE: &str = "expansion_too_large";
+
+/// How many bytes of attributes the parser may copy: node and edge
+/// defaults onto each node and edge they apply to, a chained edge's
+/// attributes onto each of its pairs, subgraph labels onto their nodes as
+/// classes. Without it, 4 MB of `node [...]` defaults followed by a
+/// thousand node names would ask for gigabytes. Written attributes are not
+/// counted (the file's size bounds them); a workflow that uses defaults
+/// the ordinary way copies a few megabytes at most.
+pub const MAX_EXPANSION_BYTES: u64 = 64 * crate::limits::MIB;
 
 /// A parsed graph and the non-fatal problems found while building it.
 #[derive(Debug)]
 pub struct Parsed {
     pub graph: Graph,
     pub diagnostics: Vec<Diagnostic>,
+    /// Bytes of attributes copied (see [`MAX_EXPANSION_BYTES`]).
+    pub expanded: u64,
 }
 
 /// Parses a workflow. `Err` holds the first syntax error.
 pub fn parse(src: &str) -> Result<Parsed, Box<Diagnostic>> {
-    let mut parser = Parser::new(src).map_err(Box::new)?;
+    parse_within(src, MAX_EXPANSION_BYTES)
+}
+
+/// [`parse`] with at most `budget` bytes of copied attributes (what is left
+/// of [`MAX_EXPANSION_BYTES`] when imported files share it).
+pub fn parse_within(src: &str, budget: u64) -> Result<Parsed, Box<Diagnostic>> {
+    let mut parser = Parser::new(src, budget).map_err(Box::new)?;
     // Pre-size for large files (about one node and two edges per 300 bytes
     // of typical workflow text), so growth does not copy the arrays.
     let estimate = src.len() / 300;
@@ -43,6 +74,7 @@ pub fn parse(src: &str) -> Result<Parsed, Box<Diagnostic>> {
     Ok(Parsed {
         graph: parser.graph,
         diagnostics: parser.diagnostics,
+        expanded: budget - parser.expansion_left,
     })
 }
 
@@ -53,8 +85,10 @@ struct Frame {
     edge_defaults: Attrs,
     /// The subgraph's `label`, which becomes a class of its nodes.
     label: Option<String>,
-    /// Nodes declared or referenced inside this scope (and nested ones).
-    members: Vec<usize>,
+    /// Where this scope's members start in `Parser::members`: the nodes
+    /// declared or referenced inside it (nested scopes included) are the
+    /// entries from there on, so closing a scope copies nothing.
+    members_from: usize,
 }
 
 struct Parser<'src> {
@@ -65,6 +99,13 @@ struct Parser<'src> {
     diagnostics: Vec<Diagnostic>,
     /// Reused by every attribute list (see `attr_list`).
     scratch: Attrs,
+    /// Node positions touched inside subgraphs, innermost scope last.
+    members: Vec<usize>,
+    /// Per node position, where in `members` it was last recorded, so a
+    /// node named again in the same scope is recorded once.
+    member_at: Vec<usize>,
+    /// What is left of the copying budget (see [`MAX_EXPANSION_BYTES`]).
+    expansion_left: u64,
 }
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -114,7 +155,7 @@ pub fn label_class(label: &str) -> String {
 }
 
 impl<'src> Parser<'src> {
-    fn new(src: &'src str) -> PResult<Self> {
+    fn new(src: &'src str, budget: u64) -> PResult<Self> {
         let mut lexer = Lexer::new(src);
         let tok = lexer.next_token().map_err(lex_diag)?;
         Ok(Parser {
@@ -124,7 +165,30 @@ impl<'src> Parser<'src> {
             frames: vec![Frame::default()],
             diagnostics: Vec::new(),
             scratch: Attrs::new(),
+            members: Vec::new(),
+            member_at: Vec::new(),
+            expansion_left: budget,
         })
+    }
+
+    /// Takes `bytes` of copies from the budget; past it, the parse stops
+    /// at the current token.
+    fn charge(&mut self, bytes: u64) -> PResult<()> {
+        match self.expansion_left.checked_sub(bytes) {
+            Some(left) => {
+                self.expansion_left = left;
+                Ok(())
+            }
+            None => Err(Diagnostic::error(
+                EXPANSION_TOO_LARGE,
+                format!(
+                    "node and edge defaults and subgraph labels copy more than {} of attributes onto the nodes and edges",
+                    crate::limits::human_bytes(MAX_EXPANSION_BYTES)
+                ),
+            )
+            .at(self.tok.span)
+            .with_hint("each node or edge gets its own copy of the defaults in force where it is written: set fewer or shorter defaults, or write the attributes on the nodes that need them")),
+        }
     }
 
     fn advance(&mut self) -> PResult<Token<'src>> {
@@ -216,10 +280,16 @@ impl<'src> Parser<'src> {
         }
     }
 
-    /// Statements until the closing `}` (not consumed).
+    /// The graph's statements up to its closing `}` (not consumed),
+    /// subgraphs included: `{` pushes a scope and `}` pops it, in this one
+    /// loop, so nesting costs heap (bounded by [`MAX_NESTING`]), not stack.
     fn statements(&mut self) -> PResult<()> {
         loop {
             match &self.tok.kind {
+                TokenKind::RBrace if self.in_subgraph() => {
+                    self.advance()?;
+                    self.close_subgraph()?;
+                }
                 TokenKind::RBrace => return Ok(()),
                 TokenKind::Eof => {
                     return Err(Diagnostic::error(
@@ -318,33 +388,67 @@ impl<'src> Parser<'src> {
         }
     }
 
+    /// Opens a subgraph at its `{`: a new scope inheriting the defaults of
+    /// the one around it. [`Parser::statements`] closes it at its `}`.
     fn subgraph(&mut self) -> PResult<()> {
+        // The root frame is the graph's own scope, not a subgraph.
+        let depth = self.frames.len();
+        if depth > MAX_NESTING {
+            return Err(Diagnostic::error(
+                NESTING_TOO_DEEP,
+                format!("subgraphs nest more than {MAX_NESTING} levels deep"),
+            )
+            .at(self.tok.span)
+            .with_hint(format!(
+                "this `{{` opens level {depth}; flatten the subgraphs (their only use is grouping nodes and scoping defaults)"
+            )));
+        }
+        let inherited = self
+            .frames
+            .last()
+            .map_or(0, |f| f.node_defaults.weight() + f.edge_defaults.weight());
+        self.charge(inherited)?;
         self.expect(&TokenKind::LBrace, "`{`")?;
         let parent = self.frames.last();
         let frame = Frame {
             node_defaults: parent.map(|f| f.node_defaults.clone()).unwrap_or_default(),
             edge_defaults: parent.map(|f| f.edge_defaults.clone()).unwrap_or_default(),
             label: None,
-            members: Vec::new(),
+            members_from: self.members.len(),
         };
         self.frames.push(frame);
-        self.statements()?;
-        self.expect(&TokenKind::RBrace, "`}`")?;
+        Ok(())
+    }
+
+    /// Closes the innermost subgraph after its `}`: its label becomes a
+    /// class of its members, who stay members of the scope around it.
+    fn close_subgraph(&mut self) -> PResult<()> {
+        if !self.in_subgraph() {
+            return Ok(());
+        }
         let Some(done) = self.frames.pop() else {
             return Ok(());
         };
-        if let Some(label) = &done.label {
-            let class = label_class(label);
-            if !class.is_empty() {
-                for &i in &done.members {
-                    let node = &mut self.graph.nodes[i];
-                    if !node.subgraph_classes.contains(&class) {
-                        node.subgraph_classes.push(class.clone());
-                    }
+        let class = done.label.as_deref().map(label_class).unwrap_or_default();
+        if !class.is_empty() {
+            let weight = (std::mem::size_of::<String>() + class.len()) as u64;
+            for k in done.members_from..self.members.len() {
+                let node = &mut self.graph.nodes[self.members[k]];
+                // Visiting a member is work even when it adds nothing (the
+                // same nodes in 256 labelled scopes): it is charged as the
+                // bytes it compares.
+                let compared = (node.subgraph_classes.len() * std::mem::size_of::<String>()) as u64;
+                let added = !node.subgraph_classes.contains(&class);
+                if added {
+                    node.subgraph_classes.push(class.clone());
                 }
+                self.charge(compared + if added { weight } else { 0 })?;
             }
         }
-        self.frame().members.extend(done.members);
+        if !self.in_subgraph() {
+            // Back at the graph's own scope, which keeps no members.
+            self.members.truncate(done.members_from);
+        }
         Ok(())
     }
 
@@ -411,7 +515,7 @@ impl<'src> Parser<'src> {
         } else {
             Attrs::new()
         };
-        let (i, _) = self.touch_node(id, span);
+        let (i, _) = self.touch_node(id, span)?;
         let node = &mut self.graph.nodes[i];
         if !node.declared {
             node.declared = true;
@@ -432,16 +536,27 @@ impl<'src> Parser<'src> {
     }
 
     /// The node called `id` (created if new), with its shared id.
-    fn touch_node(&mut self, id: &str, span: Span) -> (usize, NodeId) {
+    fn touch_node(&mut self, id: &str, span: Span) -> PResult<(usize, NodeId)> {
         let (i, shared, created) = self.graph.node_entry(id, span);
         if created {
+            let weight = self.frame().node_defaults.weight();
+            self.charge(weight)?;
             let defaults = self.frame().node_defaults.clone();
             self.graph.nodes[i].attrs = defaults;
         }
         if self.in_subgraph() {
-            self.frame().members.push(i);
+            if self.member_at.len() <= i {
+                self.member_at.resize(i + 1, usize::MAX);
+            }
+            let from = self.frames.last().map_or(0, |f| f.members_from);
+            let at = self.member_at[i];
+            let recorded = at >= from && self.members.get(at) == Some(&i);
+            if !recorded {
+                self.member_at[i] = self.members.len();
+                self.members.push(i);
+            }
         }
-        (i, shared)
+        Ok((i, shared))
     }
 
     /// `a -> b -> c [attrs]`: pairwise edges sharing the attributes.
@@ -457,12 +572,16 @@ impl<'src> Parser<'src> {
             Attrs::new()
         };
         // Edges share the nodes' id strings rather than copying them.
-        let shared: Vec<NodeId> = ids
-            .iter()
-            .map(|&(id, span)| self.touch_node(id, span).1)
-            .collect();
+        let mut shared: Vec<NodeId> = Vec::with_capacity(ids.len());
+        for &(id, span) in &ids {
+            shared.push(self.touch_node(id, span)?.1);
+        }
         let mut attrs = self.frame().edge_defaults.clone();
         attrs.merge(list);
+        // Every pair but the last gets a copy; the defaults were one more.
+        let pairs = ids.len().saturating_sub(1) as u64;
+        let copies = self.frame().edge_defaults.weight() + attrs.weight() * pairs.saturating_sub(1);
+        self.charge(copies)?;
         // Pairwise edges; the last pair takes the attributes by move, so a
         // plain `a -> b` copies nothing.
         let last = ids.len().saturating_sub(1);
@@ -487,8 +606,9 @@ impl<'src> Parser<'src> {
         Ok(())
     }
 
-    /// One or more `[ ... ]` blocks. Attributes are separated by `,` or `;`;
-    /// a missing separator is an error (it usually hides a typo).
+    /// One or more `[ ... ]` blocks. Attributes may be separated by `,` or
+    /// `;`, or by nothing but white space, as in Graphviz
+    /// (`[label="x" shape=box]`).
     fn attr_list(&mut self, scope: Scope) -> PResult<Attrs> {
         // Built in a reused buffer, then copied out at its exact size: large
         // workflows hold hundreds of thousands of lists, and this costs one
@@ -506,7 +626,6 @@ impl<'src> Parser<'src> {
         }
         while self.tok.kind == TokenKind::LBracket {
             self.advance()?;
-            let mut need_separator = false;
             loop {
                 match &self.tok.kind {
                     TokenKind::RBracket => {
@@ -515,12 +634,6 @@ impl<'src> Parser<'src> {
                     }
                     TokenKind::Comma | TokenKind::Semicolon => {
                         self.advance()?;
-                        need_separator = false;
-                    }
-                    TokenKind::Word(_) | TokenKind::Str(_) if need_separator => {
-                        return Err(Diagnostic::error(SYNTAX, "missing `,` between attributes")
-                            .at(self.tok.span)
-                            .with_hint("separate attributes with commas: `[a=1, b=2]`"));
                     }
                     TokenKind::Word(w) => {
                         let key = *w;
@@ -547,7 +660,6 @@ impl<'src> Parser<'src> {
                         self.advance()?;
                         let attr = self.value_for(key, key_tok.span, scope)?;
                         attrs.set(attr);
-                        need_separator = true;
                     }
                     TokenKind::Str(_) => {
                         return Err(
@@ -648,7 +760,7 @@ impl Parser<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lang::graph::Handler;
 
@@ -929,10 +1041,104 @@ mod tests {
     }
 
     #[test]
-    fn missing_comma_between_attributes_is_rejected_at_the_second() {
-        let e = err("digraph G { a [label=\"x\" shape=box] }");
-        assert!(e.message.contains("missing `,`"));
-        assert_eq!(at(&e), (1, 26));
+    fn attributes_need_no_separator_as_in_graphviz() {
+        let g = ok("digraph G { a [label=\"x\" shape=box]; b [label=y; shape=tab class=\"c\",] }");
+        assert_eq!(text(&g, "a", "label").as_deref(), Some("x"));
+        assert_eq!(g.node("a").map(|n| n.handler), Some(Handler::Agent));
+        assert_eq!(g.node("b").map(|n| n.handler), Some(Handler::Prompt));
+        assert_eq!(
+            g.node("b").map(|n| n.classes()),
+            Some(vec!["c".to_string()])
+        );
+        let e = err("digraph G { a [label=\"x\" shape] }");
+        assert!(
+            e.message.contains("expected `=` after attribute `shape`"),
+            "{e:?}"
+        );
+    }
+
+    /// Runs `f` on a thread with a small stack (512 KiB, a quarter of a
+    /// tokio worker's): a loader that recursed once per `{` or per import
+    /// would overflow it on the inputs below and abort the whole process.
+    pub(crate) fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(f)
+            .expect("spawn")
+            .join()
+            .expect("no stack overflow")
+    }
+
+    fn nested(levels: usize) -> String {
+        format!(
+            "digraph G {{ start -> exit\n{}\n{} }}",
+            "{ ".repeat(levels),
+            "} ".repeat(levels)
+        )
+    }
+
+    #[test]
+    fn subgraphs_nest_to_the_cap_and_no_deeper() {
+        assert!(parse(&nested(MAX_NESTING)).is_ok());
+        let e = err(&nested(MAX_NESTING + 1));
+        assert_eq!(e.rule, NESTING_TOO_DEEP);
+        assert!(e.message.contains("more than 256 levels"), "{e:?}");
+        assert!(
+            e.hint
+                .as_deref()
+                .is_some_and(|h| h.contains("opens level 257")),
+            "{e:?}"
+        );
+        assert_eq!(at(&e), (2, 513), "at the `{{` that goes too deep");
+    }
+
+    #[test]
+    fn a_hundred_thousand_nested_subgraphs_are_refused_on_a_small_stack() {
+        let e = on_small_stack(|| match parse(&nested(100_000)) {
+            Ok(_) => None,
+            Err(e) => Some(*e),
+        })
+        .expect("refused");
+        assert_eq!(e.rule, NESTING_TOO_DEEP);
+    }
+
+    #[test]
+    fn copying_defaults_beyond_the_budget_is_refused() {
+        // 10 nodes each get a copy of the defaults: fine at 100 KB, not at 1 KB.
+        let src = format!(
+            "digraph G {{ node [prompt=\"{}\"] {} }}",
+            "p".repeat(500),
+            (0..10)
+                .map(|i| format!("n{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let fine = parse_within(&src, 100_000).expect("within the budget");
+        assert!(fine.expanded >= 10 * 500, "{}", fine.expanded);
+        let e = parse_within(&src, 1_000).expect_err("over the budget");
+        assert_eq!(e.rule, EXPANSION_TOO_LARGE);
+        assert!(e.message.contains("64 MiB"), "{e:?}");
+    }
+
+    #[test]
+    fn subgraph_labels_on_many_nodes_count_against_the_budget() {
+        let src = format!(
+            "digraph G {{ {} {} {} }}",
+            "{ label=\"Deep Loop\" ".repeat(50),
+            (0..200)
+                .map(|i| format!("n{i} n{i}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            "} ".repeat(50)
+        );
+        let g = parse(&src).expect("parses").graph;
+        assert_eq!(
+            g.node("n7").map(|n| n.classes()),
+            Some(vec!["deep-loop".to_string()]),
+            "one class, however many scopes give it"
+        );
+        let e = parse_within(&src, 50_000).expect_err("50 scopes x 200 nodes is work");
+        assert_eq!(e.rule, EXPANSION_TOO_LARGE);
     }
 
     #[test]

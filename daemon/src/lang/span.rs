@@ -54,9 +54,62 @@ pub fn span_of(text: &str, start: usize, end: usize) -> Span {
     }
 }
 
+/// Builds a span over `text[start..end]` counting from `anchor`, a span
+/// whose position is known and which starts at or before `start`. Costs
+/// the distance from the anchor, not from the start of the file (which is
+/// what [`span_of`] does, and what it falls back to when `start` lies before
+/// the anchor).
+#[must_use]
+pub fn span_after(text: &str, anchor: Span, start: usize, end: usize) -> Span {
+    let from = anchor.start as usize;
+    let Some(between) = text.get(from..start.min(text.len())) else {
+        return span_of(text, start, end);
+    };
+    let newlines = between.bytes().filter(|&b| b == b'\n').count();
+    let (line, column) = match between.rfind('\n') {
+        Some(i) => (
+            anchor.line as usize + newlines,
+            between.get(i + 1..).map_or(0, |s| s.chars().count()) + 1,
+        ),
+        None => (
+            anchor.line as usize,
+            anchor.column as usize + between.chars().count(),
+        ),
+    };
+    Span {
+        start: to_u32(start),
+        end: to_u32(end),
+        line: to_u32(line),
+        column: to_u32(column),
+    }
+}
+
 /// Saturating conversion for offsets and counts; workflow files over 4 GiB
 /// are refused before they reach the lexer.
 #[must_use]
 pub fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_counted_from_an_anchor_matches_one_counted_from_the_start() {
+        let text = "ab\ncé d\nefg \"x\ny\" z";
+        for anchor_at in [0, 3, 7, 12] {
+            let anchor = span_of(text, anchor_at, anchor_at);
+            for start in anchor_at..text.len() {
+                if !text.is_char_boundary(start) {
+                    continue;
+                }
+                assert_eq!(
+                    span_after(text, anchor, start, start),
+                    span_of(text, start, start),
+                    "anchor {anchor_at}, start {start}"
+                );
+            }
+        }
+    }
 }

@@ -11,6 +11,11 @@
 //!
 //! Pass 1 is skipped for sources that do not mention `inputs` in a tag, so
 //! `{% raw %}` escapes survive to pass 2 and positions stay exact.
+//!
+//! Rendering draws on MiniJinja fuel from a budget shared by the whole load
+//! ([`super::budget::TEMPLATE_FUEL`]): fuel counts instructions and the
+//! bytes a template creates, so `{% for %}` loops nested four deep stop
+//! with an error instead of running for hours and filling memory.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -18,6 +23,8 @@ use std::sync::LazyLock;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 use regex::Regex;
+
+use super::budget::TEMPLATE_FUEL;
 
 /// The rule id of template errors.
 pub const TEMPLATE: &str = "template";
@@ -30,14 +37,23 @@ pub struct TemplateError {
     pub range: Option<std::ops::Range<usize>>,
     /// 1-based line inside the template text, when known.
     pub line: Option<usize>,
+    /// The load's template budget ran out (see [`TEMPLATE_FUEL`]).
+    pub out_of_fuel: bool,
 }
+
+/// What to tell the user when the budget runs out.
+pub const OUT_OF_FUEL_HINT: &str = "templates are for `{{ goal }}`, `{{ inputs.NAME }}` and small conditions; loops that produce this much text do not belong in a workflow";
 
 impl TemplateError {
     fn from_minijinja(e: &minijinja::Error) -> Self {
+        let out_of_fuel = e.kind() == minijinja::ErrorKind::OutOfFuel;
         let message = match (e.kind(), e.detail()) {
             (minijinja::ErrorKind::UndefinedError, _) => {
                 "undefined variable in template".to_string()
             }
+            _ if out_of_fuel => format!(
+                "templates do too much work: rendering stopped at the limit for the whole workflow ({TEMPLATE_FUEL} units, about as many instructions or 64 bytes of text each)"
+            ),
             (kind, Some(detail)) => format!("{kind}: {detail}"),
             (kind, None) => kind.to_string(),
         };
@@ -45,8 +61,165 @@ impl TemplateError {
             message,
             range: e.range(),
             line: e.line(),
+            out_of_fuel,
         }
     }
+}
+
+/// How deep brackets and blocks may nest in one template. MiniJinja's
+/// parser stops at 150 levels, but its recursive descent spends about a
+/// dozen stack frames per level, which in a debug build is more stack than
+/// a worker thread has; no real template nests more than a few levels.
+pub const MAX_TEMPLATE_NESTING: usize = 20;
+
+/// Block tags that open a level closed by an `end...` tag (`set` only in
+/// its block form, without `=`).
+const BLOCKS: &[&str] = &[
+    "if",
+    "for",
+    "with",
+    "filter",
+    "macro",
+    "call",
+    "block",
+    "autoescape",
+    "set",
+];
+
+/// How deep `text` nests as MiniJinja would parse it: inside each `{{ }}`
+/// or `{% %}` tag, its brackets (string literals skipped; a `}` closes a
+/// dict while one is open, as MiniJinja's lexer reads it), on top of the
+/// blocks open around it. Text outside tags, comments and `{% raw %}`
+/// blocks do not count: prose may hold any number of `:-(`.
+fn nesting(text: &str) -> usize {
+    let b = text.as_bytes();
+    let (mut i, mut blocks, mut deepest) = (0usize, 0usize, 0usize);
+    while i + 1 < b.len() {
+        if b[i] != b'{' || !matches!(b[i + 1], b'{' | b'%' | b'#') {
+            i += 1;
+            continue;
+        }
+        let kind = b[i + 1];
+        i += 2;
+        if kind == b'#' {
+            i = text
+                .get(i..)
+                .and_then(|r| r.find("#}"))
+                .map_or(b.len(), |k| i + k + 2);
+            continue;
+        }
+        let start = i;
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                quote @ (b'"' | b'\'') => {
+                    i += 1;
+                    while i < b.len() && b[i] != quote {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'(' | b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(blocks + depth + 1);
+                }
+                b')' | b']' => depth = depth.saturating_sub(1),
+                b'}' if depth > 0 => depth -= 1,
+                // The tag's end: `}}` for `{{`, `%}` for `{%`.
+                b'}' if kind == b'{' && b.get(i + 1) == Some(&b'}') => break,
+                b'%' if kind == b'%' && b.get(i + 1) == Some(&b'}') => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        let tag = text.get(start..i.min(b.len())).unwrap_or("");
+        i += 2;
+        deepest = deepest.max(blocks + 1);
+        if kind != b'%' {
+            continue;
+        }
+        let body = tag.trim_start_matches(['-', '+', ' ', '\t', '\r', '\n']);
+        let word: String = body.chars().take_while(char::is_ascii_alphabetic).collect();
+        if word == "raw" {
+            // Literal up to `{% endraw %}`: nothing in it is parsed.
+            let rest = text.get(i.min(b.len())..).unwrap_or("");
+            i = rest.find("endraw").map_or(b.len(), |k| i + k);
+        } else if word.starts_with("end") {
+            blocks = blocks.saturating_sub(1);
+        } else if BLOCKS.contains(&word.as_str()) && (word != "set" || !body.contains('=')) {
+            blocks += 1;
+            deepest = deepest.max(blocks);
+        }
+    }
+    deepest
+}
+
+/// Refuses a template that nests deeper than [`MAX_TEMPLATE_NESTING`]
+/// before MiniJinja's parser recurses into it.
+fn check_nesting(text: &str) -> Result<(), TemplateError> {
+    if nesting(text) <= MAX_TEMPLATE_NESTING {
+        return Ok(());
+    }
+    Err(TemplateError {
+        message: format!(
+            "the template nests brackets and blocks more than {MAX_TEMPLATE_NESTING} levels deep"
+        ),
+        range: None,
+        line: None,
+        out_of_fuel: false,
+    })
+}
+
+/// The fuel of a first try at each template: nearly all need far less, and
+/// a template that fails for another reason (an undefined input) costs the
+/// budget at most this much, since how much it used is not known.
+const FIRST_TRY_FUEL: u64 = 1_000;
+
+/// Renders `text` with `ctx`, taking what it uses from `fuel`.
+fn render_fueled(
+    env: &mut Environment<'static>,
+    text: &str,
+    ctx: &Value,
+    fuel: &mut u64,
+) -> Result<String, TemplateError> {
+    check_nesting(text)?;
+    let first = (*fuel).min(FIRST_TRY_FUEL);
+    match try_render(env, text, ctx, first) {
+        Ok((out, used)) => {
+            *fuel = fuel.saturating_sub(used);
+            return Ok(out);
+        }
+        // More fuel may do: try again with all that is left.
+        Err(e) if e.kind() == minijinja::ErrorKind::OutOfFuel && first < *fuel => {}
+        Err(e) => {
+            *fuel = fuel.saturating_sub(first);
+            return Err(TemplateError::from_minijinja(&e));
+        }
+    }
+    let all = *fuel;
+    match try_render(env, text, ctx, all) {
+        Ok((out, used)) => {
+            *fuel = fuel.saturating_sub(used);
+            Ok(out)
+        }
+        Err(e) => {
+            *fuel = 0;
+            Err(TemplateError::from_minijinja(&e))
+        }
+    }
+}
+
+/// One render with `fuel` units; the output and the units used.
+fn try_render(
+    env: &mut Environment<'static>,
+    text: &str,
+    ctx: &Value,
+    fuel: u64,
+) -> Result<(String, u64), minijinja::Error> {
+    env.set_fuel(Some(fuel));
+    let template = env.template_from_str(text)?;
+    let captured = template.render_captured(ctx.clone())?;
+    let used = captured.state().fuel_levels().map_or(0, |(used, _)| used);
+    Ok((captured.into_output(), used))
 }
 
 /// True when `text` contains template syntax and so needs rendering.
@@ -111,30 +284,31 @@ impl Renderer {
         }
     }
 
-    /// Renders `text`; text without template syntax is returned as is.
-    pub fn render<'t>(&self, text: &'t str) -> Result<Cow<'t, str>, TemplateError> {
+    /// Renders `text`, taking the work from `fuel`; text without template
+    /// syntax is returned as is, for free.
+    pub fn render<'t>(
+        &mut self,
+        text: &'t str,
+        fuel: &mut u64,
+    ) -> Result<Cow<'t, str>, TemplateError> {
         if !has_template(text) {
             return Ok(Cow::Borrowed(text));
         }
-        self.env
-            .render_str(text, self.context.clone())
-            .map(Cow::Owned)
-            .map_err(|e| TemplateError::from_minijinja(&e))
+        render_fueled(&mut self.env, text, &self.context, fuel).map(Cow::Owned)
     }
 }
 
 /// Pass 1: renders the whole source with the inputs, leaving `{{ goal }}`
-/// in place for pass 2.
+/// in place for pass 2, taking the work from `fuel`.
 pub fn render_structure(
     source: &str,
     inputs: &BTreeMap<String, String>,
+    fuel: &mut u64,
 ) -> Result<String, TemplateError> {
     let mut ctx = BTreeMap::new();
     ctx.insert("inputs".to_string(), inputs_value(inputs));
     ctx.insert("goal".to_string(), Value::from("{{ goal }}"));
-    environment()
-        .render_str(source, Value::from(ctx))
-        .map_err(|e| TemplateError::from_minijinja(&e))
+    render_fueled(&mut environment(), source, &Value::from(ctx), fuel)
 }
 
 #[cfg(test)]
@@ -148,20 +322,93 @@ mod tests {
             .collect()
     }
 
+    fn fuel() -> u64 {
+        TEMPLATE_FUEL
+    }
+
     #[test]
     fn goal_and_inputs_render() {
-        let r = Renderer::new(Some("ship it"), &inputs(&[("lang", "rust")]));
+        let mut r = Renderer::new(Some("ship it"), &inputs(&[("lang", "rust")]));
+        let mut fuel = fuel();
         assert_eq!(
-            r.render("{{ goal }} in {{ inputs.lang }}").as_deref(),
+            r.render("{{ goal }} in {{ inputs.lang }}", &mut fuel)
+                .as_deref(),
             Ok("ship it in rust")
+        );
+        assert!(
+            fuel < TEMPLATE_FUEL && fuel > TEMPLATE_FUEL - 100,
+            "a small template costs a few units: {fuel}"
         );
     }
 
     #[test]
-    fn undefined_inputs_are_errors() {
-        let r = Renderer::new(Some("g"), &inputs(&[("language", "rust")]));
+    fn nested_loops_stop_at_the_budget_with_a_clear_error() {
+        let mut r = Renderer::new(Some("g"), &BTreeMap::new());
+        let mut fuel = fuel();
+        let bomb = "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}xxxxxxxxxxxxxxxx{% endfor %}{% endfor %}{% endfor %}";
+        let e = r.render(bomb, &mut fuel).expect_err("out of fuel");
+        assert!(e.out_of_fuel, "{e:?}");
+        assert!(e.message.contains("too much work"), "{e:?}");
+        assert_eq!(fuel, 0, "the budget is spent");
         let e = r
-            .render("run {{ inputs.langauge }} tests")
+            .render("{{ goal }}", &mut fuel)
+            .expect_err("nothing is left for the next template");
+        assert!(e.out_of_fuel, "{e:?}");
+    }
+
+    #[test]
+    fn doubling_a_string_stops_at_the_budget_before_it_fills_memory() {
+        let mut r = Renderer::new(Some("g"), &BTreeMap::new());
+        let mut fuel = fuel();
+        let doubling = format!(
+            "{{% set s = 'x' * 1000000 %}}{}{{{{ s }}}}",
+            "{% set s = s ~ s %}".repeat(40)
+        );
+        let e = r.render(&doubling, &mut fuel).expect_err("out of fuel");
+        assert!(e.out_of_fuel, "{e:?}");
+    }
+
+    #[test]
+    fn nesting_counts_brackets_in_tags_and_open_blocks() {
+        assert_eq!(nesting("plain text :-( :-( (((("), 0);
+        assert_eq!(nesting("{{ goal }}"), 1);
+        assert_eq!(nesting("{% if a %}{{ (b) }}{% endif %}"), 3);
+        assert_eq!(
+            nesting("{%- for x in y -%}{% if x %}{% endif %}{% endfor %}"),
+            3,
+            "the `endif` is read inside the `for` and the `if`"
+        );
+        assert_eq!(
+            nesting("{{ {'a': {'b': 1}} }} then (((( prose"),
+            3,
+            "a dict's `}}` is not the tag's end"
+        );
+        assert_eq!(nesting("{{ \"}} ((\" ~ ((x)) }}"), 3, "strings are skipped");
+        assert_eq!(nesting("{# ((((( #}{% raw %}{{ (((((( }}{% endraw %}"), 1);
+        assert_eq!(nesting("{% set x = [1] %}{% set y %}z{% endset %}"), 2);
+        let deep = format!("{{{{ {}1{} }}}}", "(".repeat(20), ")".repeat(20));
+        let e = Renderer::new(None, &BTreeMap::new())
+            .render(&deep, &mut fuel())
+            .expect_err("too deep");
+        assert!(e.message.contains("more than 20 levels"), "{e:?}");
+    }
+
+    #[test]
+    fn a_failing_template_costs_at_most_its_first_try() {
+        let mut r = Renderer::new(Some("g"), &BTreeMap::new());
+        let mut fuel = fuel();
+        for _ in 0..100 {
+            assert!(r.render("{{ inputs.missing }}", &mut fuel).is_err());
+        }
+        assert!(fuel >= TEMPLATE_FUEL - 100 * FIRST_TRY_FUEL, "{fuel}");
+        assert_eq!(r.render("{{ goal }}", &mut fuel).as_deref(), Ok("g"));
+    }
+
+    #[test]
+    fn undefined_inputs_are_errors() {
+        let mut r = Renderer::new(Some("g"), &inputs(&[("language", "rust")]));
+        let e = r
+            .render("run {{ inputs.langauge }} tests", &mut fuel())
             .expect_err("strict");
         assert!(e.message.contains("undefined"), "{e:?}");
         assert_eq!(e.range, Some(7..22), "the range covers `inputs.langauge`");
@@ -169,18 +416,19 @@ mod tests {
 
     #[test]
     fn raw_blocks_escape_template_syntax() {
-        let r = Renderer::new(Some("g"), &BTreeMap::new());
+        let mut r = Renderer::new(Some("g"), &BTreeMap::new());
         assert_eq!(
-            r.render("{% raw %}{{ goal }}{% endraw %}").as_deref(),
+            r.render("{% raw %}{{ goal }}{% endraw %}", &mut fuel())
+                .as_deref(),
             Ok("{{ goal }}")
         );
     }
 
     #[test]
     fn text_without_templates_is_untouched() {
-        let r = Renderer::new(None, &BTreeMap::new());
+        let mut r = Renderer::new(None, &BTreeMap::new());
         assert!(matches!(
-            r.render("plain ${HOME} {x}"),
+            r.render("plain ${HOME} {x}", &mut fuel()),
             Ok(Cow::Borrowed(_))
         ));
     }
@@ -189,7 +437,8 @@ mod tests {
     fn structure_pass_keeps_goal_for_later() {
         let src =
             "digraph G { a [prompt=\"{{ goal }}\"]\n{% if inputs.extra == 'yes' %}b{% endif %} }";
-        let out = render_structure(src, &inputs(&[("extra", "yes")])).expect("renders");
+        let out =
+            render_structure(src, &inputs(&[("extra", "yes")]), &mut fuel()).expect("renders");
         assert_eq!(out, "digraph G { a [prompt=\"{{ goal }}\"]\nb }");
         assert!(uses_inputs(src));
         assert!(!uses_inputs("digraph G { a [prompt=\"{{ goal }}\"] }"));

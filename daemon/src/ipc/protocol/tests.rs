@@ -562,6 +562,35 @@ fn the_caller_env_debug_output_hides_values() {
 }
 
 #[test]
+fn run_start_refuses_a_fifo_or_a_device_as_the_workflow_without_blocking() {
+    // Before, reading a FIFO path waited for a writer on the daemon's one
+    // thread, and /dev/zero was read until memory ran out.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("flow.fabro");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+    )
+    .expect("mkfifo");
+    for (path, kind) in [
+        (fifo, "a FIFO"),
+        (std::path::PathBuf::from("/dev/zero"), "a character device"),
+    ] {
+        let start = RunStart::new(WorkflowSource::Path(path), dir.path());
+        let error = start.to_run_request().expect_err("refused");
+        assert_eq!(error.data_code(), "workflow.io");
+        assert!(
+            error
+                .message
+                .contains(&format!("it is not a regular file (it is {kind})")),
+            "{}",
+            error.message
+        );
+    }
+}
+
+#[test]
 fn run_start_becomes_an_engine_request_reading_the_workflow_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("flow.fabro");

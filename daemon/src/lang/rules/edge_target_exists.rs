@@ -2,11 +2,11 @@
 //! graph. The parser creates a node for every id an edge names, so this only
 //! fires on graphs built in code (tools, imports, the UI's editor).
 
-use super::{Cx, closest};
+use super::{Cx, Suggestions};
 use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    let ids = || cx.graph.nodes.iter().map(|n| n.id.as_ref());
+    let mut ids = Suggestions::new(cx.graph.nodes.iter().map(|n| n.id.as_ref()));
     for (e, edge) in cx.graph.edges.iter().enumerate() {
         let (from, to) = cx.ends[e];
         if from.is_some() && to.is_some() {
@@ -24,7 +24,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
             .map(|id| format!("`{id}`"))
             .collect::<Vec<_>>()
             .join(" and ");
-        let hint = match closest(first, ids()) {
+        let hint = match ids.closest(first) {
             Some(near) => format!("did you mean `{near}`?"),
             None => format!("add a node `{first}` or point the edge at an existing node"),
         };

@@ -24,7 +24,9 @@ mod direction_valid;
 mod duration_valid;
 mod edge_target_exists;
 mod exit_no_outgoing;
+mod failure_falls_through;
 mod fidelity_valid;
+mod file_outside_tree;
 mod freeform_edge_count;
 mod goal_gate_has_retry;
 mod output_schema_valid;
@@ -39,6 +41,7 @@ mod start_node;
 mod stylesheet_syntax;
 mod terminal_node;
 mod thread_id_requires_fidelity_full;
+mod tool_command_deprecated;
 mod type_known;
 mod undeclared_node;
 mod unknown_attribute;
@@ -70,7 +73,9 @@ pub const RULES: &[Rule] = &[
     ("selection_valid", selection_valid::check),
     ("prompt_on_llm_nodes", prompt_on_llm_nodes::check),
     ("command_requires_script", command_requires_script::check),
+    ("failure_falls_through", failure_falls_through::check),
     ("unresolved_file_ref", unresolved_file_ref::check),
+    ("file_outside_tree", file_outside_tree::check),
     ("retry_target_exists", retry_target_exists::check),
     ("goal_gate_has_retry", goal_gate_has_retry::check),
     ("fidelity_valid", fidelity_valid::check),
@@ -85,6 +90,7 @@ pub const RULES: &[Rule] = &[
     ("duration_valid", duration_valid::check),
     ("attribute_value", attribute_value::check),
     ("auto_status_deprecated", auto_status_deprecated::check),
+    ("tool_command_deprecated", tool_command_deprecated::check),
     ("unknown_attribute", unknown_attribute::check),
     ("output_schema_valid", output_schema_valid::check),
 ];
@@ -251,45 +257,187 @@ pub fn check(
 
 /// The closest of `candidates` to `word` by edit distance, if close enough
 /// to be a plausible typo (at most a third of the word's length, min 1).
+/// For a short, fixed list (attribute names, enumerated values); a rule that
+/// suggests among a workflow's own ids uses [`Suggestions`], whose work is
+/// bounded however many findings there are.
 #[must_use]
 pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    let len = word.chars().count();
-    let limit = (len / 3).max(1);
+    let word = Chars::of(word);
+    let limit = typo_limit(word.len());
     candidates
         .into_iter()
-        // The distance is at least the difference in length: skip the
-        // candidates that cannot be close before computing it.
-        .filter(|c| *c != word && c.chars().count().abs_diff(len) <= limit)
-        .map(|c| (edit_distance(word, c), c))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|c| *c != &*word)
+        .filter_map(|c| {
+            let c_chars = Chars::of(c);
+            // The distance is at least the difference in length: skip the
+            // candidates that cannot be close before computing it.
+            if c_chars.len().abs_diff(word.len()) > limit {
+                return None;
+            }
+            distance_within(&word, &c_chars, limit).map(|d| (d, c))
+        })
         .min_by_key(|(d, c)| (*d, *c))
         .map(|(_, c)| c)
+}
+
+/// How far a plausible typo of a word of `len` characters may be.
+fn typo_limit(len: usize) -> usize {
+    (len / 3).max(1)
+}
+
+/// How much comparing a rule may spend on "did you mean" hints among a
+/// workflow's ids, in cells of the edit-distance table (about a nanosecond
+/// each). Suggesting for every one of 5,000 undeclared nodes among 5,000
+/// declared ones took 9 seconds; past this budget, findings get the plain
+/// hint.
+pub const SUGGESTION_WORK: usize = 20_000_000;
+
+/// "Did you mean" among many candidates (a workflow's node ids), for many
+/// findings, within [`SUGGESTION_WORK`]: candidates are kept by length, so
+/// only those of a plausible length are compared.
+pub struct Suggestions<'c> {
+    /// Candidates sorted by length in characters, then text.
+    by_len: Vec<(usize, &'c str)>,
+    work_left: usize,
+}
+
+impl<'c> Suggestions<'c> {
+    /// Suggestions among `candidates`.
+    pub fn new(candidates: impl IntoIterator<Item = &'c str>) -> Self {
+        let mut by_len: Vec<(usize, &'c str)> = candidates
+            .into_iter()
+            .map(|c| (Chars::of(c).len(), c))
+            .collect();
+        by_len.sort_unstable();
+        by_len.dedup();
+        Suggestions {
+            by_len,
+            work_left: SUGGESTION_WORK,
+        }
+    }
+
+    /// The closest candidate to `word`, as [`closest`] would find it; `None`
+    /// as well once the budget is spent.
+    pub fn closest(&mut self, word: &str) -> Option<&'c str> {
+        let chars = Chars::of(word);
+        let len = chars.len();
+        let limit = typo_limit(len);
+        let from = self.by_len.partition_point(|(l, _)| l + limit < len);
+        let mut best: Option<(usize, &'c str)> = None;
+        for &(c_len, c) in &self.by_len[from..] {
+            if c_len > len + limit {
+                break;
+            }
+            let cost = (len + 1) * (c_len + 1);
+            let Some(left) = self.work_left.checked_sub(cost) else {
+                self.work_left = 0;
+                return None;
+            };
+            self.work_left = left;
+            if c == word {
+                continue;
+            }
+            if let Some(d) = distance_within(&chars, &Chars::of(c), limit)
+                && best.is_none_or(|b| (d, c) < b)
+            {
+                best = Some((d, c));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+}
+
+/// A word's characters: its bytes when it is ASCII (no allocation), else
+/// its chars.
+enum Chars<'a> {
+    Ascii { text: &'a str },
+    Wide { text: &'a str, chars: Vec<char> },
+}
+
+impl<'a> Chars<'a> {
+    fn of(text: &'a str) -> Chars<'a> {
+        if text.is_ascii() {
+            Chars::Ascii { text }
+        } else {
+            Chars::Wide {
+                text,
+                chars: text.chars().collect(),
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Chars::Ascii { text } => text.len(),
+            Chars::Wide { chars, .. } => chars.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> u32 {
+        match self {
+            Chars::Ascii { text } => u32::from(text.as_bytes()[i]),
+            Chars::Wide { chars, .. } => u32::from(chars[i]),
+        }
+    }
+}
+
+impl std::ops::Deref for Chars<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Chars::Ascii { text } | Chars::Wide { text, .. } => text,
+        }
+    }
 }
 
 /// Edit distance over characters where an adjacent swap counts as one edit
 /// (optimal string alignment), so `tset` is one edit from `test`.
 #[must_use]
 pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
+    distance_within(&Chars::of(a), &Chars::of(b), usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// [`edit_distance`] when it is at most `limit`: stops as soon as every
+/// entry of a row is over the limit. Rows live on the stack for words of up
+/// to 64 characters.
+fn distance_within(a: &Chars<'_>, b: &Chars<'_>, limit: usize) -> Option<usize> {
+    const STACK: usize = 65;
+    let n = b.len();
+    let mut stack = [[0usize; STACK]; 3];
+    let mut heap: Vec<Vec<usize>>;
     // Three rolling rows: two back (for swaps), previous, current.
-    let mut two_back = vec![0; b.len() + 1];
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
+    let [mut two_back, mut prev, mut cur]: [&mut [usize]; 3] = if n < STACK {
+        let [x, y, z] = &mut stack;
+        [&mut x[..=n], &mut y[..=n], &mut z[..=n]]
+    } else {
+        heap = vec![vec![0; n + 1]; 3];
+        let [x, y, z] = &mut heap[..] else {
+            return None;
+        };
+        [&mut x[..], &mut y[..], &mut z[..]]
+    };
+    for (j, slot) in prev.iter_mut().enumerate() {
+        *slot = j;
+    }
     for i in 0..a.len() {
         cur[0] = i + 1;
-        for j in 0..b.len() {
-            let cost = usize::from(a[i] != b[j]);
+        let mut row_min = cur[0];
+        for j in 0..n {
+            let cost = usize::from(a.get(i) != b.get(j));
             let mut best = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
+            if i > 0 && j > 0 && a.get(i) == b.get(j - 1) && a.get(i - 1) == b.get(j) {
                 best = best.min(two_back[j - 1] + 1);
             }
             cur[j + 1] = best;
+            row_min = row_min.min(best);
+        }
+        if row_min > limit {
+            return None;
         }
         std::mem::swap(&mut two_back, &mut prev);
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[b.len()]
+    Some(prev[n]).filter(|d| *d <= limit)
 }
 
 #[cfg(test)]
@@ -341,6 +489,42 @@ mod tests {
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("same", "same"), 0);
         assert_eq!(edit_distance("tset", "test"), 1, "a swap is one edit");
+    }
+
+    #[test]
+    fn distances_past_the_limit_are_not_computed_to_the_end() {
+        let (a, b) = (Chars::of("implement"), Chars::of("xxxxxxxxx"));
+        assert_eq!(distance_within(&a, &b, 2), None);
+        assert_eq!(distance_within(&a, &Chars::of("implment"), 2), Some(1));
+        assert_eq!(edit_distance("naïve", "naive"), 1, "characters, not bytes");
+        let long = "x".repeat(100);
+        assert_eq!(
+            edit_distance(&long, &format!("{long}y")),
+            1,
+            "longer than the stack rows"
+        );
+    }
+
+    #[test]
+    fn suggestions_among_many_ids_agree_with_closest_and_stop_at_the_budget() {
+        let ids: Vec<String> = (0..5_000).map(|i| format!("step_{i}")).collect();
+        let mut s = Suggestions::new(ids.iter().map(String::as_str));
+        assert_eq!(
+            s.closest("stpe_42"),
+            closest("stpe_42", ids.iter().map(String::as_str))
+        );
+        assert_eq!(
+            s.closest("step_42"),
+            closest("step_42", ids.iter().map(String::as_str)),
+            "not the word itself"
+        );
+        assert_ne!(s.closest("step_42"), Some("step_42"));
+        let mut spent = 0;
+        while s.closest("stpe_42").is_some() {
+            spent += 1;
+            assert!(spent < 10_000, "the budget ends the suggestions");
+        }
+        assert_eq!(s.closest("stpe_42"), None, "and they stay ended");
     }
 
     #[test]

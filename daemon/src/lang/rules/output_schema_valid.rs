@@ -87,7 +87,11 @@ fn problem(cx: &Cx<'_>, node: &Node, attr: &Attr) -> Option<(String, String)> {
     if file_ref.error.is_some() {
         return None;
     }
-    let json = match std::fs::read_to_string(&file_ref.path) {
+    // The loader checked where the file is, its type and its size.
+    let json = match crate::limits::read_text_capped(
+        &file_ref.path,
+        crate::limits::MAX_REFERENCED_BYTES,
+    ) {
         Ok(json) => json,
         Err(e) => return Some((format!("`{text}` cannot be read: {e}"), schema_hint)),
     };

@@ -2,12 +2,13 @@
 //! `retry_target` and `fallback_retry_target`, on a node or the graph, name a
 //! node of the workflow (execution/failures.mdx, "Goal gates").
 
-use super::{Cx, closest};
+use super::{Cx, Suggestions};
 use crate::lang::attrs::Attrs;
 use crate::lang::diagnostic::Diagnostic;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
-    check_attrs(cx, &cx.graph.attrs, None, out);
+    let mut ids = Suggestions::new(cx.graph.nodes.iter().map(|n| n.id.as_ref()));
+    check_attrs(cx, &cx.graph.attrs, None, &mut ids, out);
     let mut nodes: Vec<usize> = cx
         .nodes_with("retry_target")
         .chain(cx.nodes_with("fallback_retry_target"))
@@ -17,11 +18,17 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     nodes.dedup();
     for i in nodes {
         let node = &cx.graph.nodes[i];
-        check_attrs(cx, &node.attrs, Some(&node.id), out);
+        check_attrs(cx, &node.attrs, Some(&node.id), &mut ids, out);
     }
 }
 
-fn check_attrs(cx: &Cx<'_>, attrs: &Attrs, node: Option<&str>, out: &mut Vec<Diagnostic>) {
+fn check_attrs(
+    cx: &Cx<'_>,
+    attrs: &Attrs,
+    node: Option<&str>,
+    ids: &mut Suggestions<'_>,
+    out: &mut Vec<Diagnostic>,
+) {
     for key in ["retry_target", "fallback_retry_target"] {
         let Some(attr) = attrs.get(key) else { continue };
         let value = attr.value.as_text();
@@ -29,7 +36,7 @@ fn check_attrs(cx: &Cx<'_>, attrs: &Attrs, node: Option<&str>, out: &mut Vec<Dia
         if target.is_empty() || cx.index(target).is_some() {
             continue;
         }
-        let hint = match closest(target, cx.graph.nodes.iter().map(|n| n.id.as_ref())) {
+        let hint = match ids.closest(target) {
             Some(near) => format!("did you mean `{near}`?"),
             None => format!("set `{key}` to the id of a node in this workflow"),
         };

@@ -10,7 +10,12 @@ use crate::lang::workflow::FileRef;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // An unreadable `import` is `import_not_found`, reported by the loader.
-    for file_ref in cx.file_refs.iter().filter(|r| r.key != "import") {
+    // A refused file (outside the tree) is `file_outside_tree`.
+    for file_ref in cx
+        .file_refs
+        .iter()
+        .filter(|r| r.key != "import" && !r.refused)
+    {
         let Some(reason) = &file_ref.error else {
             continue;
         };
@@ -26,10 +31,12 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
             ),
         )
         .at(file_ref.span)
-        .with_hint(format!(
-            "paths are relative to the workflow file's directory; this one resolves to `{}`",
-            file_ref.path.display()
-        ));
+        .with_hint(file_ref.hint.clone().unwrap_or_else(|| {
+            format!(
+                "paths are relative to the workflow file's directory; this one resolves to `{}`",
+                file_ref.path.display()
+            )
+        }));
         if let Some(id) = &file_ref.node {
             d = d.on_node(id);
         }
