@@ -58,6 +58,7 @@ fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::Temp
                 starts.push(Instant::now());
             }
         })),
+        nesting: 0,
     };
     let request = RunRequest {
         source: std::fs::read_to_string(&path)?,

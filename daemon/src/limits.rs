@@ -77,6 +77,17 @@ impl ReadError {
 /// longer than `cap` bytes. Never blocks on a FIFO and never reads more
 /// than `cap + 1` bytes, whatever the file claims its size is.
 pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let file = open_regular(path)?;
+    if file.metadata()?.len() > cap {
+        return Err(ReadError::TooLarge { cap });
+    }
+    read_bounded(file, cap)
+}
+
+/// Opens the regular file at `path` for reading, refusing anything else
+/// without blocking: for readers that stream a file of any size (a stage's
+/// log) rather than load it.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
     // writer. It changes nothing for regular files. O_NOCTTY: a terminal
     // device never becomes our controlling terminal.
@@ -85,15 +96,21 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
         .read(true)
         .custom_flags(i32::try_from(flags.bits()).unwrap_or(0))
         .open(path)?;
-    let meta = file.metadata()?;
-    let kind = file_kind(&meta.file_type());
+    let kind = file_kind(&file.metadata()?.file_type());
     if kind != "a regular file" {
         return Err(ReadError::NotRegular { kind });
     }
-    if meta.len() > cap {
-        return Err(ReadError::TooLarge { cap });
-    }
-    read_bounded(file, cap)
+    Ok(file)
+}
+
+/// The last `max` bytes (at most) of the regular file at `path`: a log's
+/// end, whatever its length.
+pub fn read_tail(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = open_regular(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    read_bounded(file, max)
 }
 
 /// [`read_capped`] for UTF-8 text; invalid UTF-8 is an `InvalidData` error.

@@ -127,6 +127,7 @@ async fn run_in(
         observer: Some(Arc::new(move |e: &Event| {
             sink.lock().expect("events").push(e.clone());
         })),
+        nesting: 0,
     };
     let request = RunRequest {
         workflow_path: Some(path),
@@ -863,6 +864,97 @@ fn child_runs(r: &Run) -> Vec<weft::store::RunRecord> {
         .into_iter()
         .filter(|run| run.id != r.conclusion.run_id)
         .collect()
+}
+
+/// Runs `body` as the daemon and `weft run` do: on a thread with the main
+/// thread's 8 MiB of stack (a test thread has 2 MiB, and a debug build
+/// spends about 150 KB of it on each level of nesting).
+fn on_a_main_sized_stack<T: Send + 'static>(
+    body: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(body)
+        })
+        .expect("thread")
+        .join()
+        .expect("the run ends without overflowing the stack")
+}
+
+#[test]
+fn a_workflow_that_runs_itself_stops_at_the_nesting_limit() {
+    let r = on_a_main_sized_stack(run("subworkflow_itself.fabro", Options::default()));
+    assert_eq!(r.status(), RunStatus::Failed, "{}", r.reason());
+    let children = child_runs(&r);
+    assert_eq!(
+        children.len(),
+        weft::engine::run::MAX_NESTING,
+        "one child run per level, and no more"
+    );
+    let innermost = children
+        .iter()
+        .filter_map(|c| c.failure_reason.as_deref())
+        .find(|why| why.contains("nest more than 16 levels"));
+    assert!(
+        innermost.is_some(),
+        "the innermost stage names the limit: {:?}",
+        children
+            .iter()
+            .map(|c| &c.failure_reason)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn fan_outs_nested_past_the_limit_fail_the_stage_instead_of_the_stack() {
+    // fork0 branches to a0 and fork1, fork1 to a1 and fork2, ... 40 deep;
+    // each level's branches meet at m{i}.
+    const DEPTH: usize = 40;
+    let mut dot = String::from("digraph Nest {\n start [shape=Mdiamond]; exit [shape=Msquare]\n");
+    for i in 0..=DEPTH {
+        dot.push_str(&format!(
+            " f{i} [shape=component]; a{i} [shape=parallelogram, script=\"true\"]; m{i} [shape=parallelogram, script=\"true\"]\n"
+        ));
+    }
+    dot.push_str(" start -> f0\n");
+    for i in 0..DEPTH {
+        let j = i + 1;
+        dot.push_str(&format!(
+            " f{i} -> a{i}; f{i} -> f{j}; a{i} -> m{i}; m{j} -> m{i}\n"
+        ));
+    }
+    dot.push_str(&format!(
+        " b [shape=parallelogram, script=\"true\"]; f{DEPTH} -> a{DEPTH}; f{DEPTH} -> b; a{DEPTH} -> m{DEPTH}; b -> m{DEPTH}\n m0 -> exit\n}}\n"
+    ));
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("nest.fabro");
+    std::fs::write(&path, dot).expect("write");
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    let r = on_a_main_sized_stack(run_in(path, Options::default(), home, work));
+    let too_deep = r
+        .conclusion
+        .stages
+        .iter()
+        .find(|s| s.node_id == format!("f{}", weft::engine::run::MAX_NESTING))
+        .map(|s| s.outcome.clone());
+    assert_eq!(
+        too_deep.as_deref(),
+        Some("failed"),
+        "the fan-out one level past the limit fails: {:?}",
+        r.sequence()
+    );
+    assert!(
+        r.events
+            .iter()
+            .any(|e| format!("{:?}", e.kind).contains("nest more than 16 levels")),
+        "its failure names the limit"
+    );
 }
 
 #[tokio::test]

@@ -132,6 +132,7 @@ async fn run_with(
         observer: Some(Arc::new(move |e: &Event| {
             sink.lock().expect("events").push(e.clone());
         })),
+        nesting: 0,
     };
     let request = RunRequest {
         workflow_path: Some(path),

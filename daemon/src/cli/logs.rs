@@ -488,13 +488,8 @@ fn header(stage: &StageRecord) -> String {
 fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::io::Result<()> {
     writeln!(out, "{}", header(stage))?;
     let folder = dir.node_dir(&stage.node_id, stage.visit);
-    if let Some(text) = read(&folder.join("stdout.log")) {
-        write_text(out, &text)?;
-    }
-    if let Some(text) = read(&folder.join("stderr.log")) {
-        writeln!(out, "-- stderr --")?;
-        write_text(out, &text)?;
-    }
+    copy_log(out, &folder.join("stdout.log"), None)?;
+    copy_log(out, &folder.join("stderr.log"), Some("-- stderr --"))?;
     if let Some(text) = read(&folder.join("response.md")) {
         writeln!(out, "-- response --")?;
         write_text(out, &text)?;
@@ -502,10 +497,39 @@ fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::
     Ok(())
 }
 
-/// The file's text when it exists and is not empty. Logs are shown as they
-/// are, so bytes that are not UTF-8 are replaced rather than refused.
+/// Copies a stage's log to `out` as it is (200 MB of output costs a buffer,
+/// not 200 MB), under `title` when it has one, ending in a newline. A
+/// missing or empty log, or one that is not a regular file, prints nothing.
+fn copy_log(out: &mut impl Write, path: &Path, title: Option<&str>) -> std::io::Result<()> {
+    let Ok(mut file) = crate::limits::open_regular(path) else {
+        return Ok(());
+    };
+    let mut buf = vec![0; 64 * 1024];
+    let mut last = None;
+    loop {
+        let n = match std::io::Read::read(&mut file, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if last.is_none()
+            && let Some(title) = title
+        {
+            writeln!(out, "{title}")?;
+        }
+        out.write_all(&buf[..n])?;
+        last = buf[..n].last().copied();
+    }
+    if last.is_some_and(|b| b != b'\n') {
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The file's text when it exists, is a regular file of at most 16 MiB (a
+/// model's response) and is not empty. Shown as it is, so bytes that are not
+/// UTF-8 are replaced rather than refused.
 fn read(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::limits::read_capped(path, 16 * crate::limits::MIB).ok()?;
     (!bytes.is_empty()).then(|| String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -13,8 +13,7 @@
 //! `stderr.log`, not from `command.output` events: the engine caps how many
 //! events a huge output produces, while the files always have the end.
 
-use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -564,7 +563,7 @@ impl State {
                 .filter(|&i| seen[i].0 > 0)
                 .max_by_key(|&i| (seen[i].1, usize::from(i == 0)));
             if let Some(i) = newest
-                && let Some(line) = last_line(&files[i], seen[i].0)
+                && let Some(line) = last_line(&files[i])
             {
                 running.tail = Some(line);
             }
@@ -572,24 +571,12 @@ impl State {
     }
 }
 
-/// The last non-empty line of the file at `path` (of length `len`), read
-/// from its final [`TAIL_BYTES`] and cleaned for display on one line.
-fn last_line(path: &Path, len: u64) -> Option<String> {
-    // Non-blocking and regular files only: a stage folder is ours, but a
-    // command could put a FIFO there.
-    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(i32::try_from(flags.bits()).unwrap_or(0))
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
-        .ok()?;
-    let mut bytes = Vec::new();
-    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+/// The last non-empty line of the file at `path`, read from its final
+/// [`TAIL_BYTES`] and cleaned for display on one line. Regular files only,
+/// opened without blocking: a stage folder is ours, but a command could put
+/// a FIFO there.
+fn last_line(path: &Path) -> Option<String> {
+    let bytes = crate::limits::read_tail(path, TAIL_BYTES).ok()?;
     String::from_utf8_lossy(&bytes)
         .lines()
         .rev()

@@ -137,7 +137,11 @@ pub fn resume(args: &ResumeArgs) -> u8 {
     let auto = args.auto_approve || stored_auto || stored_dry_run;
     let shown = (
         record.run_dir.join("graph.fabro").display().to_string(),
-        std::fs::read_to_string(record.run_dir.join("graph.fabro")).unwrap_or_default(),
+        crate::limits::read_text_capped(
+            &record.run_dir.join("graph.fabro"),
+            crate::limits::MAX_WORKFLOW_BYTES,
+        )
+        .unwrap_or_default(),
     );
     execute(args.json, auto, shown, move |services| {
         Box::pin(async move { crate::engine::resume(&record, services).await })
@@ -220,6 +224,7 @@ fn execute(
         clock: Clock::System,
         cancel: cancel.clone(),
         observer: Some(progress.observer()),
+        nesting: 0,
     };
     let code = runtime.block_on(async {
         let signals = tokio::spawn(forward_signals(cancel.clone()));

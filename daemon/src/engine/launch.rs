@@ -113,6 +113,10 @@ pub struct Services {
     pub clock: Clock,
     pub cancel: Cancel,
     pub observer: Option<Observer>,
+    /// How many runners enclose the runs started with these services: 0 for
+    /// a top-level run, one more for each sub-workflow around it (see
+    /// [`super::run::MAX_NESTING`]).
+    pub nesting: usize,
 }
 
 impl std::fmt::Debug for Services {
@@ -437,7 +441,11 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
     check_work_dir(&run.work_dir)?;
     let options: RunOptions = serde_json::from_value(run.options.clone()).unwrap_or_default();
     let run_dir = RunDir::open(&run.run_dir);
-    let source = std::fs::read_to_string(run.run_dir.join("graph.fabro")).map_err(|e| {
+    let source = crate::limits::read_text_capped(
+        &run.run_dir.join("graph.fabro"),
+        crate::limits::MAX_WORKFLOW_BYTES,
+    )
+    .map_err(|e| {
         EngineError::Io(format!(
             "{}: {e}",
             run.run_dir.join("graph.fabro").display()
@@ -759,6 +767,7 @@ async fn execute(
         resume_parallel,
         entered_by: None,
         resumed,
+        nesting: services.nesting,
     };
     let next = match next {
         Ok(node) => node,

@@ -100,6 +100,9 @@ impl Runner<'_> {
         visit: u32,
         dir: &Path,
     ) -> Result<Outcome, StoreError> {
+        if self.nesting + 1 > super::run::MAX_NESTING {
+            return Ok(super::run::too_deep("this parallel stage"));
+        }
         let graph = self.graph;
         let recorder = self.recorder;
         let at = Some((&*node.id, visit));
@@ -226,6 +229,7 @@ impl Runner<'_> {
                 resume_parallel: None,
                 entered_by: None,
                 resumed: false,
+                nesting: self.nesting + 1,
             };
             let permits = &permits;
             running.push(async move {

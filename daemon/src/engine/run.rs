@@ -124,6 +124,29 @@ pub struct Runner<'a> {
     /// continue a conversation that is no longer in memory, so `full`
     /// fidelity degrades to `summary:high` there (execution/context.mdx).
     pub resumed: bool,
+    /// How many runners this one runs inside: parallel branches and
+    /// sub-workflow runs each add one (see [`MAX_NESTING`]).
+    pub nesting: usize,
+}
+
+/// How deeply parallel fan-outs and sub-workflows may nest, counted
+/// together. Each level runs inside the one around it, on one thread's
+/// stack (about 150 KB a level in a debug build, far less in release), so
+/// without a limit a workflow that runs itself as its own child, or a
+/// generated chain of fan-outs inside fan-outs, would overflow the stack and
+/// take the daemon down with every run in it. Real workflows nest a few
+/// levels.
+pub const MAX_NESTING: usize = 16;
+
+/// The failure of a parallel or sub-workflow stage that would nest one
+/// level too deep.
+pub(super) fn too_deep(what: &str) -> Outcome {
+    Outcome::failed(
+        FailureClass::Deterministic,
+        format!(
+            "{what} would nest more than {MAX_NESTING} levels of parallel fan-outs and sub-workflows (does a workflow run itself as its own child?)"
+        ),
+    )
 }
 
 impl<'a> Runner<'a> {

@@ -65,6 +65,9 @@ impl Runner<'_> {
         dir: &Path,
     ) -> Result<Outcome, StoreError> {
         let at = Some((&*node.id, visit));
+        if self.nesting + 1 > super::run::MAX_NESTING {
+            return Ok(super::run::too_deep("this sub-workflow"));
+        }
         let (source, path, base_dir) = match self.child_source(node) {
             Ok(found) => found,
             Err(problem) => return Ok(Outcome::failed(FailureClass::Deterministic, problem)),
@@ -83,6 +86,7 @@ impl Runner<'_> {
             clock: self.env.clock.clone(),
             cancel: self.env.cancel.child(),
             observer: self.recorder.observer(),
+            nesting: self.nesting + 1,
         };
         let parent_context = self.state.context.values().clone();
         let stop_condition = node

@@ -57,7 +57,10 @@ pub async fn start_detached(home: &Home, weftd: &Path) -> Result<(DaemonInfo, bo
         // Our weftd may have exited because another client started one at
         // the same moment (it lost the lock): wait for that one to answer.
         if let Ok(Some(exit)) = child.try_wait() {
-            let tail = std::fs::read_to_string(&paths.log).unwrap_or_default();
+            // The end of the log is what says why; the log may be long.
+            let tail = crate::limits::read_tail(&paths.log, 64 * 1024)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
             let last: Vec<&str> = tail.lines().rev().take(5).collect();
             let last: Vec<&str> = last.into_iter().rev().collect();
             let lost_the_race = last.iter().any(|l| l.contains("already running"));

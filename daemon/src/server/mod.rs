@@ -253,6 +253,7 @@ impl Daemon {
             clock: Clock::System,
             cancel: Cancel::new(),
             observer: None,
+            nesting: 0,
         }
     }
 
@@ -400,6 +401,7 @@ impl Daemon {
                 recorded.fetch_add(1, Ordering::Relaxed);
                 let _ = hub.send(e.clone());
             })),
+            nesting: 0,
         };
         let result = match job {
             Job::Start(prepared, _) => prepared.run(&services).await,
@@ -593,7 +595,7 @@ pub fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, Daemo
         if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
             break;
         }
-        let pid = std::fs::read_to_string(&paths.pid)
+        let pid = crate::limits::read_text_capped(&paths.pid, 64)
             .map(|p| p.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
         if Instant::now() >= deadline || answers(&paths.socket) {
@@ -613,7 +615,7 @@ pub fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, Daemo
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let previous = std::fs::read_to_string(&paths.pid)
+    let previous = crate::limits::read_text_capped(&paths.pid, 64)
         .ok()
         .and_then(|p| p.trim().parse().ok());
     crate::store::write_atomic(&paths.pid, std::process::id().to_string().as_bytes())?;

@@ -278,8 +278,11 @@ impl Views {
         let stages = store.stages(&record.id)?;
         let questions = store.questions(Some(&record.id), false)?;
         let artifacts = store.artifacts(&record.id)?;
-        let graph_source =
-            std::fs::read_to_string(record.run_dir.join("graph.fabro")).unwrap_or_default();
+        let graph_source = crate::limits::read_text_capped(
+            &record.run_dir.join("graph.fabro"),
+            crate::limits::MAX_WORKFLOW_BYTES,
+        )
+        .unwrap_or_default();
         let options = serde_json::from_value(record.options.clone()).unwrap_or_default();
         Ok(RunView {
             inputs: record.inputs.clone(),
@@ -323,13 +326,18 @@ impl Views {
         files.response = response;
         files.stdout = stdout;
         files.stderr = stderr;
-        files.status = std::fs::read(folder.join("status.json"))
+        // Small files Weft wrote; capped all the same, as a run directory
+        // is only as trustworthy as what else writes in it.
+        files.status = crate::limits::read_capped(&folder.join("status.json"), crate::limits::MIB)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-        files.script = std::fs::read(folder.join("script_invocation.json"))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-            .and_then(|v| v.get("command").and_then(|c| c.as_str()).map(String::from));
+        files.script = crate::limits::read_capped(
+            &folder.join("script_invocation.json"),
+            crate::limits::MAX_WORKFLOW_BYTES,
+        )
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|v| v.get("command").and_then(|c| c.as_str()).map(String::from));
         Ok(files)
     }
 
