@@ -437,6 +437,50 @@ fn check_work_dir(dir: &Path) -> Result<(), EngineError> {
 /// workflow, a damaged checkpoint) returns the error and leaves the run's
 /// status and events as they were.
 pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, EngineError> {
+    prepare_resume(run, services)?.run(services).await
+}
+
+/// A run about to resume: its workflow loaded again and its state restored
+/// from the last checkpoint, with nothing executed yet.
+#[derive(Debug)]
+pub struct Resumable {
+    run_id: String,
+    graph: Graph,
+    base_dir: PathBuf,
+    run_dir: RunDir,
+    options: RunOptions,
+    state: State,
+    resume_parallel: Option<super::checkpoint::ParallelProgress>,
+    next: Result<String, Finish>,
+}
+
+impl Resumable {
+    /// Executes the rest of the run.
+    pub async fn run(self, services: &Services) -> Result<Conclusion, EngineError> {
+        execute(
+            services,
+            &self.graph,
+            &self.base_dir,
+            &self.run_id,
+            self.run_dir,
+            &self.options,
+            (self.state, self.resume_parallel),
+            self.next,
+            true,
+            services.caller_env.clone(),
+        )
+        .await
+    }
+}
+
+/// Everything [`resume`] does before executing: reads and loads the run's
+/// workflow, restores its checkpoint, marks stages left in flight
+/// interrupted and kills what is left of their commands. Reads files and
+/// parses: a server calls it off its event loop.
+///
+/// # Errors
+/// As for [`resume`]; the run is left as it was.
+pub fn prepare_resume(run: &RunRecord, services: &Services) -> Result<Resumable, EngineError> {
     check_resumable(run)?;
     check_work_dir(&run.work_dir)?;
     let options: RunOptions = serde_json::from_value(run.options.clone()).unwrap_or_default();
@@ -522,19 +566,16 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
     // Continue the random sequence differently from the first execution,
     // but deterministically for a given seed and progress.
     options.seed = options.seed.wrapping_add(u64::from(state.completed));
-    execute(
-        services,
-        &graph,
-        &base_dir,
-        &run.id,
+    Ok(Resumable {
+        run_id: run.id.clone(),
+        graph,
+        base_dir,
         run_dir,
-        &options,
-        (state, resume_parallel),
+        options,
+        state,
+        resume_parallel,
         next,
-        true,
-        services.caller_env.clone(),
-    )
-    .await
+    })
 }
 
 /// Kills what is left of the commands of stages a crashed executor had in

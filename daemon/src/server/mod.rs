@@ -405,7 +405,22 @@ impl Daemon {
         };
         let result = match job {
             Job::Start(prepared, _) => prepared.run(&services).await,
-            Job::Resume(record, _) => crate::engine::resume(&record, &services).await,
+            // Loading the workflow again is work in proportion to its size:
+            // off the event loop, as for a start.
+            Job::Resume(record, _) => {
+                let loading = self.loading_services();
+                match tokio::task::spawn_blocking(move || {
+                    crate::engine::launch::prepare_resume(&record, &loading)
+                })
+                .await
+                {
+                    Ok(Ok(resumable)) => resumable.run(&services).await,
+                    Ok(Err(e)) => Err(e),
+                    Err(e) => Err(crate::engine::EngineError::Io(format!(
+                        "loading the run to resume it failed: {e}"
+                    ))),
+                }
+            }
         };
         if let Err(e) = result {
             eprintln!("weftd: run {run_id} could not run: {e}");
