@@ -360,6 +360,21 @@ fn main() -> std::io::Result<()> {
             &measure(&weft, &["validate", &f.to_string_lossy()], &home, d, None),
         );
     }
+    if wants("fifo") {
+        let fifo = d.join("workflow.fifo");
+        let _ = Command::new("mkfifo").arg(&fifo).status();
+        row(
+            "a FIFO nobody writes to, as the workflow",
+            "weft validate",
+            &measure(
+                &weft,
+                &["validate", &fifo.to_string_lossy()],
+                &home,
+                d,
+                None,
+            ),
+        );
+    }
     if wants("template") {
         let f = write(d, "bomb.fabro", &template_bomb())?;
         row(
