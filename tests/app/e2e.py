@@ -75,7 +75,7 @@ SHIPPED_FILE = "shipped.txt"
 WORKFLOW = f"""\
 // The e2e test's workflow: a command, a human gate, a command that writes a file.
 digraph {WORKFLOW_NAME} {{
-    graph [goal="Build, approve and ship"]
+    graph [goal="Build, approve and ship", on_failure="exit"]
     rankdir=LR
 
     start [shape=Mdiamond, label="Start"]

@@ -71,14 +71,16 @@ describe('the launch form', () => {
     expect(recentWorkflows(storage)).toEqual(['/a.fabro', '/b.fabro']);
   });
 
-  it('shows a validation error inline and keeps Start disabled', async () => {
+  /** The form after typing a workflow path that validates to `diagnostics`. */
+  async function validated(diagnostics: Diagnostic[]) {
     vi.useFakeTimers();
-    const host: Host = { ...makeTestHost(), validateWorkflow: () => Promise.resolve([missingExit]) };
-    container = document.createElement('div');
-    document.body.append(container);
-    const root = createRoot(container);
+    const host: Host = { ...makeTestHost(), validateWorkflow: () => Promise.resolve(diagnostics) };
+    const div = document.createElement('div');
+    container = div;
+    document.body.append(div);
+    const root = createRoot(div);
     await act(async () => root.render(<LaunchScreen host={host} />));
-    const input = container.querySelector<HTMLInputElement>('input[name="workflow"]');
+    const input = div.querySelector<HTMLInputElement>('input[name="workflow"]');
     expect(input).not.toBeNull();
     await act(async () => {
       const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
@@ -88,11 +90,28 @@ describe('the launch form', () => {
     await act(async () => {
       await vi.advanceTimersByTimeAsync(400);
     });
+    return { container: div, root };
+  }
+
+  it('shows a validation error inline and keeps Start disabled', async () => {
+    const { container, root } = await validated([missingExit]);
     const problems = container.querySelector('[aria-label="Problems in the workflow"]');
     expect(problems?.textContent).toContain('line 1:1');
     expect(problems?.textContent).toContain('the workflow has no exit node');
     const start = [...container.querySelectorAll('button')].find((b) => b.textContent === 'Start run');
     expect(start?.disabled).toBe(true);
+    expect(container.textContent).not.toContain('The workflow is valid');
+    root.unmount();
+  });
+
+  it('calls a workflow with only warnings valid, lists the warnings, and lets it start', async () => {
+    const warning: Diagnostic = { ...missingExit, rule: 'failure_falls_through', severity: 'warning', message: 'if `build` fails, the run goes on' };
+    const { container, root } = await validated([warning, { ...warning, message: 'if `ship` fails, the run goes on' }]);
+    expect(container.querySelector('.launch__ok')?.textContent).toBe('The workflow is valid. 2 warnings:');
+    const problems = container.querySelector('[aria-label="Problems in the workflow"]');
+    expect(problems?.textContent).toContain('if `ship` fails');
+    const start = [...container.querySelectorAll('button')].find((b) => b.textContent === 'Start run');
+    expect(start?.disabled).toBe(false);
     root.unmount();
   });
 });

@@ -254,13 +254,31 @@ function Diagnostics({ validation }: { validation: Validation }) {
           {validation.message}
         </p>
       );
-    case 'done':
+    case 'done': {
+      // Warnings do not stop a run: say it is valid above them.
+      const errors = validation.diagnostics.filter((d) => d.severity === 'error').length;
+      const warnings = validation.diagnostics.length - errors;
       if (validation.diagnostics.length === 0) {
         return <p className="launch__ok">The workflow is valid.</p>;
       }
       return (
+        <>
+          {errors === 0 && (
+            <p className="launch__ok">
+              The workflow is valid. {warnings === 1 ? '1 warning:' : `${warnings} warnings:`}
+            </p>
+          )}
+          <DiagnosticList diagnostics={validation.diagnostics} />
+        </>
+      );
+    }
+  }
+}
+
+function DiagnosticList({ diagnostics }: { diagnostics: Diagnostic[] }) {
+  return (
         <ul className="launch__diagnostics" aria-label="Problems in the workflow">
-          {validation.diagnostics.map((d, i) => (
+          {diagnostics.map((d, i) => (
             <li key={i} data-severity={d.severity}>
               <strong>{d.severity}</strong>
               {d.span ? ` line ${d.span.line}:${d.span.column}` : ''} — {d.message}
@@ -268,6 +286,5 @@ function Diagnostics({ validation }: { validation: Validation }) {
             </li>
           ))}
         </ul>
-      );
-  }
+  );
 }
