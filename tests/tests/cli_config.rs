@@ -2,7 +2,7 @@
 //! settings.toml are warned about with their position, and neither file
 //! may be a FIFO or a device.
 
-use weft_tests::Sandbox;
+use weft_tests::{Sandbox, Weftd};
 
 const QUICK: &str = r#"digraph Quick { start [shape=Mdiamond]; exit [shape=Msquare]
   say [shape=parallelogram, script="echo hi"]
@@ -62,6 +62,20 @@ fn unknown_keys_of_settings_toml_are_warned_about_with_their_position() {
             run.stderr
         );
     }
+}
+
+#[test]
+fn a_daemon_logs_the_unknown_keys_of_settings_toml_when_it_starts() {
+    // A daemon started by a service manager, not by `weft`: only its log
+    // can say that a setting is misspelt.
+    let sb = Sandbox::new();
+    sb.write("home/settings.toml", "max_concurent_runs = 3\n");
+    let daemon = Weftd::start(&sb);
+    let log = daemon.log_text();
+    assert!(
+        log.contains("settings.toml:1:1: unknown key `max_concurent_runs` in settings.toml"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -383,9 +383,19 @@ impl Progress {
                 reason,
                 duration_ms,
             } => Some(format!(
-                "run {} interrupted after {}: {reason}; it resumes when the daemon starts again",
+                "run {} interrupted after {}: {reason}\n  {}",
                 event.run_id,
                 seconds(Duration::from_millis(*duration_ms)),
+                // A resume that could not start will not start by itself
+                // either; a run the daemon's stop interrupted will.
+                if reason.starts_with("resume could not start") {
+                    format!("once that is fixed: weft resume {}", event.run_id)
+                } else {
+                    format!(
+                        "it resumes when weftd starts again, or now with: weft resume {}",
+                        event.run_id
+                    )
+                }
             )),
             EventKind::RunCancelled {
                 reason,

@@ -160,6 +160,17 @@ impl Daemon {
     /// Opens the store and prepares the daemon for `home`.
     pub fn new(home: Home) -> Result<Rc<Daemon>, DaemonError> {
         let settings = Settings::load(&home).map_err(DaemonError::Settings)?;
+        // Keys nothing reads (a typo, or a section Weft does not implement):
+        // the CLI warns as it starts a daemon; a daemon started otherwise
+        // says so in its log.
+        let path = home.settings_path();
+        for d in crate::config::settings_warnings(&path) {
+            let at = d
+                .span
+                .map(|s| format!(":{}:{}", s.line, s.column))
+                .unwrap_or_default();
+            eprintln!("weftd: warning: {}{at}: {}", path.display(), d.message);
+        }
         let store = Store::open(&home)?;
         let (hub, _) = broadcast::channel(HUB_CAPACITY);
         Ok(Rc::new(Daemon {
@@ -689,10 +700,11 @@ pub async fn serve(home: Home) -> Result<(), DaemonError> {
     let resumed = daemon.reconcile(lock.previous)?;
     daemon.spawn_checkpoints();
     eprintln!(
-        "weftd {} listening on {} (pid {}, {resumed} interrupted run(s) resumed)",
+        "weftd {} listening on {} (pid {}, {} resumed)",
         env!("CARGO_PKG_VERSION"),
         paths.socket.display(),
-        std::process::id()
+        std::process::id(),
+        runs(resumed, "interrupted run"),
     );
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -727,7 +739,10 @@ pub async fn serve(home: Home) -> Result<(), DaemonError> {
     drop(listener);
     let _ = std::fs::remove_file(&paths.socket);
     let _ = std::fs::remove_file(&paths.pid);
-    eprintln!("weftd stopped ({interrupted} run(s) interrupted, to resume at the next start)");
+    eprintln!(
+        "weftd stopped ({} interrupted, to resume at the next start)",
+        runs(interrupted, "run")
+    );
     Ok(())
 }
 
@@ -737,4 +752,9 @@ fn since(started: Option<&str>) -> u64 {
         .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
         .and_then(|t| t.elapsed().ok())
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `1 run`, `2 runs`: for weftd's log lines.
+fn runs(n: impl std::fmt::Display + PartialEq<u32> + Copy, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
