@@ -384,3 +384,47 @@ impl From<Output> for Run {
         }
     }
 }
+
+/// A chain of `nodes` command stages, each appending its name (`n0`,
+/// `n1`, ...) to `side.log` in the working directory: the side effect the
+/// crash tests count, since a committed stage must never run again.
+#[must_use]
+pub fn side_effect_chain(nodes: usize) -> String {
+    let mut dot = String::from("digraph Chain { start [shape=Mdiamond]; exit [shape=Msquare]\n");
+    for i in 0..nodes {
+        dot.push_str(&format!(
+            "  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"
+        ));
+    }
+    dot.push_str("  start -> n0\n");
+    for i in 1..nodes {
+        dot.push_str(&format!("  n{} -> n{i}\n", i - 1));
+    }
+    dot.push_str(&format!("  n{} -> exit\n}}\n", nodes - 1));
+    dot
+}
+
+/// Waits until the run `run_id` of `home` has status `want`, reading the
+/// database as the app does. Generous (120 s): on a loaded 2-core machine a
+/// restarted daemon's resume can take a while, and the run must still end
+/// in `want`.
+///
+/// # Panics
+/// When the run is not in `want` by then, naming the status it is in.
+pub fn wait_for_status(home: &weft::store::Home, run_id: &str, want: weft::store::RunStatus) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let status = weft::store::Store::open_read_only(home)
+            .ok()
+            .and_then(|s| s.find_run(run_id).ok())
+            .map(|r| r.status);
+        if status == Some(want) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run {run_id} is {status:?}, not {want:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use weft::store::{Home, RunRecord, RunStatus, Store};
-use weft_tests::Sandbox;
+use weft_tests::{Sandbox, side_effect_chain};
 
 fn json(text: &str) -> Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -344,24 +344,6 @@ fn kill_run_when(
         .status();
 }
 
-/// The 50-node workflow of the crash test: each command appends its name to
-/// a side-effect file.
-fn chain(nodes: usize) -> String {
-    let mut dot =
-        String::from("digraph Chain {\n  start [shape=Mdiamond]\n  exit [shape=Msquare]\n");
-    for i in 0..nodes {
-        dot.push_str(&format!(
-            "  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"
-        ));
-    }
-    dot.push_str("  start -> n0\n");
-    for i in 1..nodes {
-        dot.push_str(&format!("  n{} -> n{i}\n", i - 1));
-    }
-    dot.push_str(&format!("  n{} -> exit\n}}\n", nodes - 1));
-    dot
-}
-
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -381,7 +363,7 @@ fn lcg(seed: u64) -> u64 {
 fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_committed_work() {
     const NODES: usize = 50;
     let reference = Sandbox::new();
-    reference.write("wf.fabro", chain(NODES));
+    reference.write("wf.fabro", side_effect_chain(NODES));
     let full = reference.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
     assert_eq!(full.code, 0, "{}", full.stderr);
     let expected_stages: Vec<Value> = json(&full.stdout)["stages"]
@@ -397,7 +379,7 @@ fn runs_killed_at_random_moments_resume_to_the_same_stages_without_repeating_com
     let mut interrupted = 0;
     for seed in 0..20u64 {
         let sb = Sandbox::new();
-        sb.write("wf.fabro", chain(NODES));
+        sb.write("wf.fabro", side_effect_chain(NODES));
         // The kill lands by progress, not by time, so a busy machine cannot
         // push every kill past the end: once `after_stages` side effects
         // are written, plus a few milliseconds (into the next stage's

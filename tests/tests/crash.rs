@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use weft::engine::event::EventKind;
 use weft::store::{Home, RunRecord, RunStatus, Store};
-use weft_tests::{Run, Sandbox, binary};
+use weft_tests::{Run, Sandbox, binary, side_effect_chain};
 
 fn home(sb: &Sandbox) -> Home {
     Home::at(sb.path().join("home"))
@@ -368,21 +368,6 @@ fn start_daemon(sb: &Sandbox) -> Child {
     child
 }
 
-fn chain(nodes: usize) -> String {
-    let mut dot = String::from("digraph Chain { start [shape=Mdiamond]; exit [shape=Msquare]\n");
-    for i in 0..nodes {
-        dot.push_str(&format!(
-            "  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"
-        ));
-    }
-    dot.push_str("  start -> n0\n");
-    for i in 1..nodes {
-        dot.push_str(&format!("  n{} -> n{i}\n", i - 1));
-    }
-    dot.push_str(&format!("  n{} -> exit\n}}\n", nodes - 1));
-    dot
-}
-
 fn side_lines(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("side.log"))
         .unwrap_or_default()
@@ -404,7 +389,7 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
     let mut interrupted = 0;
     for seed in 0..20u64 {
         let sb = Sandbox::new();
-        sb.write("wf.fabro", chain(NODES));
+        sb.write("wf.fabro", side_effect_chain(NODES));
         let mut daemon = start_daemon(&sb);
         let started = sb.run(&["run", "--detach", "wf.fabro"]);
         assert_eq!(started.code, 0, "seed {seed}: {}", started.stderr);

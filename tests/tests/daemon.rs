@@ -17,7 +17,7 @@ use weft::ipc::protocol::{
     RunList, RunResume, RunStart, WorkflowSource,
 };
 use weft::store::{Home, QuestionStatus, RunStatus};
-use weft_tests::{Sandbox, binary};
+use weft_tests::{Sandbox, binary, side_effect_chain, wait_for_status};
 
 /// A weftd in the foreground on a sandbox's home; killed when dropped.
 struct Daemon {
@@ -485,45 +485,10 @@ fn stopping_the_daemon_interrupts_runs_and_the_next_start_resumes_them() {
     );
 }
 
-fn chain(nodes: usize) -> String {
-    let mut dot = String::from("digraph Chain { start [shape=Mdiamond]; exit [shape=Msquare]\n");
-    for i in 0..nodes {
-        dot.push_str(&format!(
-            "  n{i} [shape=parallelogram, script=\"echo n{i} >> side.log\"]\n"
-        ));
-    }
-    dot.push_str("  start -> n0\n");
-    for i in 1..nodes {
-        dot.push_str(&format!("  n{} -> n{i}\n", i - 1));
-    }
-    dot.push_str(&format!("  n{} -> exit\n}}\n", nodes - 1));
-    dot
-}
-
 fn lcg(seed: u64) -> u64 {
     seed.wrapping_mul(6_364_136_223_846_793_005)
         .wrapping_add(1_442_695_040_888_963_407)
         >> 33
-}
-
-fn wait_for_status(home: &Home, run_id: &str, want: RunStatus) {
-    // Generous: on a loaded 2-core machine a restarted daemon's resume can
-    // take a while; the run must still end in `want`.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let status = weft::store::Store::open_read_only(home)
-            .ok()
-            .and_then(|s| s.find_run(run_id).ok())
-            .map(|r| r.status);
-        if status == Some(want) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "run {run_id} is {status:?}, not {want:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -542,7 +507,7 @@ fn runs_survive_the_daemon_being_killed_at_random_moments() {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             client
-                .call(start_params(&sb, &chain(NODES)))
+                .call(start_params(&sb, &side_effect_chain(NODES)))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
                 .run_id

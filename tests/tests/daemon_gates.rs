@@ -8,7 +8,7 @@ use weft::engine::event::EventKind;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{AnswerBy, QuestionAnswer, QuestionList, RunStart, WorkflowSource};
 use weft::store::{Home, QuestionRecord, QuestionStatus, RunStatus, Store};
-use weft_tests::{Sandbox, Weftd};
+use weft_tests::{Sandbox, Weftd, wait_for_status};
 
 const GATE: &str = r#"digraph G { start [shape=Mdiamond]; exit [shape=Msquare]
   approve [shape=hexagon, label="Ship it?"]
@@ -40,25 +40,6 @@ async fn start_gate(client: &Client, sb: &Sandbox) -> String {
         .await
         .unwrap_or_else(|e| panic!("run.start: {e}"))
         .run_id
-}
-
-fn status(home: &Home, run_id: &str) -> Option<RunStatus> {
-    Store::open_read_only(home)
-        .ok()
-        .and_then(|s| s.find_run(run_id).ok())
-        .map(|r| r.status)
-}
-
-fn wait_for_status(home: &Home, run_id: &str, want: RunStatus) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while status(home, run_id) != Some(want) {
-        assert!(
-            Instant::now() < deadline,
-            "run {run_id} is {:?}, not {want:?}",
-            status(home, run_id)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The run's pending question, once it has one.

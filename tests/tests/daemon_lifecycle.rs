@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use weft::store::{Home, RunStatus, Store};
-use weft_tests::{RawClient, Sandbox, Weftd};
+use weft_tests::{RawClient, Sandbox, Weftd, wait_for_status};
 
 const GATE: &str = r#"digraph G { start [shape=Mdiamond]; exit [shape=Msquare]
   approve [shape=hexagon, label="Ship it?"]
@@ -36,18 +36,6 @@ fn status(home: &Home, run_id: &str) -> Option<RunStatus> {
         .ok()
         .and_then(|s| s.find_run(run_id).ok())
         .map(|r| r.status)
-}
-
-fn wait_for_status(home: &Home, run_id: &str, want: RunStatus) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while status(home, run_id) != Some(want) {
-        assert!(
-            Instant::now() < deadline,
-            "run {run_id} is {:?}, not {want:?}",
-            status(home, run_id)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Waits for `condition`, failing with `what` after 60 s.

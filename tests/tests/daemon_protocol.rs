@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use weft::store::{Home, RunStatus, Store};
-use weft_tests::{RawClient, Sandbox, Weftd};
+use weft_tests::{RawClient, Sandbox, Weftd, wait_for_status};
 
 const TRIVIAL: &str = "digraph T { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }";
 
@@ -22,24 +22,6 @@ fn start(client: &mut RawClient, sb: &Sandbox, source: &str, labels: &[&str]) ->
         .as_str()
         .unwrap_or_else(|| panic!("run.start failed: {reply}"))
         .to_string()
-}
-
-fn wait_for_status(home: &Home, run_id: &str, want: RunStatus) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let status = Store::open_read_only(home)
-            .ok()
-            .and_then(|s| s.find_run(run_id).ok())
-            .map(|r| r.status);
-        if status == Some(want) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "run {run_id} is {status:?}, not {want:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
