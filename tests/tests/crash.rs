@@ -182,28 +182,26 @@ fn no_stage_process_survives_a_killed_daemon() {
     stage_processes_die(&sb);
 }
 
-/// The process in the stage's group that guards it: a fork of the wrapper
-/// shell, whose command line names `weft-stage`, and not the leader.
-fn watcher_of(stage: u32) -> Option<u32> {
+/// The reaper of the executor `executor`: its child whose command line
+/// names `weft-reaper` (see weft::engine::reaper).
+fn reaper_of(executor: u32) -> Option<u32> {
     std::fs::read_dir("/proc")
         .ok()?
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != stage)
         .find(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let in_group = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
                 .and_then(|stat| {
                     let after = stat.rsplit(')').next()?.to_string();
-                    after.split_whitespace().nth(2)?.parse::<u32>().ok()
-                })
-                == Some(stage);
-            in_group && String::from_utf8_lossy(&cmdline).contains("weft-stage")
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                });
+            parent == Some(executor) && String::from_utf8_lossy(&cmdline).contains("weft-reaper")
         })
 }
 
-/// The fallback behind the watcher: when the watcher was killed too, the
+/// The fallback behind the reaper: when the reaper was killed too, the
 /// resume kills the group its crashed executor recorded before running the
 /// stage again.
 #[test]
@@ -221,16 +219,16 @@ fn a_resume_kills_a_leftover_stage_group_before_running_the_stage_again() {
         sb.path().join("stage.pid").is_file()
     });
     let stage = read_pid(&sb.path().join("stage.pid")).unwrap_or_else(|| panic!("stage.pid"));
-    let watcher = watcher_of(stage).unwrap_or_else(|| panic!("the stage has a watcher"));
-    sigkill(watcher);
-    wait_until("the watcher is dead", Duration::from_secs(10), || {
-        !is_running(watcher)
+    let reaper = reaper_of(weft.id()).unwrap_or_else(|| panic!("weft has a reaper"));
+    sigkill(reaper);
+    wait_until("the reaper is dead", Duration::from_secs(10), || {
+        !is_running(reaper)
     });
     weft.kill().unwrap_or_else(|e| panic!("kill -9 weft: {e}"));
     weft.wait().unwrap_or_else(|e| panic!("reap weft: {e}"));
     assert!(
         is_running(stage),
-        "without its watcher the group outlives weft"
+        "without its reaper the group outlives weft"
     );
     std::fs::remove_file(sb.path().join("stage.pid")).unwrap_or_else(|e| panic!("{e}"));
 

@@ -580,8 +580,8 @@ pub fn prepare_resume(run: &RunRecord, services: &Services) -> Result<Resumable,
 
 /// Kills what is left of the commands of stages a crashed executor had in
 /// flight (`running`, or `interrupted` by a daemon's reconciliation), so a
-/// resume never runs a stage alongside a leftover copy of it. Their groups'
-/// watchers normally did this when the executor died; see
+/// resume never runs a stage alongside a leftover copy of it. The executor's
+/// reaper normally did this when the executor died; see
 /// [`super::process::reap_recorded_group`] for the fallback and its pid-reuse
 /// guard.
 fn reap_leftover_groups(run_dir: &RunDir, stages: &[crate::store::StageRecord]) {

@@ -23,6 +23,7 @@ pub mod output;
 pub mod parallel;
 pub mod preamble;
 pub mod process;
+pub mod reaper;
 pub mod recorder;
 pub mod retry;
 pub mod routing;

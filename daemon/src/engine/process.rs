@@ -109,9 +109,9 @@ pub const GROUP_RECORD: &str = "process_group";
 /// Kills the process group recorded at `record` if its leader is still the
 /// process that was recorded (same pid, same start time, not a zombie), and
 /// returns its id. A resume calls this for the stages a crashed executor
-/// left in flight: the group's watcher (see [`WATCHED`]) kills it when the
-/// executor dies, and this is the fallback for when the watcher itself was
-/// killed. After `kill(-pgid, SIGKILL)` returns, no process of the group
+/// left in flight: the executor's reaper (see [`super::reaper`]) kills it
+/// when the executor dies, and this is the fallback for when the reaper
+/// itself was killed. After `kill(-pgid, SIGKILL)` returns, no process of the group
 /// runs another instruction, so the stage cannot overlap its re-run. A
 /// missing or malformed record, or a recycled pid, kills nothing.
 #[must_use]
@@ -258,12 +258,8 @@ pub async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .and_then(Pid::from_raw);
-    let (Some(pid), Some(stdout), Some(stderr), Some(lifeline)) = (
-        pid,
-        child.stdout.take(),
-        child.stderr.take(),
-        child.stdin.take(),
-    ) else {
+    let (Some(pid), Some(stdout), Some(stderr)) = (pid, child.stdout.take(), child.stderr.take())
+    else {
         // Cannot happen with piped output on a fresh child; clean up anyway.
         let _ = child.start_kill();
         let _ = child.wait().await;
@@ -274,10 +270,11 @@ pub async fn run(
     let mut group = Group {
         child: Some(child),
         pgid: pid,
-        _lifeline: lifeline,
     };
+    // From here the group dies with this process, however it dies.
+    super::reaper::watch(group.raw_pgid());
     if let Some(record) = &script.group_record {
-        // Best effort: the watcher does not need it, only the fallback does.
+        // Best effort: the reaper does not need it, only the fallback does.
         let raw = pid.as_raw_nonzero().get().unsigned_abs();
         if let Some(start) = crate::store::process_start(raw) {
             // Private like everything in the run directory; atomic, so the
@@ -451,13 +448,13 @@ struct Group {
     child: Option<Child>,
     /// The shell's pid, which is also the group id.
     pgid: Pid,
-    /// The write end of the pipe the group's watcher reads (see
-    /// [`WATCHED`]). Never written: only its closing matters, which the
-    /// kernel does when this process dies, however it dies.
-    _lifeline: tokio::process::ChildStdin,
 }
 
 impl Group {
+    fn raw_pgid(&self) -> u32 {
+        self.pgid.as_raw_nonzero().get().unsigned_abs()
+    }
+
     /// Sends `sig` to every process in the group.
     fn signal(&self, sig: Signal) {
         if self.child.is_some() {
@@ -474,7 +471,9 @@ impl Group {
             Some(child) => child.wait().await,
             None => Err(io::Error::other("the script was already reaped")),
         };
-        self.child = None;
+        if self.child.take().is_some() {
+            super::reaper::forget(self.raw_pgid());
+        }
         status
     }
 }
@@ -484,6 +483,9 @@ impl Drop for Group {
         // Only reached with a live child when `run` was abandoned mid-way;
         // tokio reaps the dropped `Child` in the background.
         self.signal(Signal::KILL);
+        if self.child.is_some() {
+            super::reaper::forget(self.raw_pgid());
+        }
     }
 }
 
@@ -656,69 +658,14 @@ fn interpreter(script: &Script) -> std::ffi::OsString {
         .clone()
 }
 
-/// What the script's process group starts as: bash running this, with the
-/// interpreter as `$1` and the script as `$2`, and the read end of a pipe
-/// whose write end only this process holds as its stdin.
-///
-/// It forks a **watcher** into the group, then replaces itself with the
-/// interpreter (same pid, so the group's leader is the script as before,
-/// and its exit status is the script's). The watcher waits for the pipe to
-/// reach end-of-file — which happens when this process exits, by a crash
-/// or `kill -9` included, since the kernel closes its descriptors — and
-/// then kills the whole group. So no stage process outlives its executor,
-/// and a resumed run never runs a stage alongside a leftover copy of it.
-/// The watcher ignores the signals a timeout or cancel sends (it must
-/// outlive the script to guard it) and is swept with the group like any
-/// process the script left behind. A pipe rather than a parent-death
-/// signal: `PR_SET_PDEATHSIG` fires when the *thread* that spawned the
-/// child ends, and tokio spawns from whichever thread polls.
-const WATCHED: &str = "( trap '' TERM INT HUP QUIT; read -r _; kill -KILL 0 ) <&0 >/dev/null 2>&1 &\n\
-                       exec \"$1\" -c \"$2\" </dev/null";
-
-/// The bash that starts every script's group (see [`WATCHED`]), found in
-/// this process's `PATH` once: it is Weft's own machinery, not the script's.
-fn watcher_shell() -> io::Result<&'static std::path::Path> {
-    static SHELL: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    SHELL
-        .get_or_init(|| {
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-                .chain([PathBuf::from("/bin"), PathBuf::from("/usr/bin")])
-                .map(|dir| dir.join("bash"))
-                .find(|candidate| candidate.is_file())
-        })
-        .as_deref()
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "cannot find `bash`, which starts every command, in PATH",
-            )
-        })
-}
-
 fn command(script: &Script) -> io::Result<Command> {
-    let program = interpreter(script);
-    if !Path::new(&program).is_absolute() {
-        // Checked here, since the watcher shell would start anyway and
-        // only its `exec` would fail.
-        return Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!(
-                "cannot start `{}` for a {} script: it is not in PATH",
-                script.language.program(),
-                script.language.as_str()
-            ),
-        ));
-    }
-    let mut command = Command::new(watcher_shell()?);
+    let mut command = Command::new(interpreter(script));
     command
         .arg("-c")
-        .arg(WATCHED)
-        .arg("weft-stage")
-        .arg(program)
         .arg(&script.source)
         .current_dir(&script.work_dir)
         .env_clear()
-        .stdin(Stdio::piped())
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Group id = the shell's pid, so the whole tree can be signalled.
@@ -1200,10 +1147,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_scripts_group_is_led_by_the_interpreter_with_a_watcher_in_it() {
+    async fn the_scripts_group_is_led_by_the_interpreter_and_holds_only_the_script() {
         let dir = tempfile::tempdir().expect("temp dir");
-        // The leader is the script's own shell ($$ is the group id), and
-        // one other process in the group (the watcher) waits on a pipe.
+        // The leader is the script's own shell ($$ is the group id); the
+        // reaper watches from outside the group.
         let script = shell(
             "echo leader=$$; ps -o pgid= -p $$ | tr -d ' '; \
              ps -o pid=,pgid= -e | awk -v g=$$ '$2 == g' | wc -l",
@@ -1214,8 +1161,8 @@ mod tests {
         let lines: Vec<&str> = stdout.lines().collect();
         let leader = lines[0].trim_start_matches("leader=");
         assert_eq!(lines[1], leader, "the script leads its group");
-        // leader, watcher, and the pipeline's ps, awk and wc.
-        assert_eq!(lines[2].trim(), "5", "{stdout}");
+        // The leader and the pipeline's ps, awk and wc.
+        assert_eq!(lines[2].trim(), "4", "{stdout}");
     }
 
     #[tokio::test]
