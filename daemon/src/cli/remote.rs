@@ -198,6 +198,12 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
         Ok(h) => h,
         Err(code) => return code,
     };
+    // How far the run had got before this command: a weftd it starts
+    // resumes interrupted runs at once, possibly before asked to (below).
+    let seen = crate::store::Store::open_read_only(&home)
+        .and_then(|store| store.find_run(run))
+        .ok()
+        .map(|record| record.last_seq);
     let client = match connect(&home).await {
         Ok(c) => c,
         Err(e) => {
@@ -240,6 +246,38 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
                 &client,
                 &run,
                 before,
+                json,
+                auto_approve || stored_auto,
+                term,
+            )
+            .await
+        }
+        // weftd resumes interrupted runs when it starts. When this command
+        // started it, that resume may have gone on, or ended, before this
+        // request arrived: the run moved since this command first read it.
+        // Show what that resume did, as if this one had done it.
+        Err(e) if e.code() == "run.not_resumable" => {
+            let first = seen.unwrap_or(before);
+            let moved = client
+                .call(RunGet {
+                    run: run.to_string(),
+                })
+                .await
+                .ok()
+                .filter(|now| now.run.last_seq > first);
+            let Some(now) = moved else {
+                eprintln!("error: {}", message(&e));
+                return EXIT_USAGE;
+            };
+            eprintln!("weftd resumed run {} as it started", now.run.id);
+            let run = Followed {
+                id: now.run.id.clone(),
+                run_dir: now.run.run_dir.clone(),
+            };
+            follow(
+                &client,
+                &run,
+                first,
                 json,
                 auto_approve || stored_auto,
                 term,
