@@ -159,6 +159,7 @@ bench:
 	$(CARGO) bench -p weft --bench engine
 	$(CARGO) bench -p weft --bench daemon
 	$(CARGO) bench -p weft --bench app
+	$(CARGO) bench -p weft --bench hostile
 
 # The real app window on the app bench's large home (10,000 runs, 1,000,000
 # events): start to first run row, opening the 300-node run, memory after a
