@@ -1,5 +1,5 @@
 //! The desktop app's history queries on a large home (issue 7): a database
-//! of 10,000 runs and 1,000,000 events, read through `weft::store::views`
+//! of 10,000 runs and 1,000,000 events, read through `weft::views`
 //! exactly as the app's history commands do.
 //!
 //! `cargo bench -p weft --bench app` (`-- --rebuild` regenerates the
@@ -25,14 +25,14 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
-use weft::engine::event::{EdgeReason, EventKind, Stream};
-use weft::engine::outcome::{FailureClass, Outcome, Status};
 use weft::ipc::protocol::RunList;
-use weft::store::views::Views;
+use weft::model::RunStatus;
+use weft::model::{EdgeReason, EventKind, Stream};
+use weft::model::{FailureClass, Outcome, Status};
 use weft::store::{
-    Home, NewRun, QuestionRecord, QuestionStatus, RunDir, RunStatus, StageCommit, Store,
-    timestamp_of,
+    Home, NewRun, QuestionRecord, QuestionStatus, RunDir, StageCommit, Store, timestamp_of,
 };
+use weft::views::Views;
 
 const SMALL_RUNS: usize = 9_999;
 const TOTAL_EVENTS: usize = 1_000_000;

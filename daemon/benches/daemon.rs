@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use weft::engine::event::EventKind;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{DaemonStatus, DaemonStop, RunStart, WorkflowSource};
+use weft::model::EventKind;
 use weft::store::Home;
 
 fn chain(n: usize) -> String {

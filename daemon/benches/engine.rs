@@ -15,7 +15,8 @@ use weft::engine::cancel::Cancel;
 use weft::engine::clock::Clock;
 use weft::engine::interviewer::AutoApprove;
 use weft::engine::{RunRequest, Services};
-use weft::store::{Home, RunStatus, Store};
+use weft::model::RunStatus;
+use weft::store::{Home, Store};
 
 fn chain(n: usize) -> String {
     let mut dot =
@@ -51,7 +52,7 @@ fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::Temp
         interviewer: Arc::new(AutoApprove),
         clock: Clock::System,
         cancel: Cancel::new(),
-        observer: Some(Arc::new(move |e: &weft::engine::event::Event| {
+        observer: Some(Arc::new(move |e: &weft::model::Event| {
             if e.kind.name() == "stage.started"
                 && let Ok(mut starts) = sink.lock()
             {

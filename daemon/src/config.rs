@@ -140,40 +140,6 @@ fn span_at(text: &str, range: std::ops::Range<usize>) -> Span {
     }
 }
 
-/// The keys of `$WEFT_HOME/settings.toml` that neither the daemon's
-/// settings nor the language-model settings read, as warnings. Nothing
-/// when the file is missing, unreadable or invalid: whoever reads it for
-/// real reports that.
-#[must_use]
-pub fn settings_warnings(path: &Path) -> Vec<Diagnostic> {
-    let Ok(Some(text)) = read(path) else {
-        return Vec::new();
-    };
-    let daemon = parse::<crate::server::Settings>(&text);
-    let llm = parse::<crate::llm::LlmSettings>(&text);
-    let (Ok((_, by_daemon)), Ok((_, by_llm))) = (daemon, llm) else {
-        return Vec::new();
-    };
-    // Each reader skips the other's keys: a key is unknown when both skip
-    // it (or a table holding it).
-    let covers = |skipped: &[String], path: &str| {
-        skipped
-            .iter()
-            .any(|s| path == s || path.starts_with(&format!("{s}.")))
-    };
-    let mut unknown: Vec<String> = by_daemon
-        .iter()
-        .filter(|path| covers(&by_llm, path))
-        .cloned()
-        .collect();
-    for path in &by_llm {
-        if covers(&by_daemon, path) && !unknown.contains(path) {
-            unknown.push(path.clone());
-        }
-    }
-    warnings(&path.display().to_string(), &text, &unknown)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,35 +205,6 @@ mod tests {
         assert_eq!(found.len(), 2);
         assert!(found.iter().all(|d| d.rule == UNSUPPORTED_KEY));
         assert_eq!(found[1].span.map(|s| s.line), Some(3));
-    }
-
-    #[test]
-    fn settings_keys_read_by_either_part_are_known() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("settings.toml");
-        std::fs::write(
-            &path,
-            "max_concurrent_runs = 2\nmax_concurent_runs = 3\n[llm]\nmax_retries = 1\n\
-             [providers.ollama]\nbase_url = \"http://localhost:1/v1\"\n[[models]]\nid = \"m\"\nprovider = \"ollama\"\n[notify]\nx = 1\n",
-        )
-        .expect("write");
-        let found: Vec<(String, Option<u32>)> = settings_warnings(&path)
-            .into_iter()
-            .map(|d| (d.message, d.span.map(|s| s.line)))
-            .collect();
-        assert_eq!(
-            found,
-            [
-                (
-                    "unknown key `max_concurent_runs` in settings.toml; it is ignored".to_string(),
-                    Some(2)
-                ),
-                (
-                    "unknown key `notify` in settings.toml; it is ignored".to_string(),
-                    Some(10)
-                ),
-            ]
-        );
     }
 
     #[test]

@@ -1,19 +1,28 @@
 //! Weft: a local engine for AI coding-agent workflows written in Fabro's
 //! workflow language (Graphviz DOT with agent extensions).
 //!
-//! Layers, each depending only on the ones below it:
-//! - [`lang`]: the workflow language (lexer, parser, graph model, stylesheet,
-//!   conditions, templates, validation rules).
-//! - [`store`]: the durable run store (SQLite, blobs, run directories).
-//! - [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
-//!   OpenAI-compatible servers), the model catalog, retries and failover.
-//! - [`engine`]: executes runs: the run loop, routing, handlers.
-//!
-//! Shared by all of them: [`limits`] (bounded, regular-file-only reads),
-//! [`config`] (the TOML configuration files, read with those limits) and
-//! [`secrets`] (what counts as a secret, redaction, and keeping keys out of
-//! reach of commands).
+//! Layers, bottom to top; each uses only the ones before it in this list
+//! (`architecture` tests hold the code to it, and find import cycles
+//! between files):
+//! 1. [`limits`]: bounded, regular-file-only reads.
+//! 2. [`secrets`]: what counts as a secret, redaction, keeping keys out of
+//!    reach of commands.
+//! 3. [`model`]: the records every layer shares (events, outcomes, a run's
+//!    status and listing, spend).
+//! 4. [`lang`]: the workflow language (lexer, parser, graph model,
+//!    stylesheet, conditions, templates, validation rules).
+//! 5. [`config`]: the TOML configuration files, read with those limits.
+//! 6. [`store`]: the durable run store (SQLite, blobs, run directories).
+//! 7. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//!    OpenAI-compatible servers), the model catalog, retries and failover.
+//! 8. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 9. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 10. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 11. [`views`]: the desktop app's read models over the store.
+//! 12. [`cli`]: the `weft` command.
 
+#[cfg(test)]
+mod architecture;
 pub mod cli;
 pub mod config;
 pub mod engine;
@@ -21,6 +30,8 @@ pub mod ipc;
 pub mod lang;
 pub mod limits;
 pub mod llm;
+pub mod model;
 pub mod secrets;
 pub mod server;
 pub mod store;
+pub mod views;

@@ -15,10 +15,11 @@ use std::time::Duration;
 use serde_json::Value;
 use weft::engine::cancel::Cancel;
 use weft::engine::clock::Clock;
-use weft::engine::event::{Event, EventKind};
 use weft::engine::interviewer::{Interviewer, Scripted};
 use weft::engine::{Conclusion, RunRequest, Services};
-use weft::store::{Home, RunStatus, Store};
+use weft::model::RunStatus;
+use weft::model::{Event, EventKind};
+use weft::store::{Home, Store};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -329,7 +330,7 @@ async fn a_run_that_succeeds_past_failures_lists_the_nodes_whose_latest_visit_fa
     assert!(
         matches!(
             &completed[0].kind,
-            weft::engine::event::EventKind::RunCompleted { failed_stages, .. } if failed_stages == &["lint"]
+            weft::model::EventKind::RunCompleted { failed_stages, .. } if failed_stages == &["lint"]
         ),
         "run.completed carries them too"
     );

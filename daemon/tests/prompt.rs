@@ -16,11 +16,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 use weft::engine::cancel::Cancel;
 use weft::engine::clock::Clock;
-use weft::engine::event::{Event, EventKind};
 use weft::engine::interviewer::{Interviewer, Scripted};
-use weft::engine::models::ModelChoice;
 use weft::engine::{Conclusion, RunRequest, Services};
-use weft::store::{Home, RunStatus, Store};
+use weft::model::ModelChoice;
+use weft::model::RunStatus;
+use weft::model::{Event, EventKind};
+use weft::store::{Home, Store};
 use weft_fakellm::{FakeLlm, Recorded, Reply, Usage as FakeUsage};
 
 fn server() -> &'static FakeLlm {
@@ -61,7 +62,7 @@ impl Run {
     }
 
     /// The committed outcome of `node`'s (last) stage.
-    fn outcome(&self, node: &str) -> weft::engine::outcome::Outcome {
+    fn outcome(&self, node: &str) -> weft::model::Outcome {
         self.events
             .iter()
             .rev()
@@ -549,7 +550,7 @@ async fn context_updates_from_a_response_reach_the_next_conditions_and_outcome_f
         "tests_passed routed to audit; audit's outcome=failed routed to retreat"
     );
     let audit = r.outcome("audit");
-    assert_eq!(audit.status, weft::engine::outcome::Status::Failed);
+    assert_eq!(audit.status, weft::model::Status::Failed);
     assert_eq!(audit.failure_reason(), Some("coverage is 40%"));
 }
 

@@ -8,23 +8,21 @@ use std::path::{Path, PathBuf};
 
 use ts_rs::TS;
 
-use weft::engine::ParentLink;
-use weft::engine::environment::EnvPolicy;
-use weft::engine::event::{EdgeReason, Event, EventKind, Stream};
-use weft::engine::models::ModelChoice;
-use weft::engine::outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::ipc::protocol::{
     AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunList, RunResume,
-    RunStart, RunStarted, RunSummary, WorkflowSource,
+    RunStart, RunStarted, WorkflowSource,
 };
 use weft::lang::{Diagnostic, Severity, Span};
-use weft::llm::{Spend, Usage};
-use weft::store::views::{
+use weft::model::EnvPolicy;
+use weft::model::ModelChoice;
+use weft::model::{EdgeReason, Event, EventKind, Stream};
+use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
+use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
+use weft::model::{Spend, Usage};
+use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord};
+use weft::views::{
     AppError, ArtifactContent, InitialRoute, LogMatch, LogStream, RunView, RunViewOptions,
     RunsPage, StageFiles,
-};
-use weft::store::{
-    ArtifactRecord, QuestionRecord, QuestionStatus, RunSpend, RunStatus, StageRecord,
 };
 
 const HEADER: &str = "\

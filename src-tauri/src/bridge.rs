@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tauri::async_runtime::JoinHandle;
 use tauri::ipc::Channel;
-use weft::engine::event::Event;
+use weft::model::Event;
 
 use crate::commands::{Result, client};
 

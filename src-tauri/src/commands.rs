@@ -1,4 +1,4 @@
-//! The app's commands: each a few lines that call `weft::store::views`
+//! The app's commands: each a few lines that call `weft::views`
 //! (history, read-only SQLite, on a blocking thread) or the daemon through
 //! `weft::ipc::client::Client` (everything live). Every command fails with
 //! an [`AppError`] `{code, message}`; the UI matches on the code.
@@ -8,17 +8,18 @@
 
 use std::path::{Path, PathBuf};
 
-use weft::engine::event::Event;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{
     AnswerBy, CallerEnv, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList,
-    RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted, RunSummary,
+    RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
-use weft::store::views::{
+use weft::model::Event;
+use weft::model::RunSummary;
+use weft::store::{Home, QuestionRecord};
+use weft::views::{
     AppError, ArtifactContent, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views,
 };
-use weft::store::{Home, QuestionRecord};
 
 /// A page of events a history call returns when the UI names no limit.
 const EVENTS_PAGE: u32 = 1_000;

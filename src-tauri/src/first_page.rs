@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use weft::ipc::protocol::RunList;
-use weft::store::views::Views;
+use weft::views::Views;
 
 /// The first page of the runs list as the UI first asks for it: 200 runs,
 /// archived ones hidden (`PAGE_SIZE` and the default filters in

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use weft::ipc::paths::DaemonPaths;
 use weft::store::Home;
-use weft::store::views::InitialRoute;
+use weft::views::InitialRoute;
 
 /// The event the UI listens to; its payload is an [`InitialRoute`].
 pub const OPEN_ROUTE_EVENT: &str = "open-route";

@@ -18,7 +18,7 @@ mod instance;
 mod rendering;
 mod reveal;
 
-use weft::store::views::InitialRoute;
+use weft::views::InitialRoute;
 
 /// The version of this build of the app (the crate version, which is the
 /// workspace version), shown by the UI under the header.

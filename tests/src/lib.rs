@@ -411,7 +411,7 @@ pub fn side_effect_chain(nodes: usize) -> String {
 ///
 /// # Panics
 /// When the run is not in `want` by then, naming the status it is in.
-pub fn wait_for_status(home: &weft::store::Home, run_id: &str, want: weft::store::RunStatus) {
+pub fn wait_for_status(home: &weft::store::Home, run_id: &str, want: weft::model::RunStatus) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let status = weft::store::Store::open_read_only(home)

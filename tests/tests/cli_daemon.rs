@@ -56,7 +56,7 @@ fn weft_run_goes_through_the_daemon_with_the_callers_directory_and_environment()
         .find_run(c["run_id"].as_str().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(daemon_pid.is_some(), "the daemon answers status");
-    assert_eq!(run.status, weft::store::RunStatus::Succeeded);
+    assert_eq!(run.status, weft::model::RunStatus::Succeeded);
     let stop = sb.run(&["daemon", "stop"]);
     assert_eq!(stop.code, 0, "{}", stop.stderr);
     assert_eq!(

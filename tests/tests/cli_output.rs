@@ -5,7 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use weft::store::{Home, RunStatus, Store};
+use weft::model::RunStatus;
+use weft::store::{Home, Store};
 use weft_tests::Sandbox;
 
 /// `wait` blocks until the test has closed weft's output, so every stage

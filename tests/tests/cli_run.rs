@@ -8,7 +8,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use weft::store::{Home, RunRecord, RunStatus, Store};
+use weft::model::RunStatus;
+use weft::store::{Home, RunRecord, Store};
 use weft_tests::{Sandbox, side_effect_chain};
 
 fn json(text: &str) -> Value {

@@ -8,8 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use weft::engine::event::EventKind;
-use weft::store::{Home, RunRecord, RunStatus, Store};
+use weft::model::EventKind;
+use weft::model::RunStatus;
+use weft::store::{Home, RunRecord, Store};
 use weft_tests::{Run, Sandbox, binary, side_effect_chain};
 
 fn home(sb: &Sandbox) -> Home {

@@ -9,14 +9,15 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use weft::engine::event::EventKind;
 use weft::ipc::client::Client;
 use weft::ipc::paths::DaemonPaths;
 use weft::ipc::protocol::{
     AnswerBy, DaemonStatus, QuestionAnswer, QuestionList, RunArchive, RunCancel, RunEvents, RunGet,
     RunList, RunResume, RunStart, WorkflowSource,
 };
-use weft::store::{Home, QuestionStatus, RunStatus};
+use weft::model::EventKind;
+use weft::model::RunStatus;
+use weft::store::{Home, QuestionStatus};
 use weft_tests::{Sandbox, binary, side_effect_chain, wait_for_status};
 
 /// A weftd in the foreground on a sandbox's home; killed when dropped.
@@ -740,7 +741,7 @@ fn an_archived_run_leaves_the_apps_list_and_comes_back_when_unarchived() {
         assert!(summary.archived);
 
         // What the app's list asks for: unarchived runs only.
-        let views = weft::store::views::Views::open(&daemon.home).unwrap_or_else(|e| panic!("{e}"));
+        let views = weft::views::Views::open(&daemon.home).unwrap_or_else(|e| panic!("{e}"));
         let listed = |archived: Option<bool>| {
             views
                 .runs(&RunList {

@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use weft::engine::event::EventKind;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{AnswerBy, QuestionAnswer, QuestionList, RunStart, WorkflowSource};
-use weft::store::{Home, QuestionRecord, QuestionStatus, RunStatus, Store};
+use weft::model::EventKind;
+use weft::model::RunStatus;
+use weft::store::{Home, QuestionRecord, QuestionStatus, Store};
 use weft_tests::{Sandbox, Weftd, wait_for_status};
 
 const GATE: &str = r#"digraph G { start [shape=Mdiamond]; exit [shape=Msquare]

@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use weft::store::{Home, RunStatus, Store};
+use weft::model::RunStatus;
+use weft::store::{Home, Store};
 use weft_tests::{RawClient, Sandbox, Weftd, wait_for_status};
 
 const GATE: &str = r#"digraph G { start [shape=Mdiamond]; exit [shape=Msquare]

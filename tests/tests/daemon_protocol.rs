@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use weft::store::{Home, RunStatus, Store};
+use weft::model::RunStatus;
+use weft::store::{Home, Store};
 use weft_tests::{RawClient, Sandbox, Weftd, wait_for_status};
 
 const TRIVIAL: &str = "digraph T { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }";

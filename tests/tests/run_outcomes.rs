@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use weft::engine::event::EventKind;
+use weft::model::EventKind;
 use weft::store::{Home, Store};
 use weft_tests::Sandbox;
 

@@ -1,6 +1,6 @@
 //! The UI's recorded fixtures (`ui/src/api/fixtures/recorded.json`): real
 //! workflows run by the real CLI into one home, then dumped through
-//! `weft::store::views::Views` exactly as the app's backend would return
+//! `weft::views::Views` exactly as the app's backend would return
 //! them. The browser tests run the UI on this data, so it must be what the
 //! engine really produces.
 //!
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use weft::ipc::protocol::RunList;
 use weft::store::Home;
-use weft::store::views::Views;
+use weft::views::Views;
 use weft_fakellm::{FakeLlm, Reply, Usage};
 use weft_tests::{Run, Sandbox};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::progress::seconds;
 use super::reader::Reader;
 use super::{EXIT_USAGE, EventsArgs};
-use crate::engine::event::{Event, EventKind};
-use crate::store::RunStatus;
+use crate::model::RunStatus;
+use crate::model::{Event, EventKind};
 
 /// How often `--follow --no-daemon` looks for new events. Each look is one
 /// indexed query on a read-only connection, cheap enough to do five times a
@@ -288,8 +288,8 @@ fn summary(kind: &EventKind) -> String {
         },
         EventKind::CommandOutput { stream, text } => {
             let name = match stream {
-                crate::engine::event::Stream::Stdout => "stdout",
-                crate::engine::event::Stream::Stderr => "stderr",
+                crate::model::Stream::Stdout => "stdout",
+                crate::model::Stream::Stderr => "stderr",
             };
             let first = text
                 .lines()
@@ -308,7 +308,7 @@ fn summary(kind: &EventKind) -> String {
             ..
         } => format!(
             "{provider}/{model}: {} in {}",
-            crate::llm::cost::describe(
+            crate::model::spend::describe(
                 &crate::llm::Usage {
                     input: *input_tokens,
                     output: *output_tokens,
@@ -422,7 +422,7 @@ fn one_line(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::event::EdgeReason;
+    use crate::model::EdgeReason;
 
     fn event(seq: u64, node: Option<(&str, u32)>, kind: EventKind) -> Event {
         Event {
@@ -461,7 +461,7 @@ mod tests {
             3,
             Some(("build", 1)),
             EventKind::CommandOutput {
-                stream: crate::engine::event::Stream::Stderr,
+                stream: crate::model::Stream::Stderr,
                 text: "\n   warning: x  \nmore\n".into(),
             },
         ));

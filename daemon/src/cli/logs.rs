@@ -10,10 +10,11 @@ use std::time::Duration;
 use super::progress::seconds;
 use super::reader::Reader;
 use super::{EXIT_USAGE, LogsArgs};
-use crate::engine::event::{Event, EventKind};
-use crate::engine::outcome::LlmUsage;
 use crate::ipc::protocol::RunDetail;
-use crate::store::{RunDir, RunStatus, StageRecord};
+use crate::model::LlmUsage;
+use crate::model::RunStatus;
+use crate::model::{Event, EventKind};
+use crate::store::{RunDir, StageRecord};
 
 /// How often `--follow` reads what running stages added to their files
 /// (and, with `--no-daemon`, looks for new events).

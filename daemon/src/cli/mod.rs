@@ -383,7 +383,7 @@ pub struct PsArgs {
     /// Only runs with this status (queued, running, blocked, succeeded,
     /// failed, cancelled, interrupted).
     #[arg(long, value_name = "STATUS", value_parser = parse_status)]
-    pub status: Option<crate::store::RunStatus>,
+    pub status: Option<crate::model::RunStatus>,
     /// Only runs of the workflow with exactly this name.
     #[arg(long, value_name = "NAME")]
     pub workflow: Option<String>,
@@ -519,9 +519,9 @@ pub struct ModelTestArgs {
     pub json: bool,
 }
 
-fn parse_status(s: &str) -> Result<crate::store::RunStatus, String> {
-    crate::store::RunStatus::parse(s).ok_or_else(|| {
-        let names: Vec<&str> = crate::store::RunStatus::ALL
+fn parse_status(s: &str) -> Result<crate::model::RunStatus, String> {
+    crate::model::RunStatus::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = crate::model::RunStatus::ALL
             .iter()
             .map(|status| status.as_str())
             .collect();

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::report::{Style, count, status_colour};
-use crate::engine::event::{Event, EventKind};
 use crate::engine::interviewer::{Question, parse_accelerator};
-use crate::engine::outcome::Status;
 use crate::engine::recorder::Observer;
+use crate::model::Status;
+use crate::model::{Event, EventKind};
 use crate::store::RunDir;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -808,7 +808,7 @@ fn withheld_line(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::outcome::Outcome;
+    use crate::model::Outcome;
 
     /// A writer the test reads back after the display owns it.
     #[derive(Clone, Default)]

@@ -9,8 +9,9 @@ use super::progress::seconds;
 use super::reader::Reader;
 use super::report::{Style, status_colour};
 use super::{EXIT_USAGE, PsArgs};
-use crate::ipc::protocol::{RunList, RunSummary};
-use crate::store::{Home, RunStatus, Store};
+use crate::ipc::protocol::RunList;
+use crate::model::{RunStatus, RunSummary};
+use crate::store::{Home, Store};
 
 /// Without `--all`, how many of the most recent runs are listed besides the
 /// active ones.
@@ -36,7 +37,7 @@ struct PsRow<'a> {
     labels: &'a [String],
     /// Language-model calls, tokens and dollars; absent when none was made.
     #[serde(skip_serializing_if = "Option::is_none")]
-    llm: Option<crate::store::RunSpend>,
+    llm: Option<crate::model::RunSpend>,
     failed_stages: &'a [String],
 }
 
@@ -219,8 +220,8 @@ fn write_table(
                     |spend| {
                         format!(
                             "{} tok, {}",
-                            crate::llm::cost::tokens(spend.input_tokens + spend.output_tokens),
-                            crate::llm::cost::dollars(spend.cost)
+                            crate::model::spend::tokens(spend.input_tokens + spend.output_tokens),
+                            crate::model::spend::dollars(spend.cost)
                         )
                     },
                 ));

@@ -8,10 +8,11 @@
 //! When the daemon cannot be reached even after trying to start it, the
 //! commands say so and read the database directly rather than show nothing.
 
-use crate::engine::event::Event;
 use crate::ipc::client::{Client, ClientError, Subscription};
-use crate::ipc::protocol::{RunDetail, RunEvents, RunGet, RunList, RunSummary};
-use crate::store::{Home, RunStatus, Store, StoreError};
+use crate::ipc::protocol::{RunDetail, RunEvents, RunGet, RunList};
+use crate::model::Event;
+use crate::model::{RunStatus, RunSummary};
+use crate::store::{Home, Store, StoreError};
 
 /// A source of recorded runs.
 pub(crate) enum Reader {

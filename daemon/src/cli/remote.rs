@@ -11,7 +11,6 @@ use super::progress::{Gates, Progress, question_of};
 use super::report::{self, Style};
 use super::run::{EXIT_CANCELLED, EXIT_FAILED};
 use super::{EXIT_OK, EXIT_USAGE};
-use crate::engine::event::{Event, EventKind};
 use crate::engine::interviewer::{Answer, Console, Interviewer, Question};
 use crate::engine::{Conclusion, RunRequest, StageSummary};
 use crate::ipc::client::{Client, ClientError};
@@ -20,7 +19,9 @@ use crate::ipc::protocol::{
     RunStarted, WorkflowSource,
 };
 use crate::lang::{Diagnostic, Severity, Span};
-use crate::store::{Home, RunStatus};
+use crate::model::RunStatus;
+use crate::model::{Event, EventKind};
+use crate::store::Home;
 
 /// Connects to the daemon, starting it first when it is not running (and
 /// saying so on stderr).

@@ -137,7 +137,7 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
 /// reads) on stderr, rustc-style.
 pub fn warn_about_settings(home: &crate::store::Home) {
     let path = home.settings_path();
-    let warnings = crate::config::settings_warnings(&path);
+    let warnings = crate::server::settings_warnings(&path);
     if warnings.is_empty() {
         return;
     }

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use crate::engine::environment::EnvPolicy;
-use crate::engine::models::ModelChoice;
+use crate::model::EnvPolicy;
+use crate::model::ModelChoice;
+use crate::model::RunStatus;
 
 use super::progress::{Gates, Progress};
 use super::report::{self, Style};
@@ -18,7 +19,7 @@ use crate::engine::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
 use crate::engine::interviewer::{Answer, AutoApprove, Console, Interviewer, Question};
 use crate::engine::{Conclusion, EngineError, RunRequest, Services};
-use crate::store::{Home, RunStatus, Store};
+use crate::store::{Home, Store};
 
 /// Exit code: the run failed.
 pub const EXIT_FAILED: u8 = 1;

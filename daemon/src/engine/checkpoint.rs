@@ -76,7 +76,7 @@ pub struct BranchProgress {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BranchResult {
     pub id: String,
-    pub status: super::outcome::Status,
+    pub status: crate::model::Status,
     /// The nodes the branch ran, in order.
     pub nodes: Vec<String>,
     /// The keys the branch changed in its copy of the context.

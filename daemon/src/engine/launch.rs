@@ -16,17 +16,18 @@ use super::cancel::{Cancel, CancelReason};
 use super::checkpoint::Checkpoint;
 use super::clock::Clock;
 use super::context::Context;
-use super::environment::{self, EnvPolicy};
-use super::event::{Event, EventKind};
+use super::environment;
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
-use super::models::{ModelChoice, Models};
+use super::models::Models;
 use super::recorder::{Observer, Recorder};
 use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
-use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, RunStatus, Store, StoreError};
+use crate::model::EnvPolicy;
+use crate::model::{Event, EventKind, ModelChoice, ParentLink, RunStatus};
+use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -62,14 +63,6 @@ pub struct RunRequest {
     pub env_policy: EnvPolicy,
     /// The run-wide model (`--model`, `--provider`, `[run.model]`).
     pub model: ModelChoice,
-}
-
-/// The parent stage of a child run (a sub-workflow node's stage).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
-pub struct ParentLink {
-    pub run_id: String,
-    pub node_id: String,
-    pub visit: u32,
 }
 
 /// The options stored with a run, so a resume behaves like the start.

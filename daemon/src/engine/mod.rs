@@ -13,12 +13,10 @@ pub mod checkpoint;
 pub mod clock;
 pub mod context;
 pub mod environment;
-pub mod event;
 pub mod handlers;
 pub mod interviewer;
 pub mod launch;
 pub mod models;
-pub mod outcome;
 pub mod output;
 pub mod parallel;
 pub mod preamble;
@@ -31,6 +29,5 @@ pub mod run;
 pub mod subworkflow;
 
 pub use launch::{
-    Conclusion, EngineError, ParentLink, RunOptions, RunRequest, Services, StageSummary, resume,
-    start,
+    Conclusion, EngineError, RunOptions, RunRequest, Services, StageSummary, resume, start,
 };

@@ -13,33 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde::{Deserialize, Serialize};
-
 use crate::llm::{LlmClient, LlmSettings, Message};
-
-/// The run-wide model, below node attributes and stylesheets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
-pub struct ModelChoice {
-    /// A model id or alias (`--model`, `[run.model] name`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// A provider name (`--provider`, `[run.model] provider`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    /// Tried in order when the model's provider is unavailable
-    /// (`[run.model] fallbacks`): provider names, aliases or
-    /// `provider/model`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fallbacks: Vec<String>,
-}
-
-impl ModelChoice {
-    /// True when nothing is chosen (defaults apply).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.model.is_none() && self.provider.is_none() && self.fallbacks.is_empty()
-    }
-}
+use crate::model::ModelChoice;
 
 /// The models of one run. Cheap to clone (shared).
 #[derive(Clone)]

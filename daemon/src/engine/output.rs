@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::outcome::{FailureClass, Outcome, Status};
+use crate::model::{FailureClass, Outcome, Status};
 
 /// The fields that make a JSON object a routing directive.
 pub const ROUTING_FIELDS: [&str; 5] = [
@@ -107,7 +107,7 @@ pub fn apply_routing(directive: &Map<String, Value>, outcome: &mut Outcome) -> R
             .as_str()
             .ok_or_else(|| format!("`failure_reason` must be a string; got {v}"))?;
         if outcome.status == Status::Failed {
-            outcome.failure = Some(super::outcome::Failure {
+            outcome.failure = Some(crate::model::Failure {
                 class: FailureClass::Deterministic,
                 message: reason.to_string(),
                 retryable: false,
@@ -115,7 +115,7 @@ pub fn apply_routing(directive: &Map<String, Value>, outcome: &mut Outcome) -> R
         }
     }
     if outcome.status == Status::Failed && outcome.failure.is_none() {
-        outcome.failure = Some(super::outcome::Failure {
+        outcome.failure = Some(crate::model::Failure {
             class: FailureClass::Deterministic,
             message: "the stage reported outcome=failed".into(),
             retryable: false,

@@ -24,11 +24,11 @@ use serde_json::{Map, Value};
 use super::cancel::CancelReason;
 use super::checkpoint::{BranchProgress, BranchResult, Checkpoint, ParallelProgress};
 use super::context::Context;
-use super::event::EventKind;
 use super::handlers::RunEnv;
-use super::outcome::{FailureClass, Outcome, Status};
 use super::run::{Finish, Runner, State};
 use crate::lang::graph::{Graph, Handler, Node};
+use crate::model::EventKind;
+use crate::model::{FailureClass, Outcome, Status};
 use crate::store::{BlobRef, StoreError};
 
 /// Branches running at once when the node does not say.

@@ -55,7 +55,7 @@ use std::fmt::{self, Write as _};
 
 use serde_json::Value;
 
-use crate::llm::cost::tokens;
+use crate::model::spend::tokens;
 use crate::store::BlobRef;
 
 /// A fidelity mode (execution/context.mdx, "Fidelity").

@@ -23,7 +23,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
 use super::cancel::{Cancel, CancelReason};
-use super::event::Stream;
+use crate::model::Stream;
 
 /// How long the group may take to exit after SIGTERM before it gets SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(2);
@@ -683,7 +683,7 @@ fn command(script: &Script) -> io::Result<Command> {
         None => {
             default_base = super::environment::stage_env(
                 &crate::secrets::process_env(),
-                &super::environment::EnvPolicy::default(),
+                &crate::model::EnvPolicy::default(),
             )
             .vars;
             &default_base

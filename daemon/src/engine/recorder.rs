@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::event::{Event, EventKind};
+use crate::model::{Event, EventKind};
 use crate::secrets::Redactor;
 use crate::store::{RunDir, StageCommit, Store, StoreError};
 
@@ -281,7 +281,7 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::event::Stream;
+    use crate::model::Stream;
 
     fn redactor() -> Redactor {
         Redactor::new(&[("VAULT_TOKEN".into(), "hvs.CAESIabcdefghijklmnop".into())])

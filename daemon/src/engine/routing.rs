@@ -21,11 +21,11 @@
 use rand::{Rng, RngExt};
 use serde_json::{Map, Value};
 
-use super::event::EdgeReason;
 use super::interviewer::parse_accelerator;
-use super::outcome::{Outcome, Status};
 use crate::lang::condition::{self, Env};
 use crate::lang::graph::{Edge, Graph, Handler, Node};
+use crate::model::EdgeReason;
+use crate::model::{Outcome, Status};
 
 /// Where to go next.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,13 +12,13 @@ use serde_json::{Map, Value, json};
 use super::cancel::CancelReason;
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
 use super::context::{Context, OFFLOAD_BYTES};
-use super::event::{EdgeReason, EventKind};
 use super::handlers::{self, RunEnv, StageCx};
-use super::outcome::{FailureClass, Outcome, Status, failure_signature};
 use super::recorder::Recorder;
 use super::retry::RetryPolicy;
 use super::routing::{self, Route, Selection, Subject};
 use crate::lang::graph::{Graph, Handler, Node};
+use crate::model::{EdgeReason, EventKind};
+use crate::model::{FailureClass, Outcome, Status, failure_signature};
 use crate::store::{BlobRef, StageCommit, StageRecord, StoreError};
 
 /// The circuit breaker's default limit (execution/failures.mdx).
@@ -544,7 +544,7 @@ impl<'a> Runner<'a> {
         let policy = RetryPolicy::for_node(node, self.graph);
         let mut attempt = 1u32;
         // Model spend of the attempts so far: the stage's is their sum.
-        let mut spent: Option<crate::engine::outcome::LlmUsage> = None;
+        let mut spent: Option<crate::model::LlmUsage> = None;
         loop {
             self.recorder.emit(
                 EventKind::StageStarted {
@@ -566,13 +566,10 @@ impl<'a> Runner<'a> {
             };
             let mut outcome = handlers::execute(&cx).await;
             if let Some(before) = spent.take() {
-                let mut total = outcome
-                    .llm
-                    .take()
-                    .unwrap_or(crate::engine::outcome::LlmUsage {
-                        spend: crate::llm::Spend::default(),
-                        ..before.clone()
-                    });
+                let mut total = outcome.llm.take().unwrap_or(crate::model::LlmUsage {
+                    spend: crate::model::Spend::default(),
+                    ..before.clone()
+                });
                 total.spend.merge(&before.spend);
                 outcome.llm = Some(total);
             }

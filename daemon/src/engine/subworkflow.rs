@@ -28,13 +28,14 @@ use serde_json::{Map, Value};
 
 use super::cancel::CancelReason;
 use super::checkpoint::Checkpoint;
-use super::event::EventKind;
-use super::launch::{Conclusion, EngineError, ParentLink, RunRequest, Services};
-use super::outcome::{FailureClass, Outcome};
+use super::launch::{Conclusion, EngineError, RunRequest, Services};
 use super::run::Runner;
 use crate::lang::condition;
 use crate::lang::graph::Node;
-use crate::store::{RunFilter, RunRecord, RunStatus, StoreError};
+use crate::model::EventKind;
+use crate::model::{FailureClass, Outcome};
+use crate::model::{ParentLink, RunStatus};
+use crate::store::{RunFilter, RunRecord, StoreError};
 
 /// `manager.poll_interval` when unset.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(45);

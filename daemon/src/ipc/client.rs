@@ -30,7 +30,7 @@ use super::protocol::{
     Subscribed, Unsubscribe, Unsubscribed, Version,
 };
 use super::socket;
-use crate::engine::event::Event;
+use crate::model::Event;
 use crate::store::Home;
 
 type Stream = interprocess::local_socket::tokio::Stream;

@@ -14,19 +14,14 @@
 //! may be omitted; `id`s are strings, numbers or `null`, echoed as given.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::engine::environment::EnvPolicy;
-use crate::engine::event::Event;
-use crate::engine::models::ModelChoice;
-use crate::engine::{EngineError, ParentLink, RunRequest};
-use crate::store::{
-    QuestionRecord, RunFilter, RunRecord, RunSpend, RunStatus, StageRecord, StoreError,
-};
+use crate::model::{EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
+use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord, StoreError};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
 /// change would break an existing client (a removed method or field).
@@ -541,34 +536,6 @@ impl From<StoreError> for RpcError {
     }
 }
 
-impl From<&EngineError> for RpcError {
-    /// Keeps the engine's code; `workflow.invalid` carries the diagnostics
-    /// (rule, severity, message, span, hint) in `diagnostics`.
-    fn from(e: &EngineError) -> RpcError {
-        match e {
-            EngineError::Store(store) => RpcError::from(store),
-            EngineError::InvalidWorkflow(diagnostics) => {
-                RpcError::new(code::WORKFLOW, e.code(), e.to_string()).with_detail(
-                    "diagnostics",
-                    serde_json::to_value(diagnostics).unwrap_or(Value::Null),
-                )
-            }
-            EngineError::NotResumable(_) => {
-                RpcError::new(code::INVALID_STATE, e.code(), e.to_string())
-            }
-            EngineError::Io(_) | EngineError::Config(_) => {
-                RpcError::new(code::WORKFLOW, e.code(), e.to_string())
-            }
-        }
-    }
-}
-
-impl From<EngineError> for RpcError {
-    fn from(e: EngineError) -> RpcError {
-        RpcError::from(&e)
-    }
-}
-
 // ----- methods -------------------------------------------------------------
 
 /// One method of the protocol: the params type names the method and the
@@ -779,66 +746,6 @@ impl RunStart {
             env: CallerEnv::default(),
         }
     }
-
-    /// The engine request this asks for, reading the workflow file when it
-    /// is given by path. (`env` is not part of [`RunRequest`]; the daemon
-    /// passes it on separately.)
-    ///
-    /// Errors: `rpc.invalid_params` for a relative path, `workflow.io` when
-    /// the file cannot be read, is not a regular file or is larger than
-    /// [`crate::limits::MAX_WORKFLOW_BYTES`].
-    ///
-    /// Reads a file: call it off the daemon's event loop.
-    pub fn to_run_request(&self) -> Result<RunRequest, RpcError> {
-        require_absolute("work_dir", &self.work_dir)?;
-        if let Some(base) = &self.base_dir {
-            require_absolute("base_dir", base)?;
-        }
-        let (workflow_path, source) = match &self.workflow {
-            WorkflowSource::Path(path) => {
-                require_absolute("workflow.path", path)?;
-                // A FIFO here would block the daemon, /dev/zero fill it.
-                let source =
-                    crate::limits::read_text_capped(path, crate::limits::MAX_WORKFLOW_BYTES)
-                        .map_err(|e| {
-                            RpcError::new(
-                                code::WORKFLOW,
-                                "workflow.io",
-                                format!("cannot read the workflow {}: {e}", path.display()),
-                            )
-                        })?;
-                (Some(path.clone()), source)
-            }
-            WorkflowSource::Source(text) => (None, text.clone()),
-        };
-        Ok(RunRequest {
-            workflow_path,
-            source,
-            goal: self.goal.clone(),
-            inputs: self.inputs.clone(),
-            dry_run: self.dry_run,
-            auto_approve: self.auto_approve,
-            seed: self.seed,
-            work_dir: self.work_dir.clone(),
-            labels: self.labels.clone(),
-            base_dir: self.base_dir.clone(),
-            artifacts: self.artifacts.clone(),
-            model: self.model.clone(),
-            env_policy: self.env_policy.clone(),
-            ..RunRequest::default()
-        })
-    }
-}
-
-fn require_absolute(what: &str, path: &Path) -> Result<(), RpcError> {
-    if path.is_absolute() {
-        Ok(())
-    } else {
-        Err(RpcError::invalid_params(format!(
-            "`{what}` must be an absolute path, not `{}`",
-            path.display()
-        )))
-    }
 }
 
 /// The result of `run.start` and `run.resume`, sent as soon as the run is
@@ -911,70 +818,6 @@ impl RunList {
     }
 }
 
-/// One line of `run.list`: a [`RunRecord`] without the bulky parts
-/// (checkpoint, options, inputs); `run.get` has those.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-pub struct RunSummary {
-    pub id: String,
-    pub workflow_name: String,
-    pub workflow_path: Option<PathBuf>,
-    pub goal: Option<String>,
-    pub status: RunStatus,
-    pub labels: Vec<String>,
-    pub run_dir: PathBuf,
-    pub work_dir: PathBuf,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    pub failure_reason: Option<String>,
-    /// The last event's sequence number (0 before any event).
-    pub last_seq: u64,
-    pub node_count: u32,
-    /// For a sub-workflow's child run, the stage it runs under.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<ParentLink>,
-    /// Language-model tokens and cost over its stages, when any called one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub llm: Option<RunSpend>,
-    /// Archived by the user.
-    #[serde(default)]
-    pub archived: bool,
-    /// The nodes whose latest visit failed (see [`RunRecord::failed_stages`]);
-    /// absent when none did.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[ts(as = "Option<Vec<String>>", optional)]
-    pub failed_stages: Vec<String>,
-}
-
-impl From<RunRecord> for RunSummary {
-    fn from(r: RunRecord) -> RunSummary {
-        let parent = r
-            .options
-            .get("parent")
-            .and_then(|link| serde_json::from_value(link.clone()).ok());
-        RunSummary {
-            parent,
-            llm: r.llm,
-            archived: r.archived,
-            failed_stages: r.failed_stages,
-            id: r.id,
-            workflow_name: r.workflow_name,
-            workflow_path: r.workflow_path,
-            goal: r.goal,
-            status: r.status,
-            labels: r.labels,
-            run_dir: r.run_dir,
-            work_dir: r.work_dir,
-            created_at: r.created_at,
-            started_at: r.started_at,
-            finished_at: r.finished_at,
-            failure_reason: r.failure_reason,
-            last_seq: r.last_seq,
-            node_count: r.node_count,
-        }
-    }
-}
-
 /// `run.get` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunGet {
@@ -1016,7 +859,7 @@ pub struct RunEvents {
     #[serde(default)]
     pub after_seq: u64,
     /// At most this many events (the daemon caps it at
-    /// [`crate::store::views::EVENTS_PAGE_MAX`]).
+    /// [`crate::store::EVENTS_PAGE_MAX`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
 }
@@ -1027,7 +870,7 @@ pub struct RunEvents {
 pub const EVENTS_PAGE_BYTES: usize = super::codec::MAX_FRAME_BYTES / 2;
 
 /// The result of `run.events`: events in `seq` order. A page holds at most
-/// `limit` events, at most [`crate::store::views::EVENTS_PAGE_MAX`], and
+/// `limit` events, at most [`crate::store::EVENTS_PAGE_MAX`], and
 /// stops early once it holds [`EVENTS_PAGE_BYTES`] of events, so it always
 /// fits in a message; read on from the last `seq` until a page comes back
 /// empty.

@@ -22,7 +22,6 @@
 
 pub mod catalog;
 pub mod client;
-pub mod cost;
 pub mod error;
 pub mod providers;
 pub mod retry;
@@ -33,7 +32,6 @@ pub mod types;
 
 pub use catalog::{Catalog, ModelInfo, Prices, ProviderEntry};
 pub use client::{Attempt, CallEvent, Completion, LlmClient, Target};
-pub use cost::Spend;
 pub use error::{FailureClass, LlmError};
 pub use providers::Wire;
 pub use retry::{RetryPolicy, Sleeper};

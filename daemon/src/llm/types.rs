@@ -11,7 +11,7 @@
 //!   token (cache reads and writes included) and `output` every generated
 //!   token (reasoning included), whatever the provider reports natively.
 
-use std::ops::{Add, AddAssign};
+pub use crate::model::Usage;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -288,47 +288,6 @@ pub enum FinishReason {
     ContentFilter,
     /// The provider's own reason, verbatim.
     Other(String),
-}
-
-/// Tokens used by one call (or summed over many). Totals include their
-/// breakdowns: `cache_read` and `cache_write` are part of `input`,
-/// `reasoning` is part of `output`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
-pub struct Usage {
-    pub input: u64,
-    pub output: u64,
-    pub reasoning: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-}
-
-impl Usage {
-    /// Input tokens billed at the plain input price.
-    #[must_use]
-    pub fn uncached_input(&self) -> u64 {
-        self.input
-            .saturating_sub(self.cache_read)
-            .saturating_sub(self.cache_write)
-    }
-}
-
-impl Add for Usage {
-    type Output = Usage;
-    fn add(self, other: Usage) -> Usage {
-        Usage {
-            input: self.input.saturating_add(other.input),
-            output: self.output.saturating_add(other.output),
-            reasoning: self.reasoning.saturating_add(other.reasoning),
-            cache_read: self.cache_read.saturating_add(other.cache_read),
-            cache_write: self.cache_write.saturating_add(other.cache_write),
-        }
-    }
-}
-
-impl AddAssign for Usage {
-    fn add_assign(&mut self, other: Usage) {
-        *self = *self + other;
-    }
 }
 
 /// A model's reply.

@@ -22,16 +22,16 @@ use tokio::task::JoinHandle;
 
 use super::Daemon;
 use super::gates::{self, AnswerError};
-use crate::engine::event::Event;
 use crate::ipc::codec::{self, FrameError, FrameReader, MAX_FRAME_BYTES};
 use crate::ipc::protocol::{
     Call, CancelRequested, DaemonInfo, DaemonStopping, EVENTS_PAGE_BYTES, EventPage, Id,
     Notification, Outcome, PROTOCOL_VERSION, QuestionAnswer, Rejection, Response, RpcError,
-    RunDetail, RunStarted, RunSummary, ServerMessage, Subscribed, Unsubscribed, Version, code,
-    decode_request,
+    RunDetail, RunStarted, ServerMessage, Subscribed, Unsubscribed, Version, code, decode_request,
 };
-use crate::store::views::EVENTS_PAGE_MAX;
-use crate::store::{QuestionRecord, QuestionStatus, RunStatus, Store, StoreError};
+use crate::model::Event;
+use crate::model::{RunStatus, RunSummary};
+use crate::store::EVENTS_PAGE_MAX;
+use crate::store::{QuestionRecord, QuestionStatus, Store, StoreError};
 
 /// The most subscriptions one connection may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 64;

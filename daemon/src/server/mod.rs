@@ -17,6 +17,7 @@
 //! of their own (WAL lets them read beside the writer).
 
 mod connection;
+pub mod convert;
 pub mod detach;
 pub mod gates;
 pub mod notify;
@@ -34,15 +35,16 @@ use tokio::sync::{Notify, Semaphore, broadcast};
 
 use crate::engine::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
-use crate::engine::event::{Event, EventKind};
 use crate::engine::interviewer::{AutoApprove, Interviewer};
 use crate::engine::launch::{Prepared, Services};
 use crate::ipc::paths::DaemonPaths;
 use crate::ipc::protocol::{RpcError, RunStart};
-use crate::store::{Checkpoint, Home, RunFilter, RunRecord, RunStatus, Store, StoreError};
+use crate::model::RunStatus;
+use crate::model::{Event, EventKind};
+use crate::store::{Checkpoint, Home, RunFilter, RunRecord, Store, StoreError};
 
 pub use gates::{Gates, SocketInterviewer};
-pub use settings::Settings;
+pub use settings::{Settings, settings_warnings};
 
 /// Events buffered for slow subscribers before they must catch up from
 /// the database. The buffer keeps its last events whether or not anyone
@@ -164,7 +166,7 @@ impl Daemon {
         // the CLI warns as it starts a daemon; a daemon started otherwise
         // says so in its log.
         let path = home.settings_path();
-        for d in crate::config::settings_warnings(&path) {
+        for d in crate::server::settings_warnings(&path) {
             let at = d
                 .span
                 .map(|s| format!(":{}:{}", s.line, s.column))
@@ -240,7 +242,7 @@ impl Daemon {
         };
         let services = self.loading_services();
         tokio::task::spawn_blocking(move || {
-            let mut request = params.to_run_request()?;
+            let mut request = convert::run_request(&params)?;
             if !params.env.is_empty() {
                 request.env = Some(params.env.0);
             }

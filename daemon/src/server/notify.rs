@@ -15,7 +15,7 @@ use std::rc::Rc;
 use tokio::sync::mpsc;
 
 use super::Daemon;
-use crate::engine::event::{Event, EventKind};
+use crate::model::{Event, EventKind};
 
 /// A notification to show.
 #[derive(Debug, Clone, PartialEq, Eq)]

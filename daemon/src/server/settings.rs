@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 
+use crate::lang::Diagnostic;
 use crate::store::Home;
 
 /// Runs executing at once when settings.toml does not say.
@@ -60,7 +61,7 @@ impl Settings {
     /// Reads `home`'s settings.toml (a regular file of at most
     /// [`crate::limits::MAX_CONFIG_BYTES`]). Keys it does not read are
     /// skipped: they belong to other parts of Weft, and
-    /// [`crate::config::settings_warnings`] reports those nothing reads.
+    /// [`settings_warnings`] reports those nothing reads.
     pub fn load(home: &Home) -> Result<Settings, String> {
         let path = home.settings_path();
         let Some(text) = crate::config::read(&path)? else {
@@ -74,6 +75,40 @@ impl Settings {
             .max(MIN_SUBSCRIBER_BUFFER_BYTES);
         Ok(settings)
     }
+}
+
+/// The keys of `$WEFT_HOME/settings.toml` that neither the daemon's
+/// settings nor the language-model settings read, as warnings. Nothing
+/// when the file is missing, unreadable or invalid: whoever reads it for
+/// real reports that.
+#[must_use]
+pub fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
+    let Ok(Some(text)) = crate::config::read(path) else {
+        return Vec::new();
+    };
+    let daemon = crate::config::parse::<Settings>(&text);
+    let llm = crate::config::parse::<crate::llm::LlmSettings>(&text);
+    let (Ok((_, by_daemon)), Ok((_, by_llm))) = (daemon, llm) else {
+        return Vec::new();
+    };
+    // Each reader skips the other's keys: a key is unknown when both skip
+    // it (or a table holding it).
+    let covers = |skipped: &[String], path: &str| {
+        skipped
+            .iter()
+            .any(|s| path == s || path.starts_with(&format!("{s}.")))
+    };
+    let mut unknown: Vec<String> = by_daemon
+        .iter()
+        .filter(|path| covers(&by_llm, path))
+        .cloned()
+        .collect();
+    for path in &by_llm {
+        if covers(&by_daemon, path) && !unknown.contains(path) {
+            unknown.push(path.clone());
+        }
+    }
+    crate::config::warnings(&path.display().to_string(), &text, &unknown)
 }
 
 #[cfg(test)]
@@ -100,5 +135,34 @@ mod tests {
         );
         std::fs::write(home.settings_path(), "max_concurrent_runs = \"many\"").expect("write");
         assert!(Settings::load(&home).is_err_and(|e| e.contains("settings.toml")));
+    }
+
+    #[test]
+    fn settings_keys_read_by_either_part_are_known() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("settings.toml");
+        std::fs::write(
+            &path,
+            "max_concurrent_runs = 2\nmax_concurent_runs = 3\n[llm]\nmax_retries = 1\n\
+             [providers.ollama]\nbase_url = \"http://localhost:1/v1\"\n[[models]]\nid = \"m\"\nprovider = \"ollama\"\n[notify]\nx = 1\n",
+        )
+        .expect("write");
+        let found: Vec<(String, Option<u32>)> = settings_warnings(&path)
+            .into_iter()
+            .map(|d| (d.message, d.span.map(|s| s.line)))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "unknown key `max_concurent_runs` in settings.toml; it is ignored".to_string(),
+                    Some(2)
+                ),
+                (
+                    "unknown key `notify` in settings.toml; it is ignored".to_string(),
+                    Some(10)
+                ),
+            ]
+        );
     }
 }

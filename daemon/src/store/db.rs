@@ -10,77 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{Home, Result, StoreError, migrations, timestamp};
-use crate::engine::event::{Event, EventKind};
-
-/// A run's lifecycle state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Accepted, not started (the daemon's queue).
-    Queued,
-    Running,
-    /// Waiting on a human gate.
-    Blocked,
-    Succeeded,
-    Failed,
-    Cancelled,
-    /// The process running it died; resumable.
-    Interrupted,
-}
-
-impl RunStatus {
-    /// Every status, in lifecycle order.
-    pub const ALL: [RunStatus; 7] = [
-        RunStatus::Queued,
-        RunStatus::Running,
-        RunStatus::Blocked,
-        RunStatus::Succeeded,
-        RunStatus::Failed,
-        RunStatus::Cancelled,
-        RunStatus::Interrupted,
-    ];
-
-    /// The snake_case name used in the database, events and the wire
-    /// protocol (`queued`, `running`, ...).
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::Blocked => "blocked",
-            RunStatus::Succeeded => "succeeded",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Interrupted => "interrupted",
-        }
-    }
-
-    /// Reads a name written by [`RunStatus::as_str`], ignoring case and
-    /// surrounding space (users type `--status Failed`).
-    #[must_use]
-    pub fn parse(text: &str) -> Option<RunStatus> {
-        let text = text.trim();
-        RunStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str().eq_ignore_ascii_case(text))
-    }
-
-    /// Succeeded, failed or cancelled: the run is over and will not run
-    /// again. Interrupted is not terminal, because it can be resumed.
-    #[must_use]
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-        )
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::model::{Event, EventKind, RunSpend, RunStatus, RunSummary};
 
 impl ToSql for RunStatus {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -157,14 +87,34 @@ pub struct RunRecord {
     pub failed_stages: Vec<String>,
 }
 
-/// A run's language-model spend, summed over its committed stages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-pub struct RunSpend {
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// US dollars, over the calls the catalog prices.
-    pub cost: f64,
+/// A run's listing line is its record without the bulky parts.
+impl From<RunRecord> for RunSummary {
+    fn from(r: RunRecord) -> RunSummary {
+        let parent = r
+            .options
+            .get("parent")
+            .and_then(|link| serde_json::from_value(link.clone()).ok());
+        RunSummary {
+            parent,
+            llm: r.llm,
+            archived: r.archived,
+            failed_stages: r.failed_stages,
+            id: r.id,
+            workflow_name: r.workflow_name,
+            workflow_path: r.workflow_path,
+            goal: r.goal,
+            status: r.status,
+            labels: r.labels,
+            run_dir: r.run_dir,
+            work_dir: r.work_dir,
+            created_at: r.created_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            failure_reason: r.failure_reason,
+            last_seq: r.last_seq,
+            node_count: r.node_count,
+        }
+    }
 }
 
 /// One stage (node visit) as recorded.
@@ -513,6 +463,35 @@ impl Store {
     }
 
     // ----- runs ------------------------------------------------------------
+
+    /// One consistent view of the database for a group of reads (a page of
+    /// runs with its count and questions): a deferred transaction, ended
+    /// when the returned guard is dropped. Nothing is written through it.
+    ///
+    /// # Errors
+    /// When SQLite cannot begin the transaction.
+    pub fn snapshot(&self) -> Result<rusqlite::Transaction<'_>> {
+        Ok(self.conn.unchecked_transaction()?)
+    }
+
+    /// Runs `work` in one write transaction, committed when it returns
+    /// `Ok` (bulk inserts, as benchmarks and tests make them).
+    ///
+    /// # Errors
+    /// What `work` returns, or SQLite failing to begin or commit.
+    pub fn in_transaction<T>(&mut self, work: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match work(self) {
+            Ok(value) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
 
     /// Records a new run with status `queued`. Fails if the id exists.
     pub fn create_run(&mut self, run: &NewRun) -> Result<()> {
@@ -1543,7 +1522,7 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::outcome::{Outcome, Status};
+    use crate::model::{Outcome, Status};
 
     fn home() -> (tempfile::TempDir, Home) {
         let temp = tempfile::tempdir().expect("temp dir");

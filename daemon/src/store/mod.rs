@@ -10,18 +10,22 @@ mod db;
 mod home;
 mod migrations;
 mod run_dir;
-pub mod views;
 pub mod wal;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
 pub use db::{
-    Checkpoint, NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, RunSpend, RunStatus,
-    SHORT_ID_MIN, StageCommit, StageRecord, Store,
+    Checkpoint, NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, SHORT_ID_MIN,
+    StageCommit, StageRecord, Store,
 };
 pub use db::{process_is_zombie, process_start};
 pub use home::{Home, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir_all};
 pub use run_dir::{RunDir, write_atomic};
+
+/// The most events one page of a run's events holds, for every reader
+/// (`run.events` over the socket, the app's views): a page stays a few
+/// megabytes however long the run.
+pub const EVENTS_PAGE_MAX: u32 = 10_000;
 
 /// What can go wrong in the store. Each variant has a stable code for
 /// machine-readable errors.

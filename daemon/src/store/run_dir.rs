@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 
 use super::{Result, StoreError};
-use crate::engine::event::Event;
+use crate::model::Event;
 
 /// Makes temp-file names unique among the threads of one process; the pid
 /// makes them unique among processes.
@@ -254,7 +254,7 @@ impl RunDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::event::EventKind;
+    use crate::model::EventKind;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)

@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::StageCx;
-use crate::engine::event::EventKind;
-use crate::engine::outcome::{FailureClass, Outcome};
 use crate::engine::output;
 use crate::engine::process::{self, Language, Script};
 use crate::engine::retry::RetryPolicy;
+use crate::model::EventKind;
+use crate::model::{FailureClass, Outcome};
 
 /// How long a command may run when the node sets no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);

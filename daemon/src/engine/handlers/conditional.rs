@@ -3,7 +3,7 @@
 //! run loop arranges that; see docs/engine.md).
 
 use super::StageCx;
-use crate::engine::outcome::Outcome;
+use crate::model::Outcome;
 
 pub fn run(_cx: &StageCx<'_>) -> Outcome {
     Outcome::succeeded()

@@ -2,7 +2,7 @@
 //! the exit stage runs; the stage itself always succeeds.
 
 use super::StageCx;
-use crate::engine::outcome::Outcome;
+use crate::model::Outcome;
 
 pub fn run(_cx: &StageCx<'_>) -> Outcome {
     Outcome::succeeded()

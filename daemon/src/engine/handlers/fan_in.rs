@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::StageCx;
 use crate::engine::checkpoint::BranchResult;
-use crate::engine::outcome::{FailureClass, Outcome, Status};
+use crate::model::{FailureClass, Outcome, Status};
 
 pub fn run(cx: &StageCx<'_>) -> Outcome {
     let Some(raw) = cx.context.get("parallel.results") else {

@@ -8,10 +8,11 @@
 use serde_json::json;
 
 use super::StageCx;
-use crate::engine::event::EventKind;
 use crate::engine::interviewer::{self, Answer, AutoApprove, Interviewer, Question};
-use crate::engine::outcome::{FailureClass, Outcome};
-use crate::store::{QuestionRecord, QuestionStatus, RunStatus};
+use crate::model::EventKind;
+use crate::model::RunStatus;
+use crate::model::{FailureClass, Outcome};
+use crate::store::{QuestionRecord, QuestionStatus};
 
 /// How much of the previous stage's output is shown with the question.
 const CONTEXT_CHARS: usize = 2000;

@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use super::StageCx;
-use crate::engine::outcome::{FailureClass, Outcome};
+use crate::model::{FailureClass, Outcome};
 
 /// `last_response` keeps this many characters of the response.
 const LAST_RESPONSE_CHARS: usize = 200;

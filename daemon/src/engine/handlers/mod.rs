@@ -19,9 +19,9 @@ use super::cancel::Cancel;
 use super::clock::Clock;
 use super::context::Context;
 use super::interviewer::Interviewer;
-use super::outcome::{FailureClass, Outcome};
 use super::recorder::Recorder;
 use crate::lang::graph::{Graph, Handler, Node};
+use crate::model::{FailureClass, Outcome};
 use crate::store::Blobs;
 
 /// What stays the same for every stage of a run.
@@ -39,7 +39,7 @@ pub struct RunEnv {
     /// ([`crate::engine::environment`]).
     pub env: Option<Vec<(String, String)>>,
     /// `[run.env]`, which child runs of sub-workflow stages inherit.
-    pub env_policy: crate::engine::environment::EnvPolicy,
+    pub env_policy: crate::model::EnvPolicy,
     /// Takes secrets out of what the run records (command output blobs).
     pub redactor: crate::secrets::Redactor,
     pub run_id: String,
@@ -98,7 +98,7 @@ impl StageCx<'_> {
     pub fn notice(&self, message: String) {
         let _ = self
             .recorder
-            .emit(super::event::EventKind::RunNotice { message }, self.at());
+            .emit(crate::model::EventKind::RunNotice { message }, self.at());
     }
 }
 

@@ -17,14 +17,13 @@
 use serde_json::{Value, json};
 
 use super::StageCx;
-use crate::engine::event::EventKind;
-use crate::engine::outcome::{FailureClass, LlmUsage, Outcome};
 use crate::engine::output::{self, SchemaProblem};
 use crate::engine::preamble::{self, Fidelity, PreambleInput, StageSummary};
 use crate::engine::retry::RetryPolicy;
-use crate::llm::{
-    CallEvent, Completion, LlmError, Message, ReasoningEffort, Request, Speed, Spend,
-};
+use crate::llm::{CallEvent, Completion, LlmError, Message, ReasoningEffort, Request, Speed};
+use crate::model::EventKind;
+use crate::model::Spend;
+use crate::model::{FailureClass, LlmUsage, Outcome};
 use crate::store::BlobRef;
 
 /// `last_response` keeps this many characters of the response.
@@ -127,7 +126,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                 return outcome;
             }
         };
-        spend.add(&completion);
+        spend.add_call(completion.response.usage, completion.cost);
         let response = completion.response.text();
         last = Some(completion);
         match check(cx, &schema, &response) {

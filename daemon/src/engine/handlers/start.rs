@@ -1,7 +1,7 @@
 //! Start (`Mdiamond`): the entry point. Always succeeds.
 
 use super::StageCx;
-use crate::engine::outcome::Outcome;
+use crate::model::Outcome;
 
 pub fn run(_cx: &StageCx<'_>) -> Outcome {
     Outcome::succeeded()

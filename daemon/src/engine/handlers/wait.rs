@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::StageCx;
-use crate::engine::outcome::{FailureClass, Outcome};
+use crate::model::{FailureClass, Outcome};
 
 pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let Some(duration) = cx

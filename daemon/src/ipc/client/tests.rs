@@ -8,12 +8,12 @@ use interprocess::local_socket::tokio::prelude::*;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use super::*;
-use crate::engine::event::EventKind;
 use crate::ipc::codec::FrameWriter;
 use crate::ipc::protocol::{
     Call, DaemonInfo, DaemonStatus, Notification, PROTOCOL_VERSION, Response, RunGet,
     decode_request,
 };
+use crate::model::EventKind;
 use crate::store::StoreError;
 
 /// The fake daemon's end of one connection.

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use serde_json::json;
 
 use super::*;
-use crate::engine::event::EventKind;
+use crate::model::EventKind;
 use crate::store::QuestionStatus;
 
 fn event(seq: u64) -> Event {
@@ -513,7 +513,7 @@ fn errors_from_a_peer_without_data_still_have_a_stable_code() {
 }
 
 #[test]
-fn store_and_engine_errors_keep_their_codes_and_details() {
+fn store_errors_keep_their_codes_and_details() {
     let ambiguous = RpcError::from(StoreError::AmbiguousRun {
         prefix: "01".into(),
         matches: vec!["01A".into(), "01B".into()],
@@ -526,22 +526,6 @@ fn store_and_engine_errors_keep_their_codes_and_details() {
         json!(["01A", "01B"]),
         "the UI can offer the choices"
     );
-
-    let not_resumable = RpcError::from(EngineError::NotResumable("already succeeded".into()));
-    assert_eq!(not_resumable.code, code::INVALID_STATE);
-    assert_eq!(not_resumable.data_code(), "run.not_resumable");
-
-    let invalid = RpcError::from(EngineError::InvalidWorkflow(vec![
-        crate::lang::diagnostic::Diagnostic::new(
-            "start_node",
-            crate::lang::diagnostic::Severity::Error,
-            "no start node",
-        ),
-    ]));
-    assert_eq!(invalid.code, code::WORKFLOW);
-    assert_eq!(invalid.data_code(), "workflow.invalid");
-    let details = &invalid.data.as_ref().expect("data").details;
-    assert_eq!(details["diagnostics"][0]["rule"], "start_node");
 }
 
 #[test]
@@ -558,66 +542,6 @@ fn the_caller_env_debug_output_hides_values() {
     assert!(
         !shown.contains("sk-secret"),
         "a logged request must not leak secrets: {shown}"
-    );
-}
-
-#[test]
-fn run_start_refuses_a_fifo_or_a_device_as_the_workflow_without_blocking() {
-    // Before, reading a FIFO path waited for a writer on the daemon's one
-    // thread, and /dev/zero was read until memory ran out.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let fifo = dir.path().join("flow.fabro");
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-    )
-    .expect("mkfifo");
-    for (path, kind) in [
-        (fifo, "a FIFO"),
-        (std::path::PathBuf::from("/dev/zero"), "a character device"),
-    ] {
-        let start = RunStart::new(WorkflowSource::Path(path), dir.path());
-        let error = start.to_run_request().expect_err("refused");
-        assert_eq!(error.data_code(), "workflow.io");
-        assert!(
-            error
-                .message
-                .contains(&format!("it is not a regular file (it is {kind})")),
-            "{}",
-            error.message
-        );
-    }
-}
-
-#[test]
-fn run_start_becomes_an_engine_request_reading_the_workflow_file() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("flow.fabro");
-    std::fs::write(&file, "digraph flow { start -> exit }").expect("write");
-    let mut start = RunStart::new(WorkflowSource::Path(file.clone()), dir.path());
-    start.goal = Some("g".into());
-    start.seed = Some(3);
-    let request = start.to_run_request().expect("valid");
-    assert_eq!(request.workflow_path.as_deref(), Some(file.as_path()));
-    assert_eq!(request.source, "digraph flow { start -> exit }");
-    assert_eq!(request.work_dir, dir.path());
-    assert_eq!(request.goal.as_deref(), Some("g"));
-    assert_eq!(request.seed, Some(3));
-
-    let missing = RunStart::new(
-        WorkflowSource::Path(dir.path().join("gone.fabro")),
-        dir.path(),
-    );
-    let error = missing.to_run_request().expect_err("no such file");
-    assert_eq!(error.data_code(), "workflow.io");
-
-    let relative = RunStart::new(WorkflowSource::Source("digraph {}".into()), "work");
-    let error = relative.to_run_request().expect_err("relative work dir");
-    assert_eq!(
-        error.code,
-        code::INVALID_PARAMS,
-        "the daemon's cwd is not the caller's, so relative paths are refused"
     );
 }
 

@@ -147,7 +147,7 @@ pub struct LlmUsage {
     pub provider: String,
     pub model: String,
     #[serde(flatten)]
-    pub spend: crate::llm::Spend,
+    pub spend: super::Spend,
 }
 
 impl LlmUsage {
@@ -158,7 +158,7 @@ impl LlmUsage {
         format!(
             "{}, {}",
             self.model,
-            crate::llm::cost::describe(&self.spend.usage, cost)
+            crate::model::spend::describe(&self.spend.usage, cost)
         )
     }
 }

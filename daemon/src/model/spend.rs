@@ -1,10 +1,51 @@
-//! Usage and cost summed over calls: a stage's spend is the sum of its
-//! calls' (the cost of one call is [`super::Completion::cost`]).
+//! Tokens and dollars: one language-model call's usage, and spend summed
+//! over calls (a stage's, a run's). The cost of one call is the llm
+//! layer's (`llm::Completion::cost`); here it is only added up and shown.
+
+use std::ops::{Add, AddAssign};
 
 use serde::{Deserialize, Serialize};
 
-use super::client::Completion;
-use super::types::Usage;
+/// Tokens used by one call (or summed over many). Totals include their
+/// breakdowns: `cache_read` and `cache_write` are part of `input`,
+/// `reasoning` is part of `output`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// Input tokens billed at the plain input price.
+    #[must_use]
+    pub fn uncached_input(&self) -> u64 {
+        self.input
+            .saturating_sub(self.cache_read)
+            .saturating_sub(self.cache_write)
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input: self.input.saturating_add(other.input),
+            output: self.output.saturating_add(other.output),
+            reasoning: self.reasoning.saturating_add(other.reasoning),
+            cache_read: self.cache_read.saturating_add(other.cache_read),
+            cache_write: self.cache_write.saturating_add(other.cache_write),
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        *self = *self + other;
+    }
+}
 
 /// Tokens and dollars spent by a number of calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -20,11 +61,11 @@ pub struct Spend {
 }
 
 impl Spend {
-    /// Adds one call.
-    pub fn add(&mut self, completion: &Completion) {
+    /// Adds one call: its tokens, and its cost when the catalog prices it.
+    pub fn add_call(&mut self, usage: Usage, cost: Option<f64>) {
         self.calls = self.calls.saturating_add(1);
-        self.usage += completion.response.usage;
-        match completion.cost {
+        self.usage += usage;
+        match cost {
             Some(cost) => self.cost += cost,
             None => self.unpriced_calls = self.unpriced_calls.saturating_add(1),
         }

@@ -2,9 +2,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::*;
-use crate::engine::event::EventKind;
 use crate::ipc::protocol::RunList;
-use crate::store::{NewRun, QuestionStatus, RunStatus, StageCommit};
+use crate::model::EventKind;
+use crate::model::RunStatus;
+use crate::store::{NewRun, QuestionStatus, StageCommit};
 
 fn home() -> (tempfile::TempDir, Home) {
     let temp = tempfile::tempdir().expect("temp dir");
@@ -295,28 +296,31 @@ fn search_logs_finds_lines_in_every_stage_ignoring_case() {
 fn the_run_list_of_ten_thousand_runs_pages_fast() {
     let (_temp, home) = home();
     let mut store = Store::open(&home).expect("store");
-    store.conn.execute_batch("BEGIN").expect("begin");
-    let runs_dir = home.runs_dir();
-    for i in 0..10_000 {
-        let id = format!("01BULK{i:05}");
-        let workflow = if i % 2 == 0 { "even" } else { "odd" };
-        let run = NewRun {
-            id: id.clone(),
-            workflow_name: workflow.into(),
-            workflow_path: None,
-            goal: Some(format!("goal number {i}")),
-            run_dir: runs_dir.join(&id),
-            work_dir: PathBuf::from("/work"),
-            inputs: serde_json::Map::new(),
-            options: serde_json::Value::Null,
-            labels: vec![],
-            node_count: 3,
-            edge_count: 2,
-            created_at: format!("2026-01-01T00:00:{:02}.{:03}Z", i / 1000, i % 1000),
-        };
-        store.create_run(&run).expect("create");
-    }
-    store.conn.execute_batch("COMMIT").expect("commit");
+    store
+        .in_transaction(|store| {
+            let runs_dir = home.runs_dir();
+            for i in 0..10_000 {
+                let id = format!("01BULK{i:05}");
+                let workflow = if i % 2 == 0 { "even" } else { "odd" };
+                let run = NewRun {
+                    id: id.clone(),
+                    workflow_name: workflow.into(),
+                    workflow_path: None,
+                    goal: Some(format!("goal number {i}")),
+                    run_dir: runs_dir.join(&id),
+                    work_dir: PathBuf::from("/work"),
+                    inputs: serde_json::Map::new(),
+                    options: serde_json::Value::Null,
+                    labels: vec![],
+                    node_count: 3,
+                    edge_count: 2,
+                    created_at: format!("2026-01-01T00:00:{:02}.{:03}Z", i / 1000, i % 1000),
+                };
+                store.create_run(&run)?;
+            }
+            Ok(())
+        })
+        .expect("bulk insert");
 
     let views = Views::open(&home).expect("views");
     let started = Instant::now();

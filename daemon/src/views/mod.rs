@@ -14,17 +14,18 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::{ArtifactRecord, Home, QuestionRecord, Result, RunDir, StageRecord, Store, StoreError};
-use crate::engine::event::Event;
-use crate::engine::models::ModelChoice;
-use crate::ipc::protocol::{RunList, RunSummary};
+use crate::ipc::protocol::RunList;
+use crate::model::Event;
+use crate::model::ModelChoice;
+use crate::model::RunSummary;
+use crate::store::{
+    ArtifactRecord, BlobRef, Blobs, EVENTS_PAGE_MAX, Home, QuestionRecord, Result, RunDir,
+    StageRecord, Store, StoreError, write_atomic,
+};
 
 /// The most a text read from a stage folder holds (1 MiB); longer files are
 /// cut and named in [`StageFiles::truncated`].
 pub const STAGE_TEXT_MAX: u64 = 1024 * 1024;
-
-/// The most events one [`Views::events`] page returns.
-pub const EVENTS_PAGE_MAX: u32 = 10_000;
 
 /// The most matches one [`Views::search_logs`] returns.
 pub const LOG_MATCHES_MAX: u32 = 5_000;
@@ -246,7 +247,7 @@ impl Views {
             });
         };
         // One snapshot for the count, the page and its questions.
-        let tx = store.conn.unchecked_transaction()?;
+        let tx = store.snapshot()?;
         let filter = query.filter();
         let total = store.count_runs(&filter)?;
         let records = store.list_runs(&filter)?;
@@ -273,7 +274,7 @@ impl Views {
     /// artifacts and workflow source.
     pub fn run(&self, id_or_prefix: &str) -> Result<RunView> {
         let store = self.store(id_or_prefix)?;
-        let _tx = store.conn.unchecked_transaction()?;
+        let _tx = store.snapshot()?;
         let record = store.find_run(id_or_prefix)?;
         let stages = store.stages(&record.id)?;
         let questions = store.questions(Some(&record.id), false)?;
@@ -300,7 +301,7 @@ impl Views {
     /// (capped at [`EVENTS_PAGE_MAX`]).
     pub fn events(&self, id_or_prefix: &str, after_seq: u64, limit: u32) -> Result<Vec<Event>> {
         let store = self.store(id_or_prefix)?;
-        let _tx = store.conn.unchecked_transaction()?;
+        let _tx = store.snapshot()?;
         let record = store.find_run(id_or_prefix)?;
         store.events(&record.id, after_seq, Some(limit.min(EVENTS_PAGE_MAX)))
     }
@@ -353,7 +354,7 @@ impl Views {
     ) -> Result<Vec<LogMatch>> {
         let store = self.store(id_or_prefix)?;
         let (record, stages) = {
-            let _tx = store.conn.unchecked_transaction()?;
+            let _tx = store.snapshot()?;
             let record = store.find_run(id_or_prefix)?;
             let stages = store.stages(&record.id)?;
             (record, stages)
@@ -458,7 +459,7 @@ impl Views {
     pub fn export_artifact(&self, id_or_prefix: &str, path: &str) -> Result<PathBuf> {
         let (latest, blob, blobs) = self.latest_artifact(id_or_prefix, path)?;
         let bytes = blobs.get(&blob)?;
-        if super::BlobRef::of(&bytes) != blob {
+        if BlobRef::of(&bytes) != blob {
             return Err(StoreError::BlobMissing(format!(
                 "{} (artifact `{path}`: the stored bytes do not match their hash)",
                 latest.blob_hash
@@ -479,7 +480,7 @@ impl Views {
                     StoreError::io(format!("cannot create {}", parent.display()), e)
                 })?;
             }
-            super::run_dir::write_atomic(&target, &bytes)?;
+            write_atomic(&target, &bytes)?;
         }
         Ok(target)
     }
@@ -491,7 +492,7 @@ impl Views {
         &self,
         id_or_prefix: &str,
         path: &str,
-    ) -> Result<(ArtifactRecord, super::BlobRef, super::Blobs)> {
+    ) -> Result<(ArtifactRecord, BlobRef, Blobs)> {
         let store = self.store(id_or_prefix)?;
         let record = store.find_run(id_or_prefix)?;
         let latest = store
@@ -507,7 +508,7 @@ impl Views {
             StoreError::BlobMissing(format!("{} (artifact `{path}`)", latest.blob_hash))
         })?;
         let home = Home::at(store.path().parent().unwrap_or_else(|| Path::new(".")));
-        Ok((latest, blob, super::Blobs::new(&home)))
+        Ok((latest, blob, Blobs::new(&home)))
     }
 }
 

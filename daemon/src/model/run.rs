@@ -1,0 +1,154 @@
+//! What a run is, as every layer sees it: its lifecycle status, the line
+//! that lists it, what it was started with (model choice, parent), and
+//! what it spent.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// A run's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Accepted, not started (the daemon's queue).
+    Queued,
+    Running,
+    /// Waiting on a human gate.
+    Blocked,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// The process running it died; resumable.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [RunStatus; 7] = [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::Blocked,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+        RunStatus::Interrupted,
+    ];
+
+    /// The snake_case name used in the database, events and the wire
+    /// protocol (`queued`, `running`, ...).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Blocked => "blocked",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Reads a name written by [`RunStatus::as_str`], ignoring case and
+    /// surrounding space (users type `--status Failed`).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        let text = text.trim();
+        RunStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str().eq_ignore_ascii_case(text))
+    }
+
+    /// Succeeded, failed or cancelled: the run is over and will not run
+    /// again. Interrupted is not terminal, because it can be resumed.
+    #[must_use]
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One line of `run.list`: a [`RunRecord`] without the bulky parts
+/// (checkpoint, options, inputs); `run.get` has those.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunSummary {
+    pub id: String,
+    pub workflow_name: String,
+    pub workflow_path: Option<PathBuf>,
+    pub goal: Option<String>,
+    pub status: RunStatus,
+    pub labels: Vec<String>,
+    pub run_dir: PathBuf,
+    pub work_dir: PathBuf,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub failure_reason: Option<String>,
+    /// The last event's sequence number (0 before any event).
+    pub last_seq: u64,
+    pub node_count: u32,
+    /// For a sub-workflow's child run, the stage it runs under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// Language-model tokens and cost over its stages, when any called one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<RunSpend>,
+    /// Archived by the user.
+    #[serde(default)]
+    pub archived: bool,
+    /// The nodes whose latest visit failed (see [`RunRecord::failed_stages`]);
+    /// absent when none did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<String>>", optional)]
+    pub failed_stages: Vec<String>,
+}
+
+/// A run's language-model spend, summed over its committed stages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunSpend {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// US dollars, over the calls the catalog prices.
+    pub cost: f64,
+}
+
+/// The parent stage of a child run (a sub-workflow node's stage).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct ParentLink {
+    pub run_id: String,
+    pub node_id: String,
+    pub visit: u32,
+}
+
+/// The run-wide model, below node attributes and stylesheets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct ModelChoice {
+    /// A model id or alias (`--model`, `[run.model] name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// A provider name (`--provider`, `[run.model] provider`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Tried in order when the model's provider is unavailable
+    /// (`[run.model] fallbacks`): provider names, aliases or
+    /// `provider/model`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
+}
+
+impl ModelChoice {
+    /// True when nothing is chosen (defaults apply).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.model.is_none() && self.provider.is_none() && self.fallbacks.is_empty()
+    }
+}
