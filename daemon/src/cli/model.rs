@@ -113,7 +113,7 @@ fn list(args: &ModelListArgs) -> u8 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let catalog = Catalog::with_settings(&settings);
+    let catalog = settings.catalog();
     let provider = args
         .provider
         .as_deref()

@@ -85,11 +85,19 @@ pub(super) struct Chain {
     /// file's tree (an imported file reads from it too).
     pub(super) tree: Tree,
     pub(super) budget: Budget,
+    /// How an imported file is loaded: [`super::load::assemble`], handed
+    /// in so that this file and the loader do not import each other.
+    assemble: Assemble,
 }
+
+/// Loads one file up to its graph, imports spliced in (see
+/// [`super::load::assemble`]).
+pub(super) type Assemble =
+    fn(&str, &[u8], &Path, &LoadOptions, &mut Chain) -> (Workflow, Vec<ScopedSheet>);
 
 impl Chain {
     /// The chain for loading `file` from `base_dir`.
-    pub(super) fn new(file: &str, base_dir: &Path) -> Chain {
+    pub(super) fn new(file: &str, base_dir: &Path, assemble: Assemble) -> Chain {
         // `weft validate flow.fabro` loads from the directory "".
         let base_dir = if base_dir.as_os_str().is_empty() {
             Path::new(".")
@@ -112,6 +120,7 @@ impl Chain {
             )],
             tree: Tree::of(base_dir),
             budget: Budget::default(),
+            assemble,
         }
     }
 
@@ -432,7 +441,7 @@ fn load(
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     chain.files.push(canonical);
     chain.links.push((shown.clone(), id.to_string()));
-    let (mut inner, sheets) = workflow::assemble(&shown, &bytes, &base_dir, options, chain);
+    let (mut inner, sheets) = (chain.assemble)(&shown, &bytes, &base_dir, options, chain);
     chain.links.pop();
     chain.files.pop();
     // Checked as if loaded alone, before any stylesheet: those wait for the

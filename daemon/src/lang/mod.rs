@@ -8,6 +8,7 @@ pub mod files;
 pub mod graph;
 pub mod import;
 pub mod lexer;
+pub mod load;
 pub mod parser;
 pub mod printer;
 pub mod rules;

@@ -1,7 +1,7 @@
 //! The model catalog (core-concepts/models.mdx): providers, model ids and
 //! aliases, context windows and prices. The built-in table is
 //! `catalog.toml`, compiled in; `settings.toml` adds to it and overrides it
-//! with the same keys ([`Catalog::with_settings`]).
+//! with the same keys ([`Catalog::overlaid`], [`super::LlmSettings::catalog`]).
 //!
 //! The catalog informs, it never forbids: a model id it does not know is
 //! sent to the provider as written (see `client.rs`).
@@ -12,7 +12,6 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use super::providers::Wire;
-use super::settings::LlmSettings;
 use super::types::{Speed, Usage};
 
 const BUILTIN: &str = include_str!("catalog.toml");
@@ -159,16 +158,16 @@ impl Catalog {
     /// replaces the entry with the same id (keeping its aliases when the new
     /// entry lists none) or is added.
     #[must_use]
-    pub fn with_settings(settings: &LlmSettings) -> Catalog {
+    pub fn overlaid(providers: &BTreeMap<String, ProviderEntry>, models: &[ModelInfo]) -> Catalog {
         let mut catalog = Catalog::builtin().clone();
-        for (name, entry) in &settings.providers {
+        for (name, entry) in providers {
             let merged = match catalog.providers.get(name) {
                 Some(builtin) => builtin.merged(entry),
                 None => entry.clone(),
             };
             catalog.providers.insert(name.clone(), merged);
         }
-        for model in &settings.models {
+        for model in models {
             match catalog.models.iter_mut().find(|m| m.id == model.id) {
                 Some(existing) => {
                     let aliases = std::mem::take(&mut existing.aliases);
@@ -237,6 +236,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::LlmSettings;
 
     #[test]
     fn the_builtin_catalog_parses_and_covers_the_reference_table() {
@@ -332,7 +332,7 @@ mod tests {
             "#,
         )
         .expect("settings parse");
-        let c = Catalog::with_settings(&settings);
+        let c = settings.catalog();
         assert_eq!(c.provider_listing("qwen3"), Some("ollama"));
         assert_eq!(c.default_model("ollama").as_deref(), Some("llama3.1"));
         assert_eq!(

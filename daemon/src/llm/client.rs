@@ -135,7 +135,7 @@ impl LlmClient {
         env: &BTreeMap<String, String>,
         settings: &LlmSettings,
     ) -> Result<LlmClient, LlmError> {
-        let catalog = Catalog::with_settings(settings);
+        let catalog = settings.catalog();
         let lookup = |var: &Option<String>| {
             var.as_ref()
                 .and_then(|v| env.get(v))

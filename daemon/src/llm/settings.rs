@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::catalog::{ModelInfo, ProviderEntry};
+use super::catalog::{Catalog, ModelInfo, ProviderEntry};
 use super::error::LlmError;
 
 /// The LLM sections of settings.toml.
@@ -53,6 +53,13 @@ pub struct LlmTuning {
 }
 
 impl LlmSettings {
+    /// The built-in catalog with these settings' providers and models laid
+    /// over it ([`Catalog::overlaid`]).
+    #[must_use]
+    pub fn catalog(&self) -> Catalog {
+        Catalog::overlaid(&self.providers, &self.models)
+    }
+
     /// Reads the LLM sections of the settings file at `path` (a regular
     /// file of at most [`crate::limits::MAX_CONFIG_BYTES`]); a missing file
     /// means no settings.
