@@ -245,10 +245,10 @@ fn read_crate() -> Crate {
             let Some(target) = resolve(module, &p) else {
                 continue;
             };
-            if let Some(file) = file_of(&modules, &target) {
-                if &file != module {
-                    used.insert(file);
-                }
+            if let Some(file) = file_of(&modules, &target)
+                && &file != module
+            {
+                used.insert(file);
             }
         }
         uses.insert(module.clone(), used);
@@ -281,10 +281,8 @@ fn layer_violations(krate: &Crate) -> Vec<String> {
             continue;
         };
         for target in used {
-            if let Some(theirs) = rank(target) {
-                if theirs > own {
-                    found.push(format!("{} -> {}", name(module), name(target)));
-                }
+            if rank(target).is_some_and(|theirs| theirs > own) {
+                found.push(format!("{} -> {}", name(module), name(target)));
             }
         }
     }
