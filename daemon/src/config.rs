@@ -15,11 +15,11 @@ use crate::lang::{Diagnostic, Severity, Span};
 use crate::limits::{MAX_CONFIG_BYTES, ReadError, read_text_capped};
 
 /// Diagnostic rule: a key no part of Weft reads.
-pub const UNKNOWN_KEY: &str = "unknown_key";
+pub(crate) const UNKNOWN_KEY: &str = "unknown_key";
 
 /// Diagnostic rule: a key of Fabro's run configuration Weft does not
 /// implement (`[run.sandbox]`, `[[run.hooks]]`, ...).
-pub const UNSUPPORTED_KEY: &str = "unsupported_key";
+pub(crate) const UNSUPPORTED_KEY: &str = "unsupported_key";
 
 /// The sections of Fabro's run configuration (execution/run-configuration.mdx)
 /// that Weft reads nothing of yet: they are valid, so they get their own

@@ -14,19 +14,19 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// One mebibyte.
-pub const MIB: u64 = 1024 * 1024;
+pub(crate) const MIB: u64 = 1024 * 1024;
 
 /// Largest workflow file (`.fabro`/`.dot`, and each imported file) Weft
 /// reads. Real workflows are a few kilobytes; the 10,000-node benchmark
 /// graph is about 1 MiB.
-pub const MAX_WORKFLOW_BYTES: u64 = 8 * MIB;
+pub(crate) const MAX_WORKFLOW_BYTES: u64 = 8 * MIB;
 
 /// Largest file an `@file` reference (`prompt`, `goal`) or an output
 /// schema may name.
-pub const MAX_REFERENCED_BYTES: u64 = 4 * MIB;
+pub(crate) const MAX_REFERENCED_BYTES: u64 = 4 * MIB;
 
 /// Largest settings or run-config file (`settings.toml`, `run.toml`).
-pub const MAX_CONFIG_BYTES: u64 = MIB;
+pub(crate) const MAX_CONFIG_BYTES: u64 = MIB;
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +76,7 @@ impl ReadError {
 /// Reads the regular file at `path`, refusing anything else and anything
 /// longer than `cap` bytes. Never blocks on a FIFO and never reads more
 /// than `cap + 1` bytes, whatever the file claims its size is.
-pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular(path)?;
     if file.metadata()?.len() > cap {
         return Err(ReadError::TooLarge { cap });
@@ -87,7 +87,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
 /// Opens the regular file at `path` for reading, refusing anything else
 /// without blocking: for readers that stream a file of any size (a stage's
 /// log) rather than load it.
-pub fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
+pub(crate) fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
     // writer. It changes nothing for regular files. O_NOCTTY: a terminal
     // device never becomes our controlling terminal.
@@ -105,7 +105,7 @@ pub fn open_regular(path: &Path) -> Result<std::fs::File, ReadError> {
 
 /// The last `max` bytes (at most) of the regular file at `path`: a log's
 /// end, whatever its length.
-pub fn read_tail(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_tail(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::{Seek, SeekFrom};
     let mut file = open_regular(path)?;
     let len = file.metadata()?.len();
@@ -114,7 +114,7 @@ pub fn read_tail(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
 }
 
 /// [`read_capped`] for UTF-8 text; invalid UTF-8 is an `InvalidData` error.
-pub fn read_text_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
+pub(crate) fn read_text_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
     let bytes = read_capped(path, cap)?;
     String::from_utf8(bytes).map_err(|_| {
         ReadError::Io(std::io::Error::new(
@@ -125,7 +125,7 @@ pub fn read_text_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
 }
 
 /// Reads at most `cap` bytes from `reader`; more is [`ReadError::TooLarge`].
-pub fn read_bounded(reader: impl Read, cap: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_bounded(reader: impl Read, cap: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
     reader.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
@@ -136,7 +136,7 @@ pub fn read_bounded(reader: impl Read, cap: u64) -> Result<Vec<u8>, ReadError> {
 
 /// What kind of file a `stat` found, in words for messages.
 #[must_use]
-pub fn file_kind(t: &std::fs::FileType) -> &'static str {
+pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if t.is_file() {
         "a regular file"
@@ -157,7 +157,7 @@ pub fn file_kind(t: &std::fs::FileType) -> &'static str {
 
 /// `8 MiB`, `512 KiB`, `300 bytes`.
 #[must_use]
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else if n >= 1024 && n.is_multiple_of(1024) {

@@ -209,7 +209,7 @@ fn table(scope: Scope) -> &'static [(&'static str, ValueType)] {
 
 /// The declared type of `key` in `scope`, if the language reads it there.
 #[must_use]
-pub fn declared_type(scope: Scope, key: &str) -> Option<ValueType> {
+pub(crate) fn declared_type(scope: Scope, key: &str) -> Option<ValueType> {
     KNOWN.get(key).and_then(|info| info.types[scope as usize])
 }
 
@@ -253,7 +253,7 @@ impl Key {
 
     /// The name as the static table spells it, for known keys.
     #[must_use]
-    pub fn static_name(&self) -> Option<&'static str> {
+    pub(crate) fn static_name(&self) -> Option<&'static str> {
         self.info.map(|info| info.name)
     }
 
@@ -265,7 +265,7 @@ impl Key {
 
     /// The declared type of this attribute in `scope` (see [`declared_type`]).
     #[must_use]
-    pub fn declared_type(&self, scope: Scope) -> Option<ValueType> {
+    pub(crate) fn declared_type(&self, scope: Scope) -> Option<ValueType> {
         self.info.and_then(|info| info.types[scope as usize])
     }
 
@@ -410,7 +410,7 @@ impl Attrs {
 
     /// Moves every attribute into a new list of exactly their number,
     /// leaving this one empty with its capacity (a reusable buffer).
-    pub fn take_exact(&mut self) -> Attrs {
+    pub(crate) fn take_exact(&mut self) -> Attrs {
         let index = self.index.take();
         Attrs {
             list: self.list.drain(..).collect(),
@@ -475,7 +475,7 @@ impl Attrs {
 
     /// The value of `key` as text, when set and not blank.
     #[must_use]
-    pub fn non_empty(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
+    pub(crate) fn non_empty(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
         self.text(key).filter(|t| !t.trim().is_empty())
     }
 

@@ -14,33 +14,33 @@ use crate::limits::MIB;
 
 /// How deep imports may nest: `a.fabro` importing `b.fabro` importing ...
 /// Each level is a recursive load, so this also bounds the stack.
-pub const MAX_IMPORT_DEPTH: usize = 16;
+pub(crate) const MAX_IMPORT_DEPTH: usize = 16;
 
 /// How many imported files one load may read, counting a file each time it
 /// is imported. Bounds the work of a file that imports the next twice, and
 /// so on (2^n loads).
-pub const MAX_IMPORTS: u32 = 256;
+pub(crate) const MAX_IMPORTS: u32 = 256;
 
 /// How many nodes imports may splice in, counting every copy (a node
 /// spliced into a file that is itself imported twice counts three times).
-pub const MAX_IMPORTED_NODES: usize = 100_000;
+pub(crate) const MAX_IMPORTED_NODES: usize = 100_000;
 
 /// How many bytes of files one load may read besides the workflow itself:
 /// imports and `@file` references together, each file each time it is
 /// named. (One file is capped at [`crate::limits::MAX_WORKFLOW_BYTES`] or
 /// [`crate::limits::MAX_REFERENCED_BYTES`].)
-pub const MAX_READ_BYTES: u64 = 32 * MIB;
+pub(crate) const MAX_READ_BYTES: u64 = 32 * MIB;
 
 /// MiniJinja fuel for all the templates of one load, both passes and every
 /// import: about one unit per instruction and one per 64 bytes of text a
 /// template creates, so two million units bound a load's rendering to a
 /// few hundred milliseconds and 128 MB. A prompt that renders `{{ goal }}`
 /// costs a handful of units.
-pub const TEMPLATE_FUEL: u64 = 2_000_000;
+pub(crate) const TEMPLATE_FUEL: u64 = 2_000_000;
 
 /// What is left of each cap while one workflow loads.
 #[derive(Debug, Clone)]
-pub struct Budget {
+pub(crate) struct Budget {
     pub imports: u32,
     pub imported_nodes: usize,
     pub read_bytes: u64,

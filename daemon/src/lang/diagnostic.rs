@@ -79,21 +79,21 @@ impl Diagnostic {
 
     /// Names the node the diagnostic is about.
     #[must_use]
-    pub fn on_node(mut self, id: &str) -> Self {
+    pub(crate) fn on_node(mut self, id: &str) -> Self {
         self.node_id = Some(id.to_string());
         self
     }
 
     /// Names the edge the diagnostic is about.
     #[must_use]
-    pub fn on_edge(mut self, from: &str, to: &str) -> Self {
+    pub(crate) fn on_edge(mut self, from: &str, to: &str) -> Self {
         self.edge = Some((from.to_string(), to.to_string()));
         self
     }
 
     /// Adds a hint saying what to do.
     #[must_use]
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
     }

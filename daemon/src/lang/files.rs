@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::limits::{self, ReadError};
 
 /// The rule id of a reference to a file outside the workflow's tree.
-pub const FILE_OUTSIDE_TREE: &str = "file_outside_tree";
+pub(crate) const FILE_OUTSIDE_TREE: &str = "file_outside_tree";
 
 /// Directories whose files are interfaces to the kernel, not data: their
 /// "regular" files (`/proc/self/environ`) report a size of 0 and hand out
@@ -32,14 +32,14 @@ const KERNEL_DIRS: &[&str] = &["/proc", "/sys", "/dev"];
 /// outside any repository, the workflow's own directory and everything
 /// below it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tree {
+pub(crate) struct Tree {
     /// Canonical (absolute, symlinks resolved) when the directory exists.
     root: PathBuf,
 }
 
 /// Why a referenced file was not read.
 #[derive(Debug, thiserror::Error)]
-pub enum RefError {
+pub(crate) enum RefError {
     /// The file (its canonical path) is outside the tree.
     #[error("it is outside the workflow's tree `{}`", root.display())]
     Outside { root: PathBuf },
@@ -81,7 +81,7 @@ impl RefError {
     /// True for the refusals of confinement (rule [`FILE_OUTSIDE_TREE`]),
     /// as opposed to files that are missing or unreadable.
     #[must_use]
-    pub fn is_confinement(&self) -> bool {
+    pub(crate) fn is_confinement(&self) -> bool {
         matches!(self, RefError::Outside { .. } | RefError::Kernel { .. })
     }
 }
@@ -114,15 +114,9 @@ impl Tree {
         Tree { root }
     }
 
-    /// The tree's top directory.
-    #[must_use]
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Where `path` really is (canonical), when it exists inside the tree
     /// and outside the kernel's directories. Says nothing about its type.
-    pub fn confine(&self, path: &Path) -> Result<PathBuf, RefError> {
+    pub(crate) fn confine(&self, path: &Path) -> Result<PathBuf, RefError> {
         let canonical = std::fs::canonicalize(path).map_err(ReadError::from)?;
         if let Some(dir) = KERNEL_DIRS.iter().find(|dir| canonical.starts_with(dir)) {
             return Err(RefError::Kernel { dir });
@@ -158,7 +152,7 @@ impl Tree {
     }
 
     /// [`Tree::read`] for UTF-8 text.
-    pub fn read_text(&self, path: &Path, cap: u64) -> Result<String, RefError> {
+    pub(crate) fn read_text(&self, path: &Path, cap: u64) -> Result<String, RefError> {
         let canonical = self.confine(path)?;
         Ok(limits::read_text_capped(&canonical, cap)?)
     }
@@ -200,7 +194,7 @@ mod tests {
         let dir = repo();
         let tree = Tree::of(&dir.path().join("flows"));
         let canonical = std::fs::canonicalize(dir.path().join("flows")).expect("canonical");
-        assert_eq!(tree.root(), canonical);
+        assert_eq!(tree.root, canonical);
         std::fs::write(dir.path().join("secret.txt"), "s").expect("write");
         std::fs::write(dir.path().join("flows/parts/p.md"), "p").expect("write");
         assert_eq!(

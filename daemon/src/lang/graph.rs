@@ -40,7 +40,7 @@ pub enum Handler {
 impl Handler {
     /// The handler a Graphviz shape selects; unknown shapes run as agents.
     #[must_use]
-    pub fn from_shape(shape: &str) -> Option<Handler> {
+    pub(crate) fn from_shape(shape: &str) -> Option<Handler> {
         Some(match shape {
             "Mdiamond" => Handler::Start,
             "Msquare" => Handler::Exit,
@@ -60,7 +60,7 @@ impl Handler {
     /// The handler a `type=` value names, including the legacy aliases
     /// (`agent_loop`, `codergen`, `one_shot`, `tool`, `tool_command`, ...).
     #[must_use]
-    pub fn from_type(ty: &str) -> Option<Handler> {
+    pub(crate) fn from_type(ty: &str) -> Option<Handler> {
         Some(match ty {
             "start" => Handler::Start,
             "exit" => Handler::Exit,
@@ -115,7 +115,7 @@ impl Handler {
 
     /// True for the handlers that call a language model.
     #[must_use]
-    pub fn uses_llm(self) -> bool {
+    pub(crate) fn uses_llm(self) -> bool {
         matches!(self, Handler::Agent | Handler::Prompt)
     }
 
@@ -136,7 +136,7 @@ impl Handler {
 }
 
 /// A node's id: shared, immutable text (`Arc<str>`), cheap to clone.
-pub type NodeId = std::sync::Arc<str>;
+pub(crate) type NodeId = std::sync::Arc<str>;
 
 /// A step of the workflow as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,7 +308,7 @@ impl Graph {
 
     /// The position of the node with this id in [`Graph::nodes`].
     #[must_use]
-    pub fn node_index(&self, id: &str) -> Option<usize> {
+    pub(crate) fn node_index(&self, id: &str) -> Option<usize> {
         self.index
             .find(hash(id), |(known, _)| &**known == id)
             .map(|&(_, i)| i)
@@ -318,7 +318,7 @@ impl Graph {
     /// [`Graph::node_index`], but an id shared with the node (as an edge's
     /// endpoints are) matches without comparing text.
     #[must_use]
-    pub fn node_index_of(&self, id: &NodeId) -> Option<usize> {
+    pub(crate) fn node_index_of(&self, id: &NodeId) -> Option<usize> {
         self.index
             .find(hash(id), |(known, _)| {
                 std::sync::Arc::ptr_eq(known, id) || **known == **id
@@ -328,7 +328,7 @@ impl Graph {
 
     /// The node with this id, created (undeclared, at `span`) if missing.
     /// Returns its position, its shared id and whether it was created.
-    pub fn node_entry(&mut self, id: &str, span: Span) -> (usize, NodeId, bool) {
+    pub(crate) fn node_entry(&mut self, id: &str, span: Span) -> (usize, NodeId, bool) {
         if let Some((known, i)) = self.index.find(hash(id), |(known, _)| &**known == id) {
             return (*i, known.clone(), false);
         }
@@ -338,7 +338,7 @@ impl Graph {
     }
 
     /// Adds a node, replacing none: callers check [`Graph::node`] first.
-    pub fn add_node(&mut self, node: Node) -> usize {
+    pub(crate) fn add_node(&mut self, node: Node) -> usize {
         let i = self.nodes.len();
         self.index
             .insert_unique(hash(&node.id), (node.id.clone(), i), |(id, _)| hash(id));
@@ -347,7 +347,7 @@ impl Graph {
     }
 
     /// Makes room for `nodes` more nodes and `edges` more edges.
-    pub fn reserve(&mut self, nodes: usize, edges: usize) {
+    pub(crate) fn reserve(&mut self, nodes: usize, edges: usize) {
         self.nodes.reserve(nodes);
         self.index.reserve(nodes, |(id, _)| hash(id));
         self.edges.reserve(edges);
@@ -384,7 +384,7 @@ impl Graph {
 
     /// Every node with the start handler (see [`Graph::finish`]).
     #[must_use]
-    pub fn start_nodes(&self) -> Vec<&Node> {
+    pub(crate) fn start_nodes(&self) -> Vec<&Node> {
         self.nodes
             .iter()
             .filter(|n| n.handler == Handler::Start)
@@ -393,7 +393,7 @@ impl Graph {
 
     /// Every node with the exit handler (see [`Graph::finish`]).
     #[must_use]
-    pub fn exit_nodes(&self) -> Vec<&Node> {
+    pub(crate) fn exit_nodes(&self) -> Vec<&Node> {
         self.nodes
             .iter()
             .filter(|n| n.handler == Handler::Exit)

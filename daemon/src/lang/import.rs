@@ -36,24 +36,25 @@ use super::workflow::{self, FileRef, LoadOptions, ScopedSheet, Workflow, resolve
 use crate::limits::MAX_WORKFLOW_BYTES;
 
 /// The imported file cannot be read (or the placeholder names none).
-pub const IMPORT_NOT_FOUND: &str = "import_not_found";
+pub(crate) const IMPORT_NOT_FOUND: &str = "import_not_found";
 /// A file imports itself, directly or through other imports.
-pub const IMPORT_CYCLE: &str = "import_cycle";
+pub(crate) const IMPORT_CYCLE: &str = "import_cycle";
 /// The placeholder carries an attribute other than the allowed ones.
-pub const IMPORT_ATTRIBUTE: &str = "import_attribute";
+pub(crate) const IMPORT_ATTRIBUTE: &str = "import_attribute";
 /// A spliced id is already a node of the importing workflow.
-pub const IMPORT_CLASH: &str = "import_clash";
+pub(crate) const IMPORT_CLASH: &str = "import_clash";
 /// A graph attribute of the imported file that does not carry over.
-pub const IMPORT_GRAPH_ATTRIBUTE: &str = "import_graph_attribute";
+pub(crate) const IMPORT_GRAPH_ATTRIBUTE: &str = "import_graph_attribute";
 /// Imports nest deeper than [`MAX_IMPORT_DEPTH`].
-pub const IMPORT_TOO_DEEP: &str = "import_too_deep";
+pub(crate) const IMPORT_TOO_DEEP: &str = "import_too_deep";
 /// Imports read more than [`MAX_IMPORTS`] files or splice in more than
 /// [`MAX_IMPORTED_NODES`] nodes.
-pub const IMPORT_TOO_LARGE: &str = "import_too_large";
+pub(crate) const IMPORT_TOO_LARGE: &str = "import_too_large";
 
 /// The attributes a placeholder passes down to the LLM nodes it splices in
 /// that do not set them: the properties a model stylesheet can set.
-pub const MODEL_KEYS: &[&str] = &["model", "provider", "reasoning_effort", "speed", "backend"];
+pub(crate) const MODEL_KEYS: &[&str] =
+    &["model", "provider", "reasoning_effort", "speed", "backend"];
 
 /// The other attributes a placeholder may carry.
 const PLACEHOLDER_KEYS: &[&str] = &["import", "label", "class"];
@@ -450,7 +451,6 @@ fn load(
         rules::check(
             graph,
             &inner.source,
-            &base_dir,
             &inner.file_refs,
             &mut inner.diagnostics,
         );

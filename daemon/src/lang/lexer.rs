@@ -10,7 +10,7 @@ use super::span::{Span, to_u32};
 
 /// What a token is.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TokenKind<'src> {
+pub(crate) enum TokenKind<'src> {
     /// A bare word: identifier, number, duration, keyword or bare string
     /// such as `gpt-5.2-codex`. The parser decides which.
     Word(&'src str),
@@ -57,14 +57,14 @@ pub struct Token<'src> {
 
 /// A lexical error: the message, where, and what to do about it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LexError {
+pub(crate) struct LexError {
     pub message: String,
     pub span: Span,
     pub hint: Option<String>,
 }
 
 /// Streams tokens out of a source string.
-pub struct Lexer<'src> {
+pub(crate) struct Lexer<'src> {
     src: &'src str,
     bytes: &'src [u8],
     pos: usize,
@@ -83,12 +83,6 @@ impl<'src> Lexer<'src> {
             line: 1,
             column: 1,
         }
-    }
-
-    /// The full source text.
-    #[must_use]
-    pub fn source(&self) -> &'src str {
-        self.src
     }
 
     fn peek_byte(&self, ahead: usize) -> Option<u8> {
@@ -202,7 +196,7 @@ impl<'src> Lexer<'src> {
     }
 
     /// The next token; [`TokenKind::Eof`] at the end, forever after.
-    pub fn next_token(&mut self) -> Result<Token<'src>, LexError> {
+    pub(crate) fn next_token(&mut self) -> Result<Token<'src>, LexError> {
         self.skip_trivia()?;
         let start = self.here();
         let Some(b) = self.peek_byte(0) else {
@@ -386,7 +380,11 @@ fn is_word_byte(b: u8) -> bool {
 /// found inside attribute values (stylesheets, conditions) at their true
 /// position in the file.
 #[must_use]
-pub fn source_offset_in_string(src: &str, literal_start: usize, decoded_offset: usize) -> usize {
+pub(crate) fn source_offset_in_string(
+    src: &str,
+    literal_start: usize,
+    decoded_offset: usize,
+) -> usize {
     let bytes = src.as_bytes();
     let mut raw = literal_start + 1;
     let mut decoded = 0usize;

@@ -78,13 +78,7 @@ impl Workflow {
             }
         }
         if let Some(graph) = &wf.graph {
-            rules::check(
-                graph,
-                &wf.source,
-                base_dir,
-                &wf.file_refs,
-                &mut wf.diagnostics,
-            );
+            rules::check(graph, &wf.source, &wf.file_refs, &mut wf.diagnostics);
         }
         wf.diagnostics
             .sort_by_key(|d| d.span.map_or((0, 0), |s| (s.line, s.column)));

@@ -7,7 +7,7 @@ pub mod diagnostic;
 pub mod files;
 pub mod graph;
 pub mod import;
-pub mod lexer;
+pub(crate) mod lexer;
 pub mod load;
 pub mod parser;
 pub mod printer;

@@ -23,11 +23,11 @@ use super::span::Span;
 use super::value::{Duration, Value, ValueType};
 
 /// The rule id of syntax errors.
-pub const SYNTAX: &str = "syntax";
+pub(crate) const SYNTAX: &str = "syntax";
 /// The rule id of attribute values of the wrong type.
-pub const ATTRIBUTE_TYPE: &str = "attribute_type";
+pub(crate) const ATTRIBUTE_TYPE: &str = "attribute_type";
 /// The rule id of subgraphs nested deeper than [`MAX_NESTING`].
-pub const NESTING_TOO_DEEP: &str = "nesting_too_deep";
+pub(crate) const NESTING_TOO_DEEP: &str = "nesting_too_deep";
 
 /// How deep `{ }` subgraphs may nest. No real workflow comes near it; the
 /// cap bounds the scope stack (each level copies its parent's node and edge
@@ -36,7 +36,7 @@ pub const MAX_NESTING: usize = 256;
 
 /// The rule id of a file whose defaults and subgraph labels would be copied
 /// onto its nodes and edges beyond [`MAX_EXPANSION_BYTES`].
-pub const EXPANSION_TOO_LARGE: &str = "expansion_too_large";
+pub(crate) const EXPANSION_TOO_LARGE: &str = "expansion_too_large";
 
 /// How many bytes of attributes the parser may copy: node and edge
 /// defaults onto each node and edge they apply to, a chained edge's
@@ -45,7 +45,7 @@ pub const EXPANSION_TOO_LARGE: &str = "expansion_too_large";
 /// thousand node names would ask for gigabytes. Written attributes are not
 /// counted (the file's size bounds them); a workflow that uses defaults
 /// the ordinary way copies a few megabytes at most.
-pub const MAX_EXPANSION_BYTES: u64 = 64 * crate::limits::MIB;
+pub(crate) const MAX_EXPANSION_BYTES: u64 = 64 * crate::limits::MIB;
 
 /// A parsed graph and the non-fatal problems found while building it.
 #[derive(Debug)]
@@ -63,7 +63,7 @@ pub fn parse(src: &str) -> Result<Parsed, Box<Diagnostic>> {
 
 /// [`parse`] with at most `budget` bytes of copied attributes (what is left
 /// of [`MAX_EXPANSION_BYTES`] when imported files share it).
-pub fn parse_within(src: &str, budget: u64) -> Result<Parsed, Box<Diagnostic>> {
+pub(crate) fn parse_within(src: &str, budget: u64) -> Result<Parsed, Box<Diagnostic>> {
     let mut parser = Parser::new(src, budget).map_err(Box::new)?;
     // Pre-size for large files (about one node and two edges per 300 bytes
     // of typical workflow text), so growth does not copy the arrays.
@@ -145,7 +145,7 @@ fn keyword(word: &str) -> Option<&'static str> {
 
 /// The class a subgraph label becomes: lowercased, spaces to `-`.
 #[must_use]
-pub fn label_class(label: &str) -> String {
+pub(crate) fn label_class(label: &str) -> String {
     label
         .trim()
         .to_lowercase()

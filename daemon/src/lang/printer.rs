@@ -105,7 +105,7 @@ fn printable(scope: Scope, key: &str, value: &Value) -> String {
 /// classes and effective attributes, and edges with theirs. Positions are
 /// included so tools can point back into the file.
 #[must_use]
-pub fn to_json(graph: &Graph) -> serde_json::Value {
+pub(crate) fn to_json(graph: &Graph) -> serde_json::Value {
     let nodes: Vec<serde_json::Value> = graph
         .nodes
         .iter()

@@ -33,7 +33,7 @@ impl Span {
 /// Used for positions computed after lexing (inside a string value, say);
 /// offsets past the end clamp to the end.
 #[must_use]
-pub fn position_of(text: &str, offset: usize) -> (u32, u32) {
+pub(crate) fn position_of(text: &str, offset: usize) -> (u32, u32) {
     let offset = offset.min(text.len());
     let before = text.get(..offset).unwrap_or(text);
     let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
@@ -44,7 +44,7 @@ pub fn position_of(text: &str, offset: usize) -> (u32, u32) {
 
 /// Builds a span over `text[start..end]`.
 #[must_use]
-pub fn span_of(text: &str, start: usize, end: usize) -> Span {
+pub(crate) fn span_of(text: &str, start: usize, end: usize) -> Span {
     let (line, column) = position_of(text, start);
     Span {
         start: to_u32(start),
@@ -60,7 +60,7 @@ pub fn span_of(text: &str, start: usize, end: usize) -> Span {
 /// what [`span_of`] does, and what it falls back to when `start` lies before
 /// the anchor).
 #[must_use]
-pub fn span_after(text: &str, anchor: Span, start: usize, end: usize) -> Span {
+pub(crate) fn span_after(text: &str, anchor: Span, start: usize, end: usize) -> Span {
     let from = anchor.start as usize;
     let Some(between) = text.get(from..start.min(text.len())) else {
         return span_of(text, start, end);
@@ -87,7 +87,7 @@ pub fn span_after(text: &str, anchor: Span, start: usize, end: usize) -> Span {
 /// Saturating conversion for offsets and counts; workflow files over 4 GiB
 /// are refused before they reach the lexer.
 #[must_use]
-pub fn to_u32(n: usize) -> u32 {
+pub(crate) fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 

@@ -114,14 +114,14 @@ impl Property {
 
     /// The property with exactly this name; names are case-sensitive.
     #[must_use]
-    pub fn from_name(name: &str) -> Option<Property> {
+    pub(crate) fn from_name(name: &str) -> Option<Property> {
         Property::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// The only values the property accepts, or `None` when any value goes
     /// (models and providers are checked against the catalog elsewhere).
     #[must_use]
-    pub fn allowed_values(self) -> Option<&'static [&'static str]> {
+    pub(crate) fn allowed_values(self) -> Option<&'static [&'static str]> {
         match self {
             Property::Model | Property::Provider => None,
             Property::ReasoningEffort => Some(&["low", "medium", "high"]),
@@ -146,7 +146,7 @@ impl fmt::Display for Property {
 impl Selector {
     /// CSS-like specificity: universal 0 < shape 1 < class 2 < id 3.
     #[must_use]
-    pub fn specificity(&self) -> u8 {
+    pub(crate) fn specificity(&self) -> u8 {
         match self {
             Selector::Universal => 0,
             Selector::Shape(_) => 1,

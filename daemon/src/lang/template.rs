@@ -27,11 +27,11 @@ use regex::Regex;
 use super::budget::TEMPLATE_FUEL;
 
 /// The rule id of template errors.
-pub const TEMPLATE: &str = "template";
+pub(crate) const TEMPLATE: &str = "template";
 
 /// A template that failed to parse or render.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TemplateError {
+pub(crate) struct TemplateError {
     pub message: String,
     /// Byte range inside the template text, when MiniJinja knows it.
     pub range: Option<std::ops::Range<usize>>,
@@ -42,7 +42,7 @@ pub struct TemplateError {
 }
 
 /// What to tell the user when the budget runs out.
-pub const OUT_OF_FUEL_HINT: &str = "templates are for `{{ goal }}`, `{{ inputs.NAME }}` and small conditions; loops that produce this much text do not belong in a workflow";
+pub(crate) const OUT_OF_FUEL_HINT: &str = "templates are for `{{ goal }}`, `{{ inputs.NAME }}` and small conditions; loops that produce this much text do not belong in a workflow";
 
 impl TemplateError {
     fn from_minijinja(e: &minijinja::Error) -> Self {
@@ -70,7 +70,7 @@ impl TemplateError {
 /// parser stops at 150 levels, but its recursive descent spends about a
 /// dozen stack frames per level, which in a debug build is more stack than
 /// a worker thread has; no real template nests more than a few levels.
-pub const MAX_TEMPLATE_NESTING: usize = 20;
+pub(crate) const MAX_TEMPLATE_NESTING: usize = 20;
 
 /// Block tags that open a level closed by an `end...` tag (`set` only in
 /// its block form, without `=`).
@@ -224,7 +224,7 @@ fn try_render(
 
 /// True when `text` contains template syntax and so needs rendering.
 #[must_use]
-pub fn has_template(text: &str) -> bool {
+pub(crate) fn has_template(text: &str) -> bool {
     // One fast scan for `{` settles almost every string.
     text.contains('{') && (text.contains("{{") || text.contains("{%") || text.contains("{#"))
 }
@@ -235,7 +235,7 @@ static USES_INPUTS: LazyLock<Option<Regex>> =
 /// True when the source refers to `inputs` inside a template tag, which is
 /// when pass 1 (structural rendering) runs.
 #[must_use]
-pub fn uses_inputs(source: &str) -> bool {
+pub(crate) fn uses_inputs(source: &str) -> bool {
     // A plain substring search rules out nearly every file before the regex.
     source.contains("inputs") && USES_INPUTS.as_ref().is_some_and(|re| re.is_match(source))
 }
@@ -263,7 +263,7 @@ fn inputs_value(inputs: &BTreeMap<String, String>) -> Value {
 }
 
 /// Renders workflow strings with a fixed goal and inputs.
-pub struct Renderer {
+pub(crate) struct Renderer {
     env: Environment<'static>,
     context: Value,
 }
@@ -300,7 +300,7 @@ impl Renderer {
 
 /// Pass 1: renders the whole source with the inputs, leaving `{{ goal }}`
 /// in place for pass 2, taking the work from `fuel`.
-pub fn render_structure(
+pub(crate) fn render_structure(
     source: &str,
     inputs: &BTreeMap<String, String>,
     fuel: &mut u64,

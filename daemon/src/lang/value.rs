@@ -67,7 +67,7 @@ impl Duration {
 
     /// The length as a [`std::time::Duration`].
     #[must_use]
-    pub fn to_std(self) -> std::time::Duration {
+    pub(crate) fn to_std(self) -> std::time::Duration {
         std::time::Duration::from_millis(self.amount.saturating_mul(self.unit.millis()))
     }
 }
@@ -97,7 +97,7 @@ pub enum Value {
 
 /// The declared type of a known attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueType {
+pub(crate) enum ValueType {
     String,
     Int,
     Float,
@@ -122,7 +122,7 @@ impl ValueType {
 impl Value {
     /// Types a bare word by its spelling.
     #[must_use]
-    pub fn from_word(word: &str) -> Value {
+    pub(crate) fn from_word(word: &str) -> Value {
         match word {
             "true" => return Value::Bool(true),
             "false" => return Value::Bool(false),
@@ -147,7 +147,7 @@ impl Value {
 
     /// The value as text, the way a condition or template sees it.
     #[must_use]
-    pub fn as_text(&self) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn as_text(&self) -> std::borrow::Cow<'_, str> {
         match self {
             Value::Str(s) | Value::Word(s) => std::borrow::Cow::Borrowed(s),
             other => std::borrow::Cow::Owned(other.to_string()),
@@ -165,7 +165,7 @@ impl Value {
 
     /// The integer, if this is one.
     #[must_use]
-    pub fn as_int(&self) -> Option<i64> {
+    pub(crate) fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
             _ => None,
@@ -183,7 +183,7 @@ impl Value {
 
     /// The duration, if this is one.
     #[must_use]
-    pub fn as_duration(&self) -> Option<Duration> {
+    pub(crate) fn as_duration(&self) -> Option<Duration> {
         match self {
             Value::Duration(d) => Some(*d),
             _ => None,
@@ -194,7 +194,7 @@ impl Value {
     ///
     /// Quoted and bare spellings coerce alike: `"3"`, `3`; `"true"`, `true`;
     /// `"30s"`, `30s`. Anything coerces to a string.
-    pub fn coerce(self, ty: ValueType) -> Result<Value, Value> {
+    pub(crate) fn coerce(self, ty: ValueType) -> Result<Value, Value> {
         match (ty, self) {
             (ValueType::String, Value::Str(s) | Value::Word(s)) => Ok(Value::Str(s)),
             (ValueType::String, other) => Ok(Value::Str(other.to_string())),
@@ -230,7 +230,7 @@ fn is_float_literal(word: &str) -> bool {
 }
 
 /// Writes `s` as a DOT quoted string, escaping what the lexer decodes.
-pub fn write_quoted(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
+pub(crate) fn write_quoted(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
     f.write_char('"')?;
     for c in s.chars() {
         match c {

@@ -72,7 +72,7 @@ pub struct Workflow {
 impl Workflow {
     /// True when no diagnostic is an error.
     #[must_use]
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         !self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
@@ -92,7 +92,7 @@ impl Workflow {
 /// Places a problem found at `offset..offset+len` inside an attribute's
 /// value at its true position in the file, seeing through string escapes.
 #[must_use]
-pub fn span_in_value(source: &str, attr: &Attr, offset: usize, len: usize) -> Span {
+pub(crate) fn span_in_value(source: &str, attr: &Attr, offset: usize, len: usize) -> Span {
     // Positions are counted on from the value's own (known) position, not
     // from the start of the file: a file with thousands of such problems
     // must not be rescanned for each.
@@ -110,7 +110,7 @@ pub fn span_in_value(source: &str, attr: &Attr, offset: usize, len: usize) -> Sp
 /// Resolves `@path` in a reference to an absolute path: relative to the
 /// workflow's directory, with `~` meaning the home directory.
 #[must_use]
-pub fn resolve_path(base_dir: &Path, written: &str) -> PathBuf {
+pub(crate) fn resolve_path(base_dir: &Path, written: &str) -> PathBuf {
     if let Some(rest) = written.strip_prefix("~/")
         && let Some(home) = std::env::var_os("HOME")
     {

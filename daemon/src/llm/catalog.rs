@@ -43,7 +43,7 @@ pub struct ProviderEntry {
 impl ProviderEntry {
     /// `over`'s fields where set, else `self`'s.
     #[must_use]
-    pub fn merged(&self, over: &ProviderEntry) -> ProviderEntry {
+    pub(crate) fn merged(&self, over: &ProviderEntry) -> ProviderEntry {
         ProviderEntry {
             kind: over.kind.or(self.kind),
             base_url: over.base_url.clone().or_else(|| self.base_url.clone()),
@@ -146,7 +146,7 @@ pub struct Catalog {
 impl Catalog {
     /// The built-in catalog (`catalog.toml`).
     #[must_use]
-    pub fn builtin() -> &'static Catalog {
+    pub(crate) fn builtin() -> &'static Catalog {
         static BUILT_IN: OnceLock<Catalog> = OnceLock::new();
         // A unit test holds the file to parsing; an empty catalog would only
         // make every model "unknown", which still works.
@@ -158,7 +158,10 @@ impl Catalog {
     /// replaces the entry with the same id (keeping its aliases when the new
     /// entry lists none) or is added.
     #[must_use]
-    pub fn overlaid(providers: &BTreeMap<String, ProviderEntry>, models: &[ModelInfo]) -> Catalog {
+    pub(crate) fn overlaid(
+        providers: &BTreeMap<String, ProviderEntry>,
+        models: &[ModelInfo],
+    ) -> Catalog {
         let mut catalog = Catalog::builtin().clone();
         for (name, entry) in providers {
             let merged = match catalog.providers.get(name) {
@@ -204,14 +207,14 @@ impl Catalog {
 
     /// The model `name` (id or alias) when it belongs to `provider`.
     #[must_use]
-    pub fn lookup_for(&self, provider: &str, name: &str) -> Option<&ModelInfo> {
+    pub(crate) fn lookup_for(&self, provider: &str, name: &str) -> Option<&ModelInfo> {
         self.lookup(name).filter(|m| m.provider == provider)
     }
 
     /// The provider's default model: its `default_model`, else the first of
     /// its `models`, resolved through the aliases.
     #[must_use]
-    pub fn default_model(&self, provider: &str) -> Option<String> {
+    pub(crate) fn default_model(&self, provider: &str) -> Option<String> {
         let entry = self.providers.get(provider)?;
         let name = entry
             .default_model
@@ -225,7 +228,7 @@ impl Catalog {
 
     /// The first provider whose `models` list (in settings.toml) names `model`.
     #[must_use]
-    pub fn provider_listing(&self, model: &str) -> Option<&str> {
+    pub(crate) fn provider_listing(&self, model: &str) -> Option<&str> {
         self.providers
             .iter()
             .find(|(_, p)| p.models.iter().any(|m| m == model))

@@ -224,7 +224,7 @@ impl LlmClient {
 
     /// Whether `provider` is known and has a key (or needs none).
     #[must_use]
-    pub fn is_configured(&self, provider: &str) -> bool {
+    pub(crate) fn is_configured(&self, provider: &str) -> bool {
         self.providers
             .get(provider)
             .is_some_and(|p| p.api_key.is_some() || p.key_env.is_none())
@@ -276,7 +276,7 @@ impl LlmClient {
     }
 
     /// A `[run.model] fallbacks` entry as a target.
-    pub fn resolve_fallback(&self, entry: &str) -> Result<Target, LlmError> {
+    pub(crate) fn resolve_fallback(&self, entry: &str) -> Result<Target, LlmError> {
         let entry = entry.trim();
         if self.providers.contains_key(entry) {
             return self.resolve(None, Some(entry));

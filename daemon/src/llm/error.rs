@@ -130,7 +130,7 @@ impl LlmError {
     /// (failures.mdx, "What triggers failover"): everything retryable, plus
     /// quota exhaustion.
     #[must_use]
-    pub fn is_failover_eligible(&self) -> bool {
+    pub(crate) fn is_failover_eligible(&self) -> bool {
         self.is_retryable() || matches!(self, LlmError::QuotaExceeded { .. })
     }
 

@@ -27,7 +27,7 @@ pub mod providers;
 pub mod retry;
 pub mod settings;
 pub mod sse;
-pub mod transport;
+pub(crate) mod transport;
 pub mod types;
 
 pub use catalog::{Catalog, ModelInfo, Prices, ProviderEntry};

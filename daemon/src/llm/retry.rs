@@ -73,7 +73,7 @@ impl RetryPolicy {
     /// retries are used up, or the provider asked for a longer wait than
     /// `max_retry_after`.
     #[must_use]
-    pub fn wait_before(&self, retry: u32, error: &LlmError) -> Option<Duration> {
+    pub(crate) fn wait_before(&self, retry: u32, error: &LlmError) -> Option<Duration> {
         if !error.is_retryable() || retry > self.max_retries {
             return None;
         }

@@ -18,7 +18,7 @@ pub struct SseEvent {
 
 /// Parser state between chunks.
 #[derive(Debug, Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     /// Bytes of the line not yet terminated.
     line: Vec<u8>,
     /// The last byte seen was `\r`: a following `\n` belongs to it.
@@ -37,7 +37,7 @@ impl SseParser {
     }
 
     /// Feeds the next chunk; returns the events it completed, in order.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut out = Vec::new();
         for &b in chunk {
             if self.after_cr {

@@ -30,7 +30,7 @@ use super::pattern::is_secret;
 
 /// The variable that tells a re-executed process which descriptor holds
 /// its secrets. It never reaches commands ([`is_internal`]).
-pub const SECRETS_FD_VAR: &str = "WEFT_SECRETS_FD";
+pub(crate) const SECRETS_FD_VAR: &str = "WEFT_SECRETS_FD";
 
 /// The name of the memory file that carries the secrets across the
 /// re-execution (`/proc/self/fd/N` links to `/memfd:weft-secrets`); a
@@ -50,7 +50,7 @@ static HELD: OnceLock<Vec<(String, String)>> = OnceLock::new();
 /// Whether `name` is Weft's own plumbing, never passed on to commands or
 /// recorded.
 #[must_use]
-pub fn is_internal(name: &str) -> bool {
+pub(crate) fn is_internal(name: &str) -> bool {
     name == SECRETS_FD_VAR
 }
 
@@ -65,7 +65,7 @@ fn is_secret_os(name: &std::ffi::OsStr, value: &std::ffi::OsStr) -> bool {
 /// memory, minus Weft's plumbing. Variables whose name or value is not
 /// UTF-8 are left out.
 #[must_use]
-pub fn process_env() -> Vec<(String, String)> {
+pub(crate) fn process_env() -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .filter(|(k, _)| !is_internal(k))
@@ -84,7 +84,7 @@ pub fn held() -> &'static [(String, String)] {
 /// This process's environment without secrets and without Weft's plumbing:
 /// the environment to start a long-lived helper (`weftd`) with.
 #[must_use]
-pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
+pub(crate) fn scrubbed_env() -> Vec<(OsString, OsString)> {
     std::env::vars_os()
         .filter(|(k, v)| !is_secret_os(k, v) && !is_internal(&k.to_string_lossy()))
         .collect()

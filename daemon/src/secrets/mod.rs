@@ -10,8 +10,9 @@ mod guard;
 mod pattern;
 mod redact;
 
-pub use guard::{
-    SECRETS_FD_VAR, held, is_internal, is_non_dumpable, process_env, protect_process, scrubbed_env,
-};
-pub use pattern::{is_secret, is_secret_name, is_secret_value};
-pub use redact::{MAX_KNOWN_SECRETS, MIN_KNOWN_SECRET_CHARS, REDACTED, Redactor};
+pub use guard::{held, is_non_dumpable, protect_process};
+pub(crate) use guard::{is_internal, process_env, scrubbed_env};
+pub(crate) use pattern::is_secret;
+#[cfg(test)]
+pub(crate) use pattern::is_secret_name;
+pub use redact::{REDACTED, Redactor};

@@ -96,7 +96,7 @@ fn is_qualifier(word: &str) -> bool {
 /// `TOKENIZERS_PARALLELISM`, `KEYBOARD`, `SECRETS_DIR` and `PWD` are not:
 /// whole words, not substrings, keep ordinary variables working.
 #[must_use]
-pub fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     if SECRET_NAMES.contains(&upper.as_str()) {
         return true;
@@ -156,14 +156,14 @@ static URL_PASSWORD: LazyLock<Option<Regex>> =
 /// `AKIA…`, `xox?-…`, `AIza…`, Stripe `sk_live_…`, a JWT, a PEM private
 /// key) or a URL with a password (`postgres://user:pw@host/db`).
 #[must_use]
-pub fn is_secret_value(value: &str) -> bool {
+pub(crate) fn is_secret_value(value: &str) -> bool {
     let matches = |re: &Option<Regex>| re.as_ref().is_some_and(|re| re.is_match(value));
     matches(&SECRET_VALUE) || matches(&URL_PASSWORD)
 }
 
 /// Whether the variable `name=value` is a secret, by its name or its value.
 #[must_use]
-pub fn is_secret(name: &str, value: &str) -> bool {
+pub(crate) fn is_secret(name: &str, value: &str) -> bool {
     is_secret_name(name) || is_secret_value(value)
 }
 

@@ -13,11 +13,11 @@ pub const REDACTED: &str = "[REDACTED]";
 /// Values of secret variables shorter than this are not searched for by
 /// value (a `DB_PASSWORD=postgres` would otherwise blank out every mention
 /// of postgres); credential-shaped text is redacted whatever its length.
-pub const MIN_KNOWN_SECRET_CHARS: usize = 12;
+pub(crate) const MIN_KNOWN_SECRET_CHARS: usize = 12;
 
 /// At most this many secret values are searched for by value; real
 /// environments have a handful.
-pub const MAX_KNOWN_SECRETS: usize = 256;
+pub(crate) const MAX_KNOWN_SECRETS: usize = 256;
 
 /// Replaces secrets in text with [`REDACTED`]: the values of the secret
 /// variables it was built from, credential-shaped text (`sk-…`, `ghp_…`,

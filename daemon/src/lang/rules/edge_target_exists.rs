@@ -45,7 +45,6 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use crate::lang::attrs::Attrs;
     use crate::lang::diagnostic::Diagnostic;
@@ -79,7 +78,7 @@ mod tests {
     }
 
     fn run(g: &Graph) -> Vec<Diagnostic> {
-        let cx = super::super::Cx::new(g, "", Path::new("."), &[]);
+        let cx = super::super::Cx::new(g, "", &[]);
         let mut out = Vec::new();
         super::check(&cx, &mut out);
         out

@@ -4,8 +4,6 @@
 //! Each rule has a stable id (its file name), used in output and by tests.
 //! [`RULES`] lists them in the order they run.
 
-use std::path::Path;
-
 use rustc_hash::FxHashMap;
 
 use super::attrs::Attr;
@@ -48,13 +46,13 @@ mod unknown_attribute;
 mod unresolved_file_ref;
 
 /// The id of the stylesheet rule, also used by the loader.
-pub const STYLESHEET_SYNTAX: &str = "stylesheet_syntax";
+pub(crate) const STYLESHEET_SYNTAX: &str = "stylesheet_syntax";
 
 /// A rule: its id and its check.
-pub type Rule = (&'static str, fn(&Cx<'_>, &mut Vec<Diagnostic>));
+pub(crate) type Rule = (&'static str, fn(&Cx<'_>, &mut Vec<Diagnostic>));
 
 /// Every rule, in the order they run.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     ("start_node", start_node::check),
     ("terminal_node", terminal_node::check),
     ("start_no_incoming", start_no_incoming::check),
@@ -96,11 +94,10 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// What rules read: the graph plus indexes computed once for all of them.
-pub struct Cx<'a> {
+pub(crate) struct Cx<'a> {
     pub graph: &'a Graph,
     /// The parsed text, for placing errors inside attribute values.
     pub source: &'a str,
-    pub base_dir: &'a Path,
     pub file_refs: &'a [FileRef],
     /// Outgoing edge positions per node position.
     pub outgoing: Adjacency,
@@ -120,12 +117,7 @@ pub struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// Builds the indexes for `graph`.
     #[must_use]
-    pub fn new(
-        graph: &'a Graph,
-        source: &'a str,
-        base_dir: &'a Path,
-        file_refs: &'a [FileRef],
-    ) -> Self {
+    pub fn new(graph: &'a Graph, source: &'a str, file_refs: &'a [FileRef]) -> Self {
         let ends: Vec<(Option<usize>, Option<usize>)> = graph
             .edges
             .iter()
@@ -150,7 +142,6 @@ impl<'a> Cx<'a> {
             with_key,
             graph,
             source,
-            base_dir,
             file_refs,
             outgoing,
             incoming,
@@ -166,7 +157,7 @@ impl<'a> Cx<'a> {
 
     /// The nodes that set the known attribute `key`, with their positions,
     /// in node order.
-    pub fn nodes_with(&self, key: &str) -> impl Iterator<Item = (usize, &'a Node)> + '_ {
+    pub(crate) fn nodes_with(&self, key: &str) -> impl Iterator<Item = (usize, &'a Node)> + '_ {
         let graph = self.graph;
         self.with_key
             .get(key)
@@ -182,24 +173,24 @@ impl<'a> Cx<'a> {
     }
 
     /// The outgoing edges of the node at position `i`.
-    pub fn out_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
+    pub(crate) fn out_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
         self.outgoing[i].iter().map(|&e| (e, &self.graph.edges[e]))
     }
 
     /// The incoming edges of the node at position `i`.
-    pub fn in_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
+    pub(crate) fn in_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
         self.incoming[i].iter().map(|&e| (e, &self.graph.edges[e]))
     }
 
     /// Places a problem inside an attribute's value (see [`span_in_value`]).
     #[must_use]
-    pub fn span_in(&self, attr: &Attr, offset: usize, len: usize) -> Span {
+    pub(crate) fn span_in(&self, attr: &Attr, offset: usize, len: usize) -> Span {
         span_in_value(self.source, attr, offset, len)
     }
 
     /// Where a node's attribute is written, or the node itself.
     #[must_use]
-    pub fn attr_span(&self, node: &Node, key: &str) -> Span {
+    pub(crate) fn attr_span(&self, node: &Node, key: &str) -> Span {
         node.attrs.get(key).map_or(node.span, |a| a.value_span)
     }
 }
@@ -207,7 +198,7 @@ impl<'a> Cx<'a> {
 /// Edge positions grouped by node, in two flat arrays (compressed rows):
 /// `adj[i]` is the slice of edges at node `i`, in edge order. Two
 /// allocations for the whole graph instead of one per node.
-pub struct Adjacency {
+pub(crate) struct Adjacency {
     starts: Vec<usize>,
     edges: Vec<usize>,
 }
@@ -242,14 +233,8 @@ impl std::ops::Index<usize> for Adjacency {
 }
 
 /// Runs every rule over `graph`, appending to `out`.
-pub fn check(
-    graph: &Graph,
-    source: &str,
-    base_dir: &Path,
-    file_refs: &[FileRef],
-    out: &mut Vec<Diagnostic>,
-) {
-    let cx = Cx::new(graph, source, base_dir, file_refs);
+pub fn check(graph: &Graph, source: &str, file_refs: &[FileRef], out: &mut Vec<Diagnostic>) {
+    let cx = Cx::new(graph, source, file_refs);
     for (_, rule) in RULES {
         rule(&cx, out);
     }
@@ -261,7 +246,10 @@ pub fn check(
 /// suggests among a workflow's own ids uses [`Suggestions`], whose work is
 /// bounded however many findings there are.
 #[must_use]
-pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+pub(crate) fn closest<'c>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> Option<&'c str> {
     let word = Chars::of(word);
     let limit = typo_limit(word.len());
     candidates
@@ -290,12 +278,12 @@ fn typo_limit(len: usize) -> usize {
 /// each). Suggesting for every one of 5,000 undeclared nodes among 5,000
 /// declared ones took 9 seconds; past this budget, findings get the plain
 /// hint.
-pub const SUGGESTION_WORK: usize = 20_000_000;
+pub(crate) const SUGGESTION_WORK: usize = 20_000_000;
 
 /// "Did you mean" among many candidates (a workflow's node ids), for many
 /// findings, within [`SUGGESTION_WORK`]: candidates are kept by length, so
 /// only those of a plausible length are compared.
-pub struct Suggestions<'c> {
+pub(crate) struct Suggestions<'c> {
     /// Candidates sorted by length in characters, then text.
     by_len: Vec<(usize, &'c str)>,
     work_left: usize,
@@ -318,7 +306,7 @@ impl<'c> Suggestions<'c> {
 
     /// The closest candidate to `word`, as [`closest`] would find it; `None`
     /// as well once the budget is spent.
-    pub fn closest(&mut self, word: &str) -> Option<&'c str> {
+    pub(crate) fn closest(&mut self, word: &str) -> Option<&'c str> {
         let chars = Chars::of(word);
         let len = chars.len();
         let limit = typo_limit(len);

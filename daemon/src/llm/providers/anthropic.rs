@@ -27,7 +27,7 @@ use crate::llm::types::{
 
 /// `max_tokens` when neither the request nor the catalog says (the API
 /// requires one).
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 const VERSION: &str = "2023-06-01";
 const FAST_MODE_BETA: &str = "fast-mode-2026-02-01";
