@@ -9,7 +9,9 @@
 //!   OpenAI-compatible servers), the model catalog, retries and failover.
 //! - [`engine`]: executes runs: the run loop, routing, handlers.
 //!
-//! Shared by all of them: [`limits`] (bounded, regular-file-only reads),
+//! Shared by all of them: [`util`] (one home for how durations are written,
+//! how text is cut to a width and how a mutex is locked), [`limits`]
+//! (bounded, regular-file-only reads),
 //! [`config`] (the TOML configuration files, read with those limits) and
 //! [`secrets`] (what counts as a secret, redaction, and keeping keys out of
 //! reach of commands).
@@ -24,3 +26,4 @@ pub mod llm;
 pub mod secrets;
 pub mod server;
 pub mod store;
+pub mod util;

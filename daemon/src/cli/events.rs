@@ -4,11 +4,12 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::progress::seconds;
 use super::reader::Reader;
 use super::{EXIT_USAGE, EventsArgs};
 use crate::engine::event::{Event, EventKind};
 use crate::store::RunStatus;
+use crate::util::duration::elapsed;
+use crate::util::text::one_line;
 
 /// How often `--follow --no-daemon` looks for new events. Each look is one
 /// indexed query on a read-only connection, cheap enough to do five times a
@@ -180,7 +181,7 @@ fn human(event: &Event) -> String {
 
 /// A short description of what the event says.
 fn summary(kind: &EventKind) -> String {
-    let secs = |ms: &u64| seconds(Duration::from_millis(*ms));
+    let secs = |ms: &u64| elapsed(Duration::from_millis(*ms));
     match kind {
         EventKind::RunStarted {
             workflow,
@@ -316,7 +317,7 @@ fn summary(kind: &EventKind) -> String {
                 },
                 *cost
             ),
-            seconds(Duration::from_millis(*duration_ms))
+            elapsed(Duration::from_millis(*duration_ms))
         ),
         EventKind::LlmRetry {
             provider,
@@ -327,7 +328,7 @@ fn summary(kind: &EventKind) -> String {
             ..
         } => format!(
             "{provider}/{model}: retry {retry} in {}: {}",
-            seconds(Duration::from_millis(*wait_ms)),
+            elapsed(Duration::from_millis(*wait_ms)),
             one_line(error, OUTPUT_WIDTH)
         ),
         EventKind::LlmFailover {
@@ -404,18 +405,6 @@ fn summary(kind: &EventKind) -> String {
             succeeded,
             failed,
         } => format!("{status} ({succeeded} succeeded, {failed} failed)"),
-    }
-}
-
-/// `text` on one line, cut to `width` characters with `…`.
-fn one_line(text: &str, width: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= width {
-        flat
-    } else {
-        let mut cut: String = flat.chars().take(width.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
     }
 }
 

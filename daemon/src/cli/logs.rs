@@ -7,13 +7,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::progress::seconds;
 use super::reader::Reader;
 use super::{EXIT_USAGE, LogsArgs};
 use crate::engine::event::{Event, EventKind};
 use crate::engine::outcome::LlmUsage;
 use crate::ipc::protocol::RunDetail;
 use crate::store::{RunDir, RunStatus, StageRecord};
+use crate::util::duration::elapsed;
 
 /// How often `--follow` reads what running stages added to their files
 /// (and, with `--no-daemon`, looks for new events).
@@ -273,7 +273,7 @@ fn on_event(
             writeln!(
                 out,
                 "-- {node}@{visit} {status} in {} --",
-                seconds(Duration::from_millis(*duration_ms))
+                elapsed(Duration::from_millis(*duration_ms))
             )?;
             cursor.at = None;
             // With `--visit`, the one stage wanted has ended.
@@ -467,7 +467,7 @@ fn choose<'a>(
 fn header(stage: &StageRecord) -> String {
     let duration = stage
         .duration_ms
-        .map(|ms| format!(", {}", seconds(Duration::from_millis(ms))))
+        .map(|ms| format!(", {}", elapsed(Duration::from_millis(ms))))
         .unwrap_or_default();
     // An LLM stage's header names the model and what it spent.
     let llm = stage

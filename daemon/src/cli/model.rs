@@ -16,6 +16,7 @@ use crate::llm::{
     CallEvent, Catalog, LlmClient, LlmSettings, ModelInfo, ProviderEntry, Request, RetryPolicy,
     Target,
 };
+use crate::util::text::{ELLIPSIS, truncate};
 
 /// The prompt `weft model test` sends.
 const TEST_PROMPT: &str = "Reply with the word ok.";
@@ -396,10 +397,10 @@ fn report(outcomes: &[Outcome], json: bool) -> u8 {
         outcomes.iter().try_for_each(|o| match &o.result {
             Ok((elapsed, reply)) => writeln!(
                 out,
-                "ok  {}/{}  {:.1}s  {:?}",
+                "ok  {}/{}  {}  {:?}",
                 o.provider,
                 o.model,
-                elapsed.as_secs_f64(),
+                crate::util::duration::elapsed(*elapsed),
                 short(reply)
             ),
             Err((message, _)) => writeln!(out, "FAIL {}/{}: {message}", o.provider, o.model),
@@ -411,12 +412,16 @@ fn report(outcomes: &[Outcome], json: bool) -> u8 {
     }
 }
 
-/// A reply cut to one short line.
+/// How many characters of a reply `weft model test` shows, `…` included.
+const REPLY_WIDTH: usize = 61;
+
+/// A reply cut to one short line: its first line, cut to [`REPLY_WIDTH`],
+/// with `…` also when more lines follow.
 fn short(reply: &str) -> String {
-    let line = reply.trim().lines().next().unwrap_or_default();
-    let mut text: String = line.chars().take(60).collect();
-    if text.len() < line.len() || reply.trim().lines().count() > 1 {
-        text.push('…');
+    let mut lines = reply.trim().lines();
+    let mut text = truncate(lines.next().unwrap_or_default(), REPLY_WIDTH);
+    if lines.next().is_some() && !text.ends_with(ELLIPSIS) {
+        text.push(ELLIPSIS);
     }
     text
 }

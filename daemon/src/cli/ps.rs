@@ -5,12 +5,13 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::progress::seconds;
 use super::reader::Reader;
 use super::report::{Style, status_colour};
 use super::{EXIT_USAGE, PsArgs};
 use crate::ipc::protocol::{RunList, RunSummary};
 use crate::store::{Home, RunStatus, Store};
+use crate::util::duration::elapsed;
+use crate::util::text::one_line;
 
 /// Without `--all`, how many of the most recent runs are listed besides the
 /// active ones.
@@ -206,7 +207,7 @@ fn write_table(
                 },
                 parse_time(since).map_or_else(|| "-".to_string(), |t| ago(now, t)),
                 match duration(run) {
-                    Some(d) => seconds(d),
+                    Some(d) => elapsed(d),
                     None if matches!(run.status, RunStatus::Running | RunStatus::Blocked) => {
                         "running".to_string()
                     }
@@ -225,7 +226,7 @@ fn write_table(
                     },
                 ));
             }
-            row.push(run.goal.as_deref().map(truncate).unwrap_or_default());
+            row.push(run.goal.as_deref().map(goal_cell).unwrap_or_default());
             row
         })
         .collect();
@@ -286,15 +287,8 @@ fn ago(now: SystemTime, then: SystemTime) -> String {
 }
 
 /// The goal on one line, cut to [`GOAL_WIDTH`] characters with `…`.
-fn truncate(goal: &str) -> String {
-    let flat = goal.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= GOAL_WIDTH {
-        flat
-    } else {
-        let mut cut: String = flat.chars().take(GOAL_WIDTH - 1).collect();
-        cut.push('…');
-        cut
-    }
+fn goal_cell(goal: &str) -> String {
+    one_line(goal, GOAL_WIDTH)
 }
 
 #[cfg(test)]
@@ -319,9 +313,9 @@ mod tests {
 
     #[test]
     fn long_goals_are_cut_to_one_line() {
-        assert_eq!(truncate("fix\nthe   bug"), "fix the bug");
+        assert_eq!(goal_cell("fix\nthe   bug"), "fix the bug");
         let long = "x".repeat(100);
-        let cut = truncate(&long);
+        let cut = goal_cell(&long);
         assert_eq!(cut.chars().count(), GOAL_WIDTH);
         assert!(cut.ends_with('…'));
     }

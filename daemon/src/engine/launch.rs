@@ -27,6 +27,7 @@ use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, RunStatus, Store, StoreError};
+use crate::util::lock::lock;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -982,10 +983,6 @@ fn inputs_of(services: &Services, run_id: &str) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether the process recorded as executing a run is still that process:

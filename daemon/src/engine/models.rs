@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{LlmClient, LlmSettings, Message};
+use crate::util::lock::lock;
 
 /// The run-wide model, below node attributes and stylesheets.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -116,10 +117,7 @@ impl Models {
     }
 
     fn threads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Message>>> {
-        self.inner
-            .threads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.inner.threads)
     }
 
     /// The client, built on first use. The error (an invalid settings

@@ -35,6 +35,7 @@ use super::run::Runner;
 use crate::lang::condition;
 use crate::lang::graph::Node;
 use crate::store::{RunFilter, RunRecord, RunStatus, StoreError};
+use crate::util::lock::lock;
 
 /// `manager.poll_interval` when unset.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(45);
@@ -211,10 +212,7 @@ impl Runner<'_> {
                 () = &mut manager, if !manager_done => manager_done = true,
             }
         };
-        let stopped = stopped
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let stopped = lock(&stopped).clone();
         (result, stopped)
     }
 
@@ -383,9 +381,7 @@ impl Runner<'_> {
 }
 
 fn set(slot: &Mutex<Option<Stopped>>, value: Stopped) {
-    *slot
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(value);
+    *lock(slot) = Some(value);
 }
 
 /// A conclusion rebuilt from a finished child's record.

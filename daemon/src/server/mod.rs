@@ -40,6 +40,7 @@ use crate::engine::launch::{Prepared, Services};
 use crate::ipc::paths::DaemonPaths;
 use crate::ipc::protocol::{RpcError, RunStart};
 use crate::store::{Checkpoint, Home, RunFilter, RunRecord, RunStatus, Store, StoreError};
+use crate::util::lock::lock;
 
 pub use gates::{Gates, SocketInterviewer};
 pub use settings::Settings;
@@ -150,10 +151,6 @@ impl std::fmt::Debug for Daemon {
             .field("home", &self.home)
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Daemon {
