@@ -4,8 +4,9 @@
 use std::io::Write;
 use std::time::Duration;
 
+use super::EventsArgs;
+use super::exit::{self, CliError, CliResult, EXIT_OK};
 use super::reader::Reader;
-use super::{EXIT_USAGE, EventsArgs};
 use crate::engine::event::{Event, EventKind};
 use crate::store::RunStatus;
 use crate::util::duration::elapsed;
@@ -23,32 +24,20 @@ const PAGE: u32 = 1000;
 const OUTPUT_WIDTH: usize = 100;
 
 /// `weft events`.
-pub fn run(args: &EventsArgs) -> u8 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
-        let reader = match Reader::open(&home, args.no_daemon).await {
-            Ok(reader) => reader,
-            Err(e) => return fail(&e),
-        };
-        let run_id = match reader.get(&args.run).await {
-            Ok(detail) => detail.run.id,
-            Err(e) => return fail(&e),
-        };
+pub fn run(args: &EventsArgs) -> CliResult {
+    let home = super::home()?;
+    super::block_on(async {
+        let reader = Reader::open(&home, args.no_daemon)
+            .await
+            .map_err(CliError::Usage)?;
+        let run_id = reader.get(&args.run).await.map_err(CliError::Usage)?.run.id;
         let mut out = std::io::stdout().lock();
         match print(&reader, &run_id, args, &mut out).await {
-            Ok(code) => code,
-            Err(Failure::Read(e)) => fail(&e),
+            Ok(()) => exit::code(EXIT_OK),
+            Err(Failure::Read(e)) => Err(CliError::Usage(e)),
             Err(Failure::Write(e)) => super::output_done(Err(e)),
         }
     })
-}
-
-fn fail(message: &str) -> u8 {
-    eprintln!("error: {message}");
-    EXIT_USAGE
 }
 
 enum Failure {
@@ -65,7 +54,7 @@ async fn print(
     run_id: &str,
     args: &EventsArgs,
     out: &mut impl Write,
-) -> Result<u8, Failure> {
+) -> Result<(), Failure> {
     let mut after = args.after;
     // A run that has ended (or was interrupted) has nothing live to follow:
     // print what was recorded. One that ends from here on records its last
@@ -93,7 +82,7 @@ async fn print(
             loop {
                 let detail = reader.get(run_id).await.map_err(Failure::Read)?;
                 if detail.run.last_seq <= event.seq && !active(detail.run.status) {
-                    return Ok(super::EXIT_OK);
+                    return Ok(());
                 }
                 if let Ok(event) = tokio::time::timeout(POLL, live.next()).await {
                     next = event;
@@ -126,7 +115,7 @@ async fn print(
                 .map_err(Failure::Write)?;
         }
         if !live || (ended && !printed) {
-            return Ok(super::EXIT_OK);
+            return Ok(());
         }
         tokio::time::sleep(POLL).await;
     }

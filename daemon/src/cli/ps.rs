@@ -5,9 +5,10 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use super::PsArgs;
+use super::exit::{CliError, CliResult};
 use super::reader::Reader;
 use super::report::{Style, status_colour};
-use super::{EXIT_USAGE, PsArgs};
 use crate::ipc::protocol::{RunList, RunSummary};
 use crate::store::{Home, RunStatus, Store};
 use crate::util::duration::elapsed;
@@ -62,23 +63,14 @@ impl<'a> PsRow<'a> {
 }
 
 /// `weft ps`.
-pub fn run(args: &PsArgs) -> u8 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
-        let runs = match Reader::open(&home, args.no_daemon).await {
-            Ok(reader) => select(&reader, args).await,
-            Err(e) => Err(e),
-        };
-        match runs {
-            Ok(runs) => print(args, &runs, &short_ids(&home, &runs)),
-            Err(e) => {
-                eprintln!("error: {e}");
-                EXIT_USAGE
-            }
-        }
+pub fn run(args: &PsArgs) -> CliResult {
+    let home = super::home()?;
+    super::block_on(async {
+        let reader = Reader::open(&home, args.no_daemon)
+            .await
+            .map_err(CliError::Usage)?;
+        let runs = select(&reader, args).await.map_err(CliError::Usage)?;
+        print(args, &runs, &short_ids(&home, &runs))
     })
 }
 
@@ -96,7 +88,7 @@ fn short_ids<'a>(home: &Home, runs: &'a [RunSummary]) -> Vec<&'a str> {
         .collect()
 }
 
-fn print(args: &PsArgs, runs: &[RunSummary], short: &[&str]) -> u8 {
+fn print(args: &PsArgs, runs: &[RunSummary], short: &[&str]) -> CliResult {
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         let rows: Vec<PsRow<'_>> = runs.iter().map(PsRow::of).collect();
