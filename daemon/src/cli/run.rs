@@ -1,6 +1,7 @@
-//! `weft run FILE` and `weft resume RUN`: execute a workflow in this process
-//! with live progress on stderr. (The daemon issue moves execution into
-//! `weftd` behind the same options.)
+//! `weft run FILE` and `weft resume RUN`: build the run request (from the
+//! options and a run configuration), then hand it to weftd and follow it
+//! (`remote.rs`), or with `--no-daemon` execute it in this process with
+//! live progress on stderr.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
