@@ -106,9 +106,9 @@ async fn stop(home: &Home, json: bool) -> CliResult {
     while !crate::server::lock_released(&paths) {
         if Instant::now() >= deadline {
             return Err(CliError::StillRunning(format!(
-                "weftd (pid {}) was asked to stop but has not exited after {}s; see {}",
+                "weftd (pid {}) was asked to stop but has not exited after {}; see {}",
                 stopping.pid,
-                STOP_TIMEOUT.as_secs(),
+                crate::util::duration::setting(STOP_TIMEOUT),
                 paths.log.display()
             )));
         }
