@@ -5,25 +5,22 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{ArtifactsArgs, EXIT_USAGE};
-use crate::store::{ArtifactRecord, BlobRef, Blobs, Home};
+use super::ArtifactsArgs;
+use super::exit::{CliError, CliResult};
+use crate::store::{ArtifactRecord, BlobRef, Blobs};
 
 /// How many hex digits of a content hash the table shows.
 const SHORT_HASH: usize = 12;
 
 /// `weft artifacts`.
-pub fn run(args: &ArtifactsArgs) -> u8 {
-    let (store, record) = match super::open_run(&args.run) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    let artifacts = match store.artifacts(&record.id) {
-        Ok(artifacts) => artifacts,
-        Err(e) => {
-            eprintln!("error: cannot read the artifacts of run {}: {e}", record.id);
-            return EXIT_USAGE;
-        }
-    };
+pub fn run(args: &ArtifactsArgs) -> CliResult {
+    let (store, record) = super::open_run(&args.run)?;
+    let artifacts = store.artifacts(&record.id).map_err(|e| {
+        CliError::Usage(format!(
+            "cannot read the artifacts of run {}: {e}",
+            record.id
+        ))
+    })?;
     if let Some([path, dest]) = args.cp.as_deref() {
         return copy_out(&record.id, &artifacts, path, Path::new(dest));
     }
@@ -47,11 +44,8 @@ pub fn run(args: &ArtifactsArgs) -> u8 {
 /// `--cp PATH DEST`: the latest version of PATH written to DEST, or into
 /// DEST when it is an existing directory. An unknown PATH is an error
 /// listing the paths the run has.
-fn copy_out(run_id: &str, artifacts: &[ArtifactRecord], path: &str, dest: &Path) -> u8 {
-    let fail = |message: String| {
-        eprintln!("error: {message}");
-        EXIT_USAGE
-    };
+fn copy_out(run_id: &str, artifacts: &[ArtifactRecord], path: &str, dest: &Path) -> CliResult {
+    let fail = |message: String| Err(CliError::Usage(message));
     let wanted = path.trim_start_matches("./");
     // Capture order: the last record of a path is its latest version.
     let Some(artifact) = artifacts.iter().rev().find(|a| a.path == wanted) else {
@@ -63,10 +57,7 @@ fn copy_out(run_id: &str, artifacts: &[ArtifactRecord], path: &str, dest: &Path)
             artifact.path, artifact.blob_hash
         ));
     };
-    let home = match Home::from_env() {
-        Ok(home) => home,
-        Err(e) => return fail(e.to_string()),
-    };
+    let home = super::home()?;
     let bytes = match Blobs::new(&home).get(&blob) {
         Ok(bytes) => bytes,
         Err(e) => return fail(format!("cannot read artifact `{}`: {e}", artifact.path)),

@@ -1,160 +1,139 @@
 //! `weft cancel`, `weft answer` and `weft questions`: act on runs in the
 //! daemon (started when it is not running).
 
-use super::{AnswerArgs, CancelArgs, EXIT_OK, EXIT_USAGE, QuestionsArgs};
+use super::daemon::message;
+use super::exit::{self, CliError, CliResult, EXIT_OK};
+use super::{AnswerArgs, CancelArgs, QuestionsArgs};
 use crate::ipc::client::{Client, ClientError};
 use crate::ipc::protocol::{AnswerBy, QuestionAnswer, QuestionList, RunCancel};
 
 /// Runs `body` with a client of the daemon (started when not running).
-fn with_client<F, Fut>(body: F) -> u8
+fn with_client<F, Fut>(body: F) -> CliResult
 where
     F: FnOnce(Client) -> Fut,
-    Fut: std::future::Future<Output = u8>,
+    Fut: std::future::Future<Output = CliResult>,
 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
-        match super::remote::connect(&home).await {
-            Ok(client) => body(client).await,
-            Err(e) => {
-                eprintln!("error: cannot reach weftd: {e}");
-                EXIT_USAGE
-            }
-        }
+    let home = super::home()?;
+    super::block_on(async {
+        let client = super::daemon::connect(&home)
+            .await
+            .map_err(|e| CliError::Usage(format!("cannot reach weftd: {e}")))?;
+        body(client).await
     })
 }
 
-/// Exit code of `weft answer`: the question was closed already, with
-/// another answer (or by its timeout, or its run stopping); the message
-/// says what was recorded.
-pub const EXIT_ANSWER_CLOSED: u8 = 1;
-
-fn report(e: &ClientError) -> u8 {
-    match e {
-        ClientError::Rpc(rpc) => eprintln!("error: {}", rpc.message),
-        other => eprintln!("error: {other}"),
-    }
-    EXIT_USAGE
+/// The daemon's refusal (its message) or the failure to ask it.
+fn refused(e: &ClientError) -> CliError {
+    CliError::Usage(message(e))
 }
 
 /// `weft cancel RUN`.
-pub fn cancel(args: &CancelArgs) -> u8 {
+pub fn cancel(args: &CancelArgs) -> CliResult {
     with_client(|client| async move {
-        match client
+        let done = client
             .call(RunCancel {
                 run: args.run.clone(),
             })
             .await
-        {
-            Ok(done) => {
-                println!(
-                    "cancelling run {} (it was {})",
-                    done.run_id,
-                    done.status.as_str()
-                );
-                EXIT_OK
-            }
-            Err(e) => report(&e),
-        }
+            .map_err(|e| refused(&e))?;
+        println!(
+            "cancelling run {} (it was {})",
+            done.run_id,
+            done.status.as_str()
+        );
+        exit::code(EXIT_OK)
     })
 }
 
 /// `weft answer RUN`: answers the run's open question (or the one given
 /// with `--question`).
-pub fn answer(args: &AnswerArgs) -> u8 {
+pub fn answer(args: &AnswerArgs) -> CliResult {
     let by = match (&args.key, &args.label, &args.text) {
         (Some(k), None, None) => AnswerBy::Key(k.clone()),
         (None, Some(l), None) => AnswerBy::Label(l.clone()),
         (None, None, Some(t)) => AnswerBy::Text(t.clone()),
         _ => {
-            eprintln!("error: give exactly one of --key, --label or --text");
-            return EXIT_USAGE;
+            return Err(CliError::usage(
+                "give exactly one of --key, --label or --text",
+            ));
         }
     };
     with_client(|client| async move {
         let question = match &args.question {
             Some(id) => id.clone(),
             None => {
-                let open = match client
+                let open = client
                     .call(QuestionList {
                         run: Some(args.run.clone()),
                         pending_only: true,
                     })
                     .await
-                {
-                    Ok(q) => q,
-                    Err(e) => return report(&e),
-                };
+                    .map_err(|e| refused(&e))?;
                 match open.as_slice() {
                     [one] => one.id.clone(),
                     [] => {
-                        eprintln!("error: run {} has no open question", args.run);
-                        return EXIT_USAGE;
+                        return Err(CliError::Usage(format!(
+                            "run {} has no open question",
+                            args.run
+                        )));
                     }
                     many => {
-                        eprintln!(
-                            "error: run {} has {} open questions; pick one with --question:",
+                        let mut message = format!(
+                            "run {} has {} open questions; pick one with --question:",
                             args.run,
                             many.len()
                         );
                         for q in many {
-                            eprintln!("  {}  {}: {}", q.id, q.node_id, q.text);
+                            message.push_str(&format!("\n  {}  {}: {}", q.id, q.node_id, q.text));
                         }
-                        return EXIT_USAGE;
+                        return Err(CliError::Usage(message));
                     }
                 }
             }
         };
-        match client
+        let record = match client
             .call(QuestionAnswer {
                 question,
                 answer: by,
             })
             .await
         {
-            Ok(record) => {
-                if args.json {
-                    println!("{}", serde_json::to_string(&record).unwrap_or_default());
-                } else {
-                    println!(
-                        "answered {} ({}): {}",
-                        record.node_id,
-                        record.text,
-                        record.answer.map(|a| a.to_string()).unwrap_or_default()
-                    );
-                }
-                EXIT_OK
-            }
+            Ok(record) => record,
             Err(e) if e.code() == "question.closed" => {
-                report(&e);
-                EXIT_ANSWER_CLOSED
+                return Err(CliError::AnswerClosed(message(&e)));
             }
-            Err(e) => report(&e),
+            Err(e) => return Err(refused(&e)),
+        };
+        if args.json {
+            println!("{}", serde_json::to_string(&record).unwrap_or_default());
+        } else {
+            println!(
+                "answered {} ({}): {}",
+                record.node_id,
+                record.text,
+                record.answer.map(|a| a.to_string()).unwrap_or_default()
+            );
         }
+        exit::code(EXIT_OK)
     })
 }
 
 /// `weft questions [RUN]`: the open questions.
-pub fn questions(args: &QuestionsArgs) -> u8 {
+pub fn questions(args: &QuestionsArgs) -> CliResult {
     with_client(|client| async move {
-        let list = match client
+        let list = client
             .call(QuestionList {
                 run: args.run.clone(),
                 pending_only: !args.all,
             })
             .await
-        {
-            Ok(q) => q,
-            Err(e) => return report(&e),
-        };
+            .map_err(|e| refused(&e))?;
         if args.json {
             println!(
                 "{}",
                 serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
             );
-            return EXIT_OK;
+            return exit::code(EXIT_OK);
         }
         if list.is_empty() {
             println!("no open questions");
@@ -171,6 +150,6 @@ pub fn questions(args: &QuestionsArgs) -> u8 {
                 println!("    (or any text)");
             }
         }
-        EXIT_OK
+        exit::code(EXIT_OK)
     })
 }

@@ -3,33 +3,53 @@
 
 use std::time::{Duration, Instant};
 
-use super::{DaemonAction, DaemonArgs, EXIT_OK, EXIT_USAGE};
-use crate::ipc::client::Client;
+use super::exit::{self, CliError, CliResult, EXIT_NOT_RUNNING, EXIT_OK};
+use super::{DaemonAction, DaemonArgs};
+use crate::ipc::client::{Client, ClientError};
 use crate::ipc::protocol::DaemonStop;
 use crate::store::Home;
-
-/// Exit code: `status` found no daemon.
-pub const EXIT_NOT_RUNNING: u8 = 3;
-
-/// Exit code: `stop` asked, but the daemon had not exited in time.
-pub const EXIT_STILL_RUNNING: u8 = 1;
 
 /// How long `stop` waits for the daemon to exit (its runs checkpoint first).
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs one `weft daemon` action.
-pub fn run(args: &DaemonArgs) -> u8 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
+pub fn run(args: &DaemonArgs) -> CliResult {
+    let home = super::home()?;
+    super::block_on(async {
         match args.action {
             DaemonAction::Start => start(&home, args.json).await,
             DaemonAction::Stop => stop(&home, args.json).await,
             DaemonAction::Status => status(&home, args.json).await,
         }
     })
+}
+
+/// Connects to the daemon, starting it first when it is not running (and
+/// saying so on stderr). Every command that goes through the daemon
+/// connects here.
+pub(crate) async fn connect(home: &Home) -> Result<Client, String> {
+    match Client::connect(home).await {
+        Ok(client) => Ok(client),
+        Err(ClientError::DaemonNotRunning { .. }) => {
+            let (info, _) = crate::server::detach::start_detached(home, &weftd_path()).await?;
+            eprintln!(
+                "started weftd (pid {}, socket {})",
+                info.pid,
+                info.socket_path.display()
+            );
+            Client::connect(home).await.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What the daemon said when it refused a request (its message without the
+/// code), or why it could not be asked.
+pub(crate) fn message(e: &ClientError) -> String {
+    match e {
+        ClientError::Rpc(rpc) => rpc.message.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The `weftd` binary next to this `weft`.
@@ -42,49 +62,41 @@ pub fn weftd_path() -> std::path::PathBuf {
         .unwrap_or_else(|| name.into())
 }
 
-async fn start(home: &Home, json: bool) -> u8 {
+async fn start(home: &Home, json: bool) -> CliResult {
     super::report::warn_about_settings(home);
-    match crate::server::detach::start_detached(home, &weftd_path()).await {
-        Ok((info, started)) => {
-            if json {
-                println!("{}", serde_json::to_string(&info).unwrap_or_default());
-            } else {
-                let verb = if started {
-                    "started"
-                } else {
-                    "is already running"
-                };
-                println!(
-                    "weftd {verb} (pid {}, socket {})",
-                    info.pid,
-                    info.socket_path.display()
-                );
-            }
-            EXIT_OK
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            EXIT_USAGE
-        }
+    let (info, started) = crate::server::detach::start_detached(home, &weftd_path())
+        .await
+        .map_err(CliError::Usage)?;
+    if json {
+        println!("{}", serde_json::to_string(&info).unwrap_or_default());
+    } else {
+        let verb = if started {
+            "started"
+        } else {
+            "is already running"
+        };
+        println!(
+            "weftd {verb} (pid {}, socket {})",
+            info.pid,
+            info.socket_path.display()
+        );
     }
+    exit::code(EXIT_OK)
 }
 
-async fn stop(home: &Home, json: bool) -> u8 {
+async fn stop(home: &Home, json: bool) -> CliResult {
     let Ok(client) = Client::connect(home).await else {
         if json {
             println!("{{\"stopped\":false,\"running\":false}}");
         } else {
             println!("weftd is not running");
         }
-        return EXIT_OK;
+        return exit::code(EXIT_OK);
     };
-    let stopping = match client.call(DaemonStop {}).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let stopping = client
+        .call(DaemonStop {})
+        .await
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     drop(client);
     // Wait for the daemon to exit (its runs are checkpointed first): it
     // holds its lock until its process is gone, whether or not anyone reaps
@@ -93,13 +105,12 @@ async fn stop(home: &Home, json: bool) -> u8 {
     let deadline = Instant::now() + STOP_TIMEOUT;
     while !crate::server::lock_released(&paths) {
         if Instant::now() >= deadline {
-            eprintln!(
-                "error: weftd (pid {}) was asked to stop but has not exited after {}s; see {}",
+            return Err(CliError::StillRunning(format!(
+                "weftd (pid {}) was asked to stop but has not exited after {}; see {}",
                 stopping.pid,
-                STOP_TIMEOUT.as_secs(),
+                crate::util::duration::setting(STOP_TIMEOUT),
                 paths.log.display()
-            );
-            return EXIT_STILL_RUNNING;
+            )));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -115,10 +126,10 @@ async fn stop(home: &Home, json: bool) -> u8 {
             super::report::count(stopping.runs_interrupted, "run", "runs")
         );
     }
-    EXIT_OK
+    exit::code(EXIT_OK)
 }
 
-async fn status(home: &Home, json: bool) -> u8 {
+async fn status(home: &Home, json: bool) -> CliResult {
     match crate::server::detach::status(home).await {
         Some(info) => {
             if json {
@@ -135,7 +146,7 @@ async fn status(home: &Home, json: bool) -> u8 {
                     info.db_path.display()
                 );
             }
-            EXIT_OK
+            exit::code(EXIT_OK)
         }
         None => {
             if json {
@@ -143,7 +154,7 @@ async fn status(home: &Home, json: bool) -> u8 {
             } else {
                 println!("weftd is not running (start it with `weft daemon start`)");
             }
-            EXIT_NOT_RUNNING
+            exit::code(EXIT_NOT_RUNNING)
         }
     }
 }

@@ -6,7 +6,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{DumpArgs, EXIT_USAGE};
+use super::DumpArgs;
+use super::exit::{CliError, CliResult};
 use crate::store::{RunDir, RunRecord, StageRecord, Store};
 
 /// The stage files that are copied when the stage wrote them
@@ -32,31 +33,18 @@ const RUN_FILES: [&str; 3] = ["manifest.json", "graph.fabro", "conclusion.json"]
 const PAGE: u32 = 1000;
 
 /// `weft dump`.
-pub fn run(args: &DumpArgs) -> u8 {
-    let (store, record) = match super::open_run(&args.run) {
-        Ok(found) => found,
-        Err(code) => return code,
-    };
-    if let Err(message) = prepare(&args.out, args.force) {
-        eprintln!("error: {message}");
-        return EXIT_USAGE;
-    }
-    match dump(&store, &record, &args.out) {
-        Ok((stages, events)) => {
-            let mut out = std::io::stdout().lock();
-            super::output_done(writeln!(
-                out,
-                "dumped {} and {} to {}",
-                super::report::count(stages as u64, "stage", "stages"),
-                super::report::count(events, "event", "events"),
-                args.out.display()
-            ))
-        }
-        Err(message) => {
-            eprintln!("error: {message}");
-            EXIT_USAGE
-        }
-    }
+pub fn run(args: &DumpArgs) -> CliResult {
+    let (store, record) = super::open_run(&args.run)?;
+    prepare(&args.out, args.force).map_err(CliError::Usage)?;
+    let (stages, events) = dump(&store, &record, &args.out).map_err(CliError::Usage)?;
+    let mut out = std::io::stdout().lock();
+    super::output_done(writeln!(
+        out,
+        "dumped {} and {} to {}",
+        super::report::count(stages as u64, "stage", "stages"),
+        super::report::count(events, "event", "events"),
+        args.out.display()
+    ))
 }
 
 /// Makes sure `out` is a directory that may be written: created if

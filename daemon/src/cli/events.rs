@@ -4,11 +4,14 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::progress::seconds;
+use super::EventsArgs;
+use super::exit::{self, CliError, CliResult, EXIT_OK};
 use super::reader::Reader;
-use super::{EXIT_USAGE, EventsArgs};
 use crate::model::RunStatus;
 use crate::model::{Event, EventKind};
+
+use crate::util::duration::elapsed;
+use crate::util::text::one_line;
 
 /// How often `--follow --no-daemon` looks for new events. Each look is one
 /// indexed query on a read-only connection, cheap enough to do five times a
@@ -22,32 +25,20 @@ const PAGE: u32 = 1000;
 const OUTPUT_WIDTH: usize = 100;
 
 /// `weft events`.
-pub fn run(args: &EventsArgs) -> u8 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
-        let reader = match Reader::open(&home, args.no_daemon).await {
-            Ok(reader) => reader,
-            Err(e) => return fail(&e),
-        };
-        let run_id = match reader.get(&args.run).await {
-            Ok(detail) => detail.run.id,
-            Err(e) => return fail(&e),
-        };
+pub fn run(args: &EventsArgs) -> CliResult {
+    let home = super::home()?;
+    super::block_on(async {
+        let reader = Reader::open(&home, args.no_daemon)
+            .await
+            .map_err(CliError::Usage)?;
+        let run_id = reader.get(&args.run).await.map_err(CliError::Usage)?.run.id;
         let mut out = std::io::stdout().lock();
         match print(&reader, &run_id, args, &mut out).await {
-            Ok(code) => code,
-            Err(Failure::Read(e)) => fail(&e),
+            Ok(()) => exit::code(EXIT_OK),
+            Err(Failure::Read(e)) => Err(CliError::Usage(e)),
             Err(Failure::Write(e)) => super::output_done(Err(e)),
         }
     })
-}
-
-fn fail(message: &str) -> u8 {
-    eprintln!("error: {message}");
-    EXIT_USAGE
 }
 
 enum Failure {
@@ -64,7 +55,7 @@ async fn print(
     run_id: &str,
     args: &EventsArgs,
     out: &mut impl Write,
-) -> Result<u8, Failure> {
+) -> Result<(), Failure> {
     let mut after = args.after;
     // A run that has ended (or was interrupted) has nothing live to follow:
     // print what was recorded. One that ends from here on records its last
@@ -92,7 +83,7 @@ async fn print(
             loop {
                 let detail = reader.get(run_id).await.map_err(Failure::Read)?;
                 if detail.run.last_seq <= event.seq && !active(detail.run.status) {
-                    return Ok(super::EXIT_OK);
+                    return Ok(());
                 }
                 if let Ok(event) = tokio::time::timeout(POLL, live.next()).await {
                     next = event;
@@ -125,7 +116,7 @@ async fn print(
                 .map_err(Failure::Write)?;
         }
         if !live || (ended && !printed) {
-            return Ok(super::EXIT_OK);
+            return Ok(());
         }
         tokio::time::sleep(POLL).await;
     }
@@ -180,7 +171,7 @@ fn human(event: &Event) -> String {
 
 /// A short description of what the event says.
 fn summary(kind: &EventKind) -> String {
-    let secs = |ms: &u64| seconds(Duration::from_millis(*ms));
+    let secs = |ms: &u64| elapsed(Duration::from_millis(*ms));
     match kind {
         EventKind::RunStarted {
             workflow,
@@ -316,7 +307,7 @@ fn summary(kind: &EventKind) -> String {
                 },
                 *cost
             ),
-            seconds(Duration::from_millis(*duration_ms))
+            elapsed(Duration::from_millis(*duration_ms))
         ),
         EventKind::LlmRetry {
             provider,
@@ -327,7 +318,7 @@ fn summary(kind: &EventKind) -> String {
             ..
         } => format!(
             "{provider}/{model}: retry {retry} in {}: {}",
-            seconds(Duration::from_millis(*wait_ms)),
+            elapsed(Duration::from_millis(*wait_ms)),
             one_line(error, OUTPUT_WIDTH)
         ),
         EventKind::LlmFailover {
@@ -404,18 +395,6 @@ fn summary(kind: &EventKind) -> String {
             succeeded,
             failed,
         } => format!("{status} ({succeeded} succeeded, {failed} failed)"),
-    }
-}
-
-/// `text` on one line, cut to `width` characters with `…`.
-fn one_line(text: &str, width: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= width {
-        flat
-    } else {
-        let mut cut: String = flat.chars().take(width.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
     }
 }
 

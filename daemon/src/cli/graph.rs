@@ -1,21 +1,16 @@
 //! `weft graph FILE [--json]` (`-` reads standard input)
 
+use super::GraphArgs;
+use super::exit::{self, CliError, CliResult, EXIT_INVALID, EXIT_OK};
 use super::report::{self, Style};
-use super::{EXIT_INVALID, EXIT_OK, EXIT_USAGE, GraphArgs};
 use crate::lang::{Severity, printer};
 
 /// Prints the resolved graph. Errors go to stderr and make the exit code 1,
 /// but a graph that parsed is still printed so it can be inspected.
-pub fn run(args: &GraphArgs) -> u8 {
+pub fn run(args: &GraphArgs) -> CliResult {
     let (file, loaded) =
         super::validate::load_arg(&args.file, &args.load.options(), &mut Default::default());
-    let wf = match loaded {
-        Ok(wf) => wf,
-        Err(e) => {
-            eprintln!("error: cannot read `{file}`: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let wf = loaded.map_err(|e| CliError::Usage(format!("cannot read `{file}`: {e}")))?;
     let style = Style::for_stderr();
     for d in wf
         .diagnostics
@@ -33,7 +28,7 @@ pub fn run(args: &GraphArgs) -> u8 {
             print!("{}", printer::to_dot(graph));
         }
     }
-    if wf.is_valid() { EXIT_OK } else { EXIT_INVALID }
+    exit::code(if wf.is_valid() { EXIT_OK } else { EXIT_INVALID })
 }
 
 /// Adds each node's effective retry policy (`"retry"`), as the engine will

@@ -7,14 +7,15 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::progress::seconds;
+use super::LogsArgs;
+use super::exit::{self, CliError, CliResult, EXIT_OK};
 use super::reader::Reader;
-use super::{EXIT_USAGE, LogsArgs};
 use crate::ipc::protocol::RunDetail;
 use crate::model::LlmUsage;
 use crate::model::RunStatus;
 use crate::model::{Event, EventKind};
 use crate::store::{RunDir, StageRecord};
+use crate::util::duration::elapsed;
 
 /// How often `--follow` reads what running stages added to their files
 /// (and, with `--no-daemon`, looks for new events).
@@ -28,44 +29,23 @@ const CHUNK: u64 = 64 * 1024;
 const EVENT_PAGE: u32 = 1000;
 
 /// `weft logs`.
-pub fn run(args: &LogsArgs) -> u8 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
-        let reader = match Reader::open(&home, args.no_daemon).await {
-            Ok(reader) => reader,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
-            }
-        };
-        let RunDetail { run, stages } = match reader.get(&args.run).await {
-            Ok(detail) => detail,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_USAGE;
-            }
-        };
+pub fn run(args: &LogsArgs) -> CliResult {
+    let home = super::home()?;
+    super::block_on(async {
+        let reader = Reader::open(&home, args.no_daemon)
+            .await
+            .map_err(CliError::Usage)?;
+        let RunDetail { run, stages } = reader.get(&args.run).await.map_err(CliError::Usage)?;
         if args.follow && active(run.status) {
             let mut out = std::io::stdout().lock();
             return match follow(&reader, &run, &stages, args, &mut out).await {
-                Ok(code) => code,
-                Err(Failure::Read(e)) => {
-                    eprintln!("error: {e}");
-                    EXIT_USAGE
-                }
+                Ok(()) => exit::code(EXIT_OK),
+                Err(Failure::Read(e)) => Err(CliError::Usage(e)),
                 Err(Failure::Write(e)) => super::output_done(Err(e)),
             };
         }
-        let chosen = match choose(&stages, args.node.as_deref(), args.visit) {
-            Ok(chosen) => chosen,
-            Err(message) => {
-                eprintln!("error: run {}: {message}", run.id);
-                return EXIT_USAGE;
-            }
-        };
+        let chosen = choose(&stages, args.node.as_deref(), args.visit)
+            .map_err(|message| CliError::Usage(format!("run {}: {message}", run.id)))?;
         let dir = RunDir::open(&run.run_dir);
         let mut out = std::io::stdout().lock();
         let written = chosen
@@ -127,7 +107,7 @@ async fn follow(
     stages: &[StageRecord],
     args: &LogsArgs,
     out: &mut impl Write,
-) -> Result<u8, Failure> {
+) -> Result<(), Failure> {
     let dir = RunDir::open(&run.run_dir);
     let wanted = |node: &str, visit: u32| {
         args.node.as_deref().is_none_or(|n| n == node) && args.visit.is_none_or(|v| v == visit)
@@ -181,7 +161,7 @@ async fn follow(
                     for stage in &mut followed {
                         stage.copy(out, &mut cursor, true)?;
                     }
-                    return Ok(super::EXIT_OK);
+                    return Ok(());
                 }
                 page
             }
@@ -200,13 +180,15 @@ async fn follow(
             out.flush()?;
             match step {
                 Step::Continue => {}
-                Step::VisitDone => return Ok(super::EXIT_OK),
+                Step::VisitDone => return Ok(()),
                 Step::RunEnded => {
                     if let Some(node) = args.node.as_deref().filter(|_| !seen_any) {
-                        eprintln!("error: run {}: node `{node}` never ran", run.id);
-                        return Ok(EXIT_USAGE);
+                        return Err(Failure::Read(format!(
+                            "run {}: node `{node}` never ran",
+                            run.id
+                        )));
                     }
-                    return Ok(super::EXIT_OK);
+                    return Ok(());
                 }
             }
         }
@@ -274,7 +256,7 @@ fn on_event(
             writeln!(
                 out,
                 "-- {node}@{visit} {status} in {} --",
-                seconds(Duration::from_millis(*duration_ms))
+                elapsed(Duration::from_millis(*duration_ms))
             )?;
             cursor.at = None;
             // With `--visit`, the one stage wanted has ended.
@@ -468,7 +450,7 @@ fn choose<'a>(
 fn header(stage: &StageRecord) -> String {
     let duration = stage
         .duration_ms
-        .map(|ms| format!(", {}", seconds(Duration::from_millis(ms))))
+        .map(|ms| format!(", {}", elapsed(Duration::from_millis(ms))))
         .unwrap_or_default();
     // An LLM stage's header names the model and what it spent.
     let llm = stage

@@ -6,10 +6,11 @@ use std::io::Write;
 
 use clap::CommandFactory;
 
-use super::{Cli, EXIT_USAGE};
+use super::Cli;
+use super::exit::{CliError, CliResult};
 
 /// Prints the completion script for `shell` on stdout.
-pub fn completions(shell: clap_complete::Shell) -> u8 {
+pub fn completions(shell: clap_complete::Shell) -> CliResult {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "weft", &mut script);
@@ -18,7 +19,7 @@ pub fn completions(shell: clap_complete::Shell) -> u8 {
 
 /// Prints the man page of weft, or of one of its commands (`weft-run(1)`),
 /// as roff on stdout.
-pub fn man(command: Option<&str>) -> u8 {
+pub fn man(command: Option<&str>) -> CliResult {
     let mut root = Cli::command();
     root.build();
     let page = match command {
@@ -29,11 +30,10 @@ pub fn man(command: Option<&str>) -> u8 {
                     .get_subcommands()
                     .map(|c| c.get_name().to_string())
                     .collect();
-                eprintln!(
-                    "error: weft has no command `{name}`; its commands are {}",
+                return Err(CliError::Usage(format!(
+                    "weft has no command `{name}`; its commands are {}",
                     names.join(", ")
-                );
-                return EXIT_USAGE;
+                )));
             };
             // Built, a subcommand's display name is `weft-run`: the page's
             // title, as man expects.
@@ -41,9 +41,8 @@ pub fn man(command: Option<&str>) -> u8 {
         }
     };
     let mut roff = Vec::new();
-    if let Err(e) = clap_mangen::Man::new(page).render(&mut roff) {
-        eprintln!("error: cannot render the man page: {e}");
-        return EXIT_USAGE;
-    }
+    clap_mangen::Man::new(page)
+        .render(&mut roff)
+        .map_err(|e| CliError::Usage(format!("cannot render the man page: {e}")))?;
     super::output_done(std::io::stdout().lock().write_all(&roff))
 }

@@ -1,5 +1,10 @@
 //! The `weft` command line: argument parsing and one file per command. A
 //! thin shell over [`crate::lang`], [`crate::engine`] and [`crate::store`].
+//!
+//! Every command returns a `CliResult` (see `exit.rs`): the exit code it
+//! chose, or a `CliError`. [`main`] is the one place that prints an error
+//! and picks its exit code; commands print only their output (and
+//! warnings and progress).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -42,6 +47,7 @@ macro_rules! print {
 
 mod control;
 mod daemon;
+mod exit;
 mod graph;
 mod manual;
 mod model;
@@ -58,12 +64,8 @@ mod events;
 mod logs;
 mod ps;
 
-/// Exit code: everything fine (warnings allowed).
-pub const EXIT_OK: u8 = 0;
-/// Exit code: a workflow has an error.
-pub const EXIT_INVALID: u8 = 1;
-/// Exit code: bad usage or a file that cannot be read.
-pub const EXIT_USAGE: u8 = 2;
+use exit::{CliError, CliResult};
+pub use exit::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
 /// What `weft --help` says after the commands: where Weft keeps its data,
 /// its settings and its documentation.
@@ -530,43 +532,35 @@ fn parse_status(s: &str) -> Result<crate::model::RunStatus, String> {
 }
 
 /// Opens the run store read-only and finds `run` (an id or a unique prefix,
-/// any case). On failure the reason is printed on stderr and the error is
-/// the exit code, [`EXIT_USAGE`].
-fn open_run(run: &str) -> Result<(crate::store::Store, crate::store::RunRecord), u8> {
-    use crate::store::{Home, Store, StoreError};
-    let fail = |message: String| {
-        eprintln!("error: {message}");
-        EXIT_USAGE
-    };
-    let home = Home::from_env().map_err(|e| fail(e.to_string()))?;
+/// any case).
+fn open_run(run: &str) -> Result<(crate::store::Store, crate::store::RunRecord), CliError> {
+    use crate::store::{Store, StoreError};
+    let home = home()?;
     if !home.db_path().is_file() {
-        return Err(fail(format!(
+        return Err(CliError::Usage(format!(
             "no run matches `{run}`: no runs have been recorded yet under {}",
             home.root().display()
         )));
     }
     let store = Store::open_read_only(&home)
-        .map_err(|e| fail(format!("cannot open the run store: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("cannot open the run store: {e}")))?;
     match store.find_run(run) {
         Ok(record) => Ok((store, record)),
-        Err(StoreError::RunNotFound(_)) => Err(fail(format!(
+        Err(StoreError::RunNotFound(_)) => Err(CliError::Usage(format!(
             "no run matches `{}`; `weft ps --all` lists the runs",
             run.trim()
         ))),
-        Err(e) => Err(fail(e.to_string())),
+        Err(e) => Err(CliError::Usage(e.to_string())),
     }
 }
 
-/// The exit code after writing a command's output: a closed pipe (`| head`)
-/// is not an error; any other write failure is reported.
-fn output_done(written: std::io::Result<()>) -> u8 {
+/// The result after writing a command's output: a closed pipe (`| head`)
+/// is not an error; any other write failure is.
+fn output_done(written: std::io::Result<()>) -> CliResult {
     match written {
-        Ok(()) => EXIT_OK,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
-        Err(e) => {
-            eprintln!("error: cannot write the output: {e}");
-            EXIT_USAGE
-        }
+        Ok(()) => exit::code(EXIT_OK),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::code(EXIT_OK),
+        Err(e) => Err(CliError::Output(e)),
     }
 }
 
@@ -577,31 +571,23 @@ fn parse_input(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Runs an async CLI body on a current-thread runtime.
-pub(crate) fn with_runtime<F: std::future::Future<Output = u8>>(body: impl FnOnce() -> F) -> u8 {
-    match tokio::runtime::Builder::new_current_thread()
+/// Runs a command's async part to its end on a current-thread runtime:
+/// the one runtime of the `weft` process. Whatever is still pending then
+/// (a console question blocked reading stdin) is left behind after 100 ms
+/// rather than waited for.
+pub(crate) fn block_on<F: std::future::Future<Output = CliResult>>(body: F) -> CliResult {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => {
-            let code = rt.block_on(body());
-            // A console question may still be blocked reading stdin.
-            rt.shutdown_timeout(std::time::Duration::from_millis(100));
-            code
-        }
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            EXIT_USAGE
-        }
-    }
+        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
+    let result = runtime.block_on(body);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
 }
 
-/// `WEFT_HOME` (or the default), or the exit code after saying why not.
-pub(crate) fn home() -> Result<crate::store::Home, u8> {
-    crate::store::Home::from_env().map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_USAGE
-    })
+/// `WEFT_HOME` (or the default).
+pub(crate) fn home() -> Result<crate::store::Home, CliError> {
+    crate::store::Home::from_env().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// Runs the CLI with the process's arguments.
@@ -614,7 +600,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };
-    let code = match cli.command {
+    let result = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Graph(args) => graph::run(&args),
         Command::Run(args) => run::run(&args),
@@ -632,5 +618,86 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => manual::completions(args.shell),
         Command::Man(args) => manual::man(args.command.as_deref()),
     };
-    ExitCode::from(code)
+    exit_status(result)
+}
+
+/// The one place where a command's error is printed and the exit code is
+/// chosen: `error: MESSAGE` on stderr (an invalid workflow's diagnostics
+/// before it), and the code [`exit_code`] gives.
+fn exit_status(result: CliResult) -> ExitCode {
+    let error = match result {
+        Ok(code) => return code,
+        Err(error) => error,
+    };
+    if let CliError::InvalidWorkflow {
+        file,
+        text,
+        diagnostics,
+    } = &error
+    {
+        let style = report::Style::for_stderr();
+        for d in diagnostics {
+            eprintln!("{}", report::human(d, file, text, style));
+        }
+    }
+    eprintln!("error: {error}");
+    ExitCode::from(exit_code(&error))
+}
+
+/// The exit code of each kind of error (docs/cli.md).
+fn exit_code(error: &CliError) -> u8 {
+    match error {
+        CliError::Usage(_) | CliError::InvalidWorkflow { .. } | CliError::Output(_) => EXIT_USAGE,
+        CliError::AnswerClosed(_) => exit::EXIT_ANSWER_CLOSED,
+        CliError::StillRunning(_) => exit::EXIT_STILL_RUNNING,
+        CliError::NoProvider(_) => EXIT_INVALID,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_exit_with_the_codes_the_docs_give() {
+        assert_eq!(exit_code(&CliError::usage("x")), 2, "usage errors exit 2");
+        let invalid = CliError::InvalidWorkflow {
+            file: "f.fabro".into(),
+            text: String::new(),
+            diagnostics: Vec::new(),
+        };
+        assert_eq!(
+            exit_code(&invalid),
+            2,
+            "`weft run` of an invalid workflow exits 2"
+        );
+        assert_eq!(
+            exit_code(&CliError::AnswerClosed("closed".into())),
+            1,
+            "another answer to a closed question exits 1"
+        );
+        assert_eq!(
+            exit_code(&CliError::StillRunning("x".into())),
+            1,
+            "a daemon that did not stop in time exits 1"
+        );
+        assert_eq!(
+            exit_code(&CliError::NoProvider("x".into())),
+            1,
+            "`model test` with no provider to call fails as a failed test"
+        );
+    }
+
+    #[test]
+    fn a_closed_pipe_is_not_an_error_but_other_write_failures_are() {
+        let closed = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(output_done(Err(closed)).ok(), Some(ExitCode::SUCCESS));
+        let full = std::io::Error::other("disk full");
+        let error = output_done(Err(full)).err();
+        assert_eq!(
+            error.as_ref().map(ToString::to_string).as_deref(),
+            Some("cannot write the output: disk full")
+        );
+        assert_eq!(error.as_ref().map(exit_code), Some(2));
+    }
 }

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{
-    EXIT_INVALID, EXIT_OK, EXIT_USAGE, ModelAction, ModelArgs, ModelListArgs, ModelTestArgs,
-};
+use super::exit::{self, CliError, CliResult, EXIT_INVALID, EXIT_OK};
+use super::{ModelAction, ModelArgs, ModelListArgs, ModelTestArgs};
 use crate::llm::{
     CallEvent, Catalog, LlmClient, LlmSettings, ModelInfo, ProviderEntry, Request, RetryPolicy,
     Target,
 };
+use crate::util::text::{ELLIPSIS, truncate};
 
 /// The prompt `weft model test` sends.
 const TEST_PROMPT: &str = "Reply with the word ok.";
@@ -23,7 +23,7 @@ const TEST_PROMPT: &str = "Reply with the word ok.";
 const TEST_MAX_TOKENS: u32 = 16;
 
 /// `weft model ...`.
-pub fn run(args: &ModelArgs) -> u8 {
+pub fn run(args: &ModelArgs) -> CliResult {
     match &args.action {
         ModelAction::List(list) => self::list(list),
         ModelAction::Test(test) => self::test(test),
@@ -37,15 +37,11 @@ fn process_env() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The LLM sections of `$WEFT_HOME/settings.toml`, or the exit code after
-/// saying why not.
-fn settings() -> Result<LlmSettings, u8> {
+/// The LLM sections of `$WEFT_HOME/settings.toml`.
+fn settings() -> Result<LlmSettings, CliError> {
     let home = super::home()?;
     super::report::warn_about_settings(&home);
-    LlmSettings::load(&home.settings_path()).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_USAGE
-    })
+    LlmSettings::load(&home.settings_path()).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// Whether a provider can be called with what `env` and settings hold.
@@ -91,15 +87,14 @@ impl KeyState {
 }
 
 /// Fails with a usage error when `provider` is not in the catalog.
-fn check_provider(catalog: &Catalog, provider: Option<&str>) -> Result<(), u8> {
+fn check_provider(catalog: &Catalog, provider: Option<&str>) -> Result<(), CliError> {
     match provider {
         Some(p) if !catalog.providers.contains_key(p) => {
             let known: Vec<&str> = catalog.providers.keys().map(String::as_str).collect();
-            eprintln!(
-                "error: unknown provider `{p}`; known providers: {}",
+            Err(CliError::Usage(format!(
+                "unknown provider `{p}`; known providers: {}",
                 known.join(", ")
-            );
-            Err(EXIT_USAGE)
+            )))
         }
         _ => Ok(()),
     }
@@ -108,20 +103,15 @@ fn check_provider(catalog: &Catalog, provider: Option<&str>) -> Result<(), u8> {
 // ----- list -----------------------------------------------------------------
 
 /// `weft model list`.
-fn list(args: &ModelListArgs) -> u8 {
-    let settings = match settings() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+fn list(args: &ModelListArgs) -> CliResult {
+    let settings = settings()?;
     let catalog = settings.catalog();
     let provider = args
         .provider
         .as_deref()
         .map(str::trim)
         .filter(|p| !p.is_empty());
-    if let Err(code) = check_provider(&catalog, provider) {
-        return code;
-    }
+    check_provider(&catalog, provider)?;
     let query = args
         .query
         .as_deref()
@@ -254,29 +244,20 @@ struct Outcome {
 }
 
 /// `weft model test`.
-fn test(args: &ModelTestArgs) -> u8 {
-    let settings = match settings() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+fn test(args: &ModelTestArgs) -> CliResult {
+    let settings = settings()?;
     let env = process_env();
-    let client = match LlmClient::new(&env, &settings) {
-        // One attempt: this checks connectivity, it does not insist.
-        Ok(client) => client.with_retry(RetryPolicy::none()),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    // One attempt: this checks connectivity, it does not insist.
+    let client = LlmClient::new(&env, &settings)
+        .map_err(|e| CliError::Usage(e.to_string()))?
+        .with_retry(RetryPolicy::none());
     let catalog = client.catalog();
     let provider = args
         .provider
         .as_deref()
         .map(str::trim)
         .filter(|p| !p.is_empty());
-    if let Err(code) = check_provider(catalog, provider) {
-        return code;
-    }
+    check_provider(catalog, provider)?;
     let model = args
         .model
         .as_deref()
@@ -315,18 +296,17 @@ fn test(args: &ModelTestArgs) -> u8 {
                 .values()
                 .filter_map(|p| p.api_key_env.as_deref())
                 .collect();
-            eprintln!(
-                "error: no provider has an API key: set one of {} in the environment (or `api_key` under [providers.NAME] in settings.toml), or name a model to test",
+            return Err(CliError::NoProvider(format!(
+                "no provider has an API key: set one of {} in the environment (or `api_key` under [providers.NAME] in settings.toml), or name a model to test",
                 vars.join(", ")
-            );
-            return EXIT_INVALID;
+            )));
         }
         for name in usable {
             resolve(None, Some(name));
         }
     }
 
-    super::with_runtime(|| async {
+    super::block_on(async {
         let calls = targets.into_iter().map(|target| {
             let client = &client;
             async move {
@@ -366,7 +346,7 @@ async fn test_one(client: &LlmClient, target: Target) -> Outcome {
 }
 
 /// Prints the outcomes; the exit code.
-fn report(outcomes: &[Outcome], json: bool) -> u8 {
+fn report(outcomes: &[Outcome], json: bool) -> CliResult {
     let failed = outcomes.iter().any(|o| o.result.is_err());
     let mut out = std::io::stdout().lock();
     let written = if json {
@@ -396,27 +376,29 @@ fn report(outcomes: &[Outcome], json: bool) -> u8 {
         outcomes.iter().try_for_each(|o| match &o.result {
             Ok((elapsed, reply)) => writeln!(
                 out,
-                "ok  {}/{}  {:.1}s  {:?}",
+                "ok  {}/{}  {}  {:?}",
                 o.provider,
                 o.model,
-                elapsed.as_secs_f64(),
+                crate::util::duration::elapsed(*elapsed),
                 short(reply)
             ),
             Err((message, _)) => writeln!(out, "FAIL {}/{}: {message}", o.provider, o.model),
         })
     };
-    match super::output_done(written) {
-        EXIT_OK if failed => EXIT_INVALID,
-        code => code,
-    }
+    super::output_done(written)?;
+    exit::code(if failed { EXIT_INVALID } else { EXIT_OK })
 }
 
-/// A reply cut to one short line.
+/// How many characters of a reply `weft model test` shows, `…` included.
+const REPLY_WIDTH: usize = 61;
+
+/// A reply cut to one short line: its first line, cut to [`REPLY_WIDTH`],
+/// with `…` also when more lines follow.
 fn short(reply: &str) -> String {
-    let line = reply.trim().lines().next().unwrap_or_default();
-    let mut text: String = line.chars().take(60).collect();
-    if text.len() < line.len() || reply.trim().lines().count() > 1 {
-        text.push('…');
+    let mut lines = reply.trim().lines();
+    let mut text = truncate(lines.next().unwrap_or_default(), REPLY_WIDTH);
+    if lines.next().is_some() && !text.ends_with(ELLIPSIS) {
+        text.push(ELLIPSIS);
     }
     text
 }

@@ -24,6 +24,8 @@ use crate::engine::recorder::Observer;
 use crate::model::Status;
 use crate::model::{Event, EventKind};
 use crate::store::RunDir;
+use crate::util::duration::elapsed;
+use crate::util::text::truncate;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -158,9 +160,7 @@ impl Progress {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::util::lock::lock(&self.state)
     }
 
     /// The observer to hand to the engine (or to feed followed events to).
@@ -249,7 +249,7 @@ impl Progress {
             } => Some(format!(
                 "  {} {stage} attempt {attempt} failed ({reason}); retrying in {}",
                 state.style.paint("33", "↻"),
-                seconds(Duration::from_millis(*delay_ms))
+                elapsed(Duration::from_millis(*delay_ms))
             )),
             EventKind::StageCompleted {
                 status,
@@ -294,7 +294,7 @@ impl Progress {
                     "  {} {stage:<24} {} {:>7}{tries}{branch}{reason}",
                     state.style.paint(colour, mark),
                     state.style.paint(colour, &format!("{status_text:<20}")),
-                    seconds(Duration::from_millis(*duration_ms))
+                    elapsed(Duration::from_millis(*duration_ms))
                 ))
             }
             EventKind::ParallelStarted { branches, .. } => Some(format!(
@@ -367,7 +367,7 @@ impl Progress {
                 failed_note(failed_stages)
                     .map(|note| format!(", {note},"))
                     .unwrap_or_default(),
-                seconds(Duration::from_millis(*duration_ms))
+                elapsed(Duration::from_millis(*duration_ms))
             )),
             EventKind::RunFailed {
                 reason,
@@ -375,7 +375,7 @@ impl Progress {
             } => Some(format!(
                 "run {} failed after {}: {reason}\n  inspect: weft events {} · weft logs {}",
                 event.run_id,
-                seconds(Duration::from_millis(*duration_ms)),
+                elapsed(Duration::from_millis(*duration_ms)),
                 event.run_id,
                 event.run_id
             )),
@@ -385,7 +385,7 @@ impl Progress {
             } => Some(format!(
                 "run {} interrupted after {}: {reason}\n  {}",
                 event.run_id,
-                seconds(Duration::from_millis(*duration_ms)),
+                elapsed(Duration::from_millis(*duration_ms)),
                 // A resume that could not start will not start by itself
                 // either; a run the daemon's stop interrupted will.
                 if reason.starts_with("resume could not start") {
@@ -403,7 +403,7 @@ impl Progress {
             } => Some(format!(
                 "run {} cancelled after {}: {reason}\n  continue it with: weft resume {}",
                 event.run_id,
-                seconds(Duration::from_millis(*duration_ms)),
+                elapsed(Duration::from_millis(*duration_ms)),
                 event.run_id
             )),
             _ => None,
@@ -493,16 +493,16 @@ impl State {
         for running in self.running.iter().take(MAX_LIVE_LINES) {
             // The spinner in cyan, the name and time plain, the output dim;
             // widths are counted on the plain text.
-            let elapsed = seconds(now.saturating_duration_since(running.since));
+            let so_far = elapsed(now.saturating_duration_since(running.since));
             let head = format!(
-                " {:<name_width$} {elapsed:>7}",
-                cut(&running.name, name_width)
+                " {:<name_width$} {so_far:>7}",
+                truncate(&running.name, name_width)
             );
             let room = width.saturating_sub(head.chars().count() + 5);
             let mut line = format!("  {spinner}{head}");
             if let Some(tail) = running.tail.as_deref().filter(|_| room > 3) {
                 line.push_str("  ");
-                line.push_str(&self.style.paint("2", &cut(tail, room)));
+                line.push_str(&self.style.paint("2", &truncate(tail, room)));
             }
             lines.push(line);
         }
@@ -533,14 +533,14 @@ impl State {
                 continue;
             }
             running.heartbeat = now;
-            let elapsed = seconds(now.saturating_duration_since(running.since));
+            let so_far = elapsed(now.saturating_duration_since(running.since));
             lines.push(match &running.tail {
                 Some(tail) => format!(
-                    "  … {} still running ({elapsed}): {}",
+                    "  … {} still running ({so_far}): {}",
                     running.name,
-                    cut(tail, PLAIN_TAIL_CHARS)
+                    truncate(tail, PLAIN_TAIL_CHARS)
                 ),
-                None => format!("  … {} still running ({elapsed})", running.name),
+                None => format!("  … {} still running ({so_far})", running.name),
             });
         }
         for line in lines {
@@ -625,16 +625,6 @@ fn clean_line(line: &str) -> String {
         }
     }
     out.trim().to_string()
-}
-
-/// `text` cut to `width` characters, ending in `…` when cut.
-fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
-    short.push('…');
-    short
 }
 
 /// The width of the terminal on stderr, or [`DEFAULT_WIDTH`].
@@ -782,18 +772,6 @@ fn stage_name(event: &Event) -> String {
         (Some(node), Some(visit)) if visit > 1 => format!("{node}@{visit}"),
         (Some(node), _) => node.clone(),
         (None, _) => String::new(),
-    }
-}
-
-/// `0.4s`, `12.3s`, `2m05s`.
-#[must_use]
-pub fn seconds(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs < 60.0 {
-        format!("{secs:.1}s")
-    } else {
-        let whole = d.as_secs();
-        format!("{}m{:02}s", whole / 60, whole % 60)
     }
 }
 

@@ -5,13 +5,15 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::progress::seconds;
+use super::PsArgs;
+use super::exit::{CliError, CliResult};
 use super::reader::Reader;
 use super::report::{Style, status_colour};
-use super::{EXIT_USAGE, PsArgs};
 use crate::ipc::protocol::RunList;
 use crate::model::{RunStatus, RunSummary};
 use crate::store::{Home, Store};
+use crate::util::duration::elapsed;
+use crate::util::text::one_line;
 
 /// Without `--all`, how many of the most recent runs are listed besides the
 /// active ones.
@@ -62,23 +64,14 @@ impl<'a> PsRow<'a> {
 }
 
 /// `weft ps`.
-pub fn run(args: &PsArgs) -> u8 {
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    super::with_runtime(|| async {
-        let runs = match Reader::open(&home, args.no_daemon).await {
-            Ok(reader) => select(&reader, args).await,
-            Err(e) => Err(e),
-        };
-        match runs {
-            Ok(runs) => print(args, &runs, &short_ids(&home, &runs)),
-            Err(e) => {
-                eprintln!("error: {e}");
-                EXIT_USAGE
-            }
-        }
+pub fn run(args: &PsArgs) -> CliResult {
+    let home = super::home()?;
+    super::block_on(async {
+        let reader = Reader::open(&home, args.no_daemon)
+            .await
+            .map_err(CliError::Usage)?;
+        let runs = select(&reader, args).await.map_err(CliError::Usage)?;
+        print(args, &runs, &short_ids(&home, &runs))
     })
 }
 
@@ -96,7 +89,7 @@ fn short_ids<'a>(home: &Home, runs: &'a [RunSummary]) -> Vec<&'a str> {
         .collect()
 }
 
-fn print(args: &PsArgs, runs: &[RunSummary], short: &[&str]) -> u8 {
+fn print(args: &PsArgs, runs: &[RunSummary], short: &[&str]) -> CliResult {
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         let rows: Vec<PsRow<'_>> = runs.iter().map(PsRow::of).collect();
@@ -207,7 +200,7 @@ fn write_table(
                 },
                 parse_time(since).map_or_else(|| "-".to_string(), |t| ago(now, t)),
                 match duration(run) {
-                    Some(d) => seconds(d),
+                    Some(d) => elapsed(d),
                     None if matches!(run.status, RunStatus::Running | RunStatus::Blocked) => {
                         "running".to_string()
                     }
@@ -226,7 +219,7 @@ fn write_table(
                     },
                 ));
             }
-            row.push(run.goal.as_deref().map(truncate).unwrap_or_default());
+            row.push(run.goal.as_deref().map(goal_cell).unwrap_or_default());
             row
         })
         .collect();
@@ -287,15 +280,8 @@ fn ago(now: SystemTime, then: SystemTime) -> String {
 }
 
 /// The goal on one line, cut to [`GOAL_WIDTH`] characters with `…`.
-fn truncate(goal: &str) -> String {
-    let flat = goal.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= GOAL_WIDTH {
-        flat
-    } else {
-        let mut cut: String = flat.chars().take(GOAL_WIDTH - 1).collect();
-        cut.push('…');
-        cut
-    }
+fn goal_cell(goal: &str) -> String {
+    one_line(goal, GOAL_WIDTH)
 }
 
 #[cfg(test)]
@@ -320,9 +306,9 @@ mod tests {
 
     #[test]
     fn long_goals_are_cut_to_one_line() {
-        assert_eq!(truncate("fix\nthe   bug"), "fix the bug");
+        assert_eq!(goal_cell("fix\nthe   bug"), "fix the bug");
         let long = "x".repeat(100);
-        let cut = truncate(&long);
+        let cut = goal_cell(&long);
         assert_eq!(cut.chars().count(), GOAL_WIDTH);
         assert!(cut.ends_with('…'));
     }

@@ -8,7 +8,8 @@
 //! When the daemon cannot be reached even after trying to start it, the
 //! commands say so and read the database directly rather than show nothing.
 
-use crate::ipc::client::{Client, ClientError, Subscription};
+use super::daemon::message;
+use crate::ipc::client::{Client, Subscription};
 use crate::ipc::protocol::{RunDetail, RunEvents, RunGet, RunList};
 use crate::model::Event;
 use crate::model::{RunStatus, RunSummary};
@@ -29,7 +30,7 @@ impl Reader {
     /// or when the daemon cannot be reached.
     pub(crate) async fn open(home: &Home, no_daemon: bool) -> Result<Reader, ReadError> {
         if !no_daemon {
-            match super::remote::connect(home).await {
+            match super::daemon::connect(home).await {
                 Ok(client) => return Ok(Reader::Daemon(client)),
                 Err(e) => {
                     eprintln!("warning: cannot reach weftd ({e}); reading the run store directly")
@@ -141,13 +142,5 @@ impl Reader {
                 .map_err(|e| format!("cannot follow run {run_id}: {}", message(&e))),
             Reader::Store(_) => Ok(None),
         }
-    }
-}
-
-/// The daemon's message without the JSON-RPC framing.
-fn message(e: &ClientError) -> String {
-    match e {
-        ClientError::Rpc(rpc) => rpc.message.clone(),
-        other => other.to_string(),
     }
 }

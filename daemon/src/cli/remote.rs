@@ -3,14 +3,14 @@
 //! an in-process run, answering human gates from this terminal.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::daemon::{connect, message};
+use super::exit::{self, CliError, CliResult, EXIT_CANCELLED, EXIT_OK, run_exit};
 use super::progress::{Gates, Progress, question_of};
-use super::report::{self, Style};
-use super::run::{EXIT_CANCELLED, EXIT_FAILED};
-use super::{EXIT_OK, EXIT_USAGE};
 use crate::engine::interviewer::{Answer, Console, Interviewer, Question};
 use crate::engine::{Conclusion, RunRequest, StageSummary};
 use crate::ipc::client::{Client, ClientError};
@@ -21,26 +21,6 @@ use crate::ipc::protocol::{
 use crate::lang::{Diagnostic, Severity, Span};
 use crate::model::RunStatus;
 use crate::model::{Event, EventKind};
-use crate::store::Home;
-
-/// Connects to the daemon, starting it first when it is not running (and
-/// saying so on stderr).
-pub async fn connect(home: &Home) -> Result<Client, String> {
-    match Client::connect(home).await {
-        Ok(client) => Ok(client),
-        Err(ClientError::DaemonNotRunning { .. }) => {
-            let (info, _) =
-                crate::server::detach::start_detached(home, &super::daemon::weftd_path()).await?;
-            eprintln!(
-                "started weftd (pid {}, socket {})",
-                info.pid,
-                info.socket_path.display()
-            );
-            Client::connect(home).await.map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    }
-}
 
 /// SIGTERM, caught from the start so that it cancels the followed run
 /// (as with `--no-daemon`) instead of killing this process and leaving the
@@ -50,11 +30,10 @@ fn terminate_signal() -> Option<Signal> {
 }
 
 /// `weft run` through the daemon.
-pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
+pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     let term = if detach { None } else { terminate_signal() };
     let Some(path) = request.workflow_path.clone() else {
-        eprintln!("error: the workflow has no path");
-        return EXIT_USAGE;
+        return Err(CliError::usage("the workflow has no path"));
     };
     let shown = (path.display().to_string(), request.source.clone());
     let mut params = RunStart::new(WorkflowSource::Path(path), request.work_dir.clone());
@@ -70,38 +49,23 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
     params.model = request.model;
     params.env_policy = request.env_policy;
     params.env = CallerEnv::current();
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    let client = match connect(&home).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "error: cannot reach weftd: {e}\n  (run without it: weft run --no-daemon ...)"
-            );
-            return EXIT_USAGE;
-        }
-    };
+    let home = super::home()?;
+    let client = connect(&home).await.map_err(|e| {
+        CliError::Usage(format!(
+            "cannot reach weftd: {e}\n  (run without it: weft run --no-daemon ...)"
+        ))
+    })?;
     let started: RunStarted = match client.call(params).await {
         Ok(s) => s,
         Err(ClientError::Rpc(e)) if e.data_code() == "workflow.invalid" => {
-            let (file, source) = &shown;
-            let style = Style::for_stderr();
-            for d in diagnostics_of(&e) {
-                eprintln!("{}", report::human(&d, file, source, style));
-            }
-            eprintln!("error: the workflow is invalid; `weft validate FILE` shows where");
-            return EXIT_USAGE;
+            let (file, text) = shown;
+            return Err(CliError::InvalidWorkflow {
+                file,
+                text,
+                diagnostics: diagnostics_of(&e),
+            });
         }
-        Err(ClientError::Rpc(e)) => {
-            eprintln!("error: {}", e.message);
-            return EXIT_USAGE;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
+        Err(e) => return Err(CliError::Usage(message(&e))),
     };
     if detach {
         if json {
@@ -116,7 +80,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> u8 {
                 started.run_id, started.run_id
             );
         }
-        return EXIT_OK;
+        return exit::code(EXIT_OK);
     }
     let run = Followed {
         id: started.run_id,
@@ -193,25 +157,18 @@ impl WireDiagnostic {
 }
 
 /// `weft resume` through the daemon.
-pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
+pub async fn resume(run: &str, auto_approve: bool, json: bool) -> CliResult {
     let term = terminate_signal();
-    let home = match super::home() {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
+    let home = super::home()?;
     // How far the run had got before this command: a weftd it starts
     // resumes interrupted runs at once, possibly before asked to (below).
     let seen = crate::store::Store::open_read_only(&home)
         .and_then(|store| store.find_run(run))
         .ok()
         .map(|record| record.last_seq);
-    let client = match connect(&home).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: cannot reach weftd: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let client = connect(&home)
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot reach weftd: {e}")))?;
     let (before, stored_auto) = match client
         .call(RunGet {
             run: run.to_string(),
@@ -227,10 +184,7 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false),
         ),
-        Err(e) => {
-            eprintln!("error: {}", message(&e));
-            return EXIT_USAGE;
-        }
+        Err(e) => return Err(CliError::Usage(message(&e))),
     };
     let params = RunResume {
         run: run.to_string(),
@@ -267,8 +221,7 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
                 .ok()
                 .filter(|now| now.run.last_seq > first);
             let Some(now) = moved else {
-                eprintln!("error: {}", message(&e));
-                return EXIT_USAGE;
+                return Err(CliError::Usage(message(&e)));
             };
             eprintln!("weftd resumed run {} as it started", now.run.id);
             let run = Followed {
@@ -285,17 +238,7 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> u8 {
             )
             .await
         }
-        Err(e) => {
-            eprintln!("error: {}", message(&e));
-            EXIT_USAGE
-        }
-    }
-}
-
-fn message(e: &ClientError) -> String {
-    match e {
-        ClientError::Rpc(rpc) => rpc.message.clone(),
-        other => other.to_string(),
+        Err(e) => Err(CliError::Usage(message(&e))),
     }
 }
 
@@ -318,7 +261,7 @@ async fn follow(
     json: bool,
     auto: bool,
     mut term: Option<Signal>,
-) -> u8 {
+) -> CliResult {
     let run_id = run.id.as_str();
     // Gates are asked here only on a terminal; otherwise they wait for
     // another client (`weft answer`, the app), and the progress says how.
@@ -335,10 +278,7 @@ async fn follow(
         .await
     {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot follow run {run_id}: {e}");
-            return EXIT_USAGE;
-        }
+        Err(e) => return Err(CliError::Usage(format!("cannot follow run {run_id}: {e}"))),
     };
     let console = Console::stdio();
     let mut cancel_sent = false;
@@ -391,7 +331,7 @@ async fn follow(
             Err(why) => {
                 if cancel_sent {
                     eprintln!("detached; the run goes on in weftd (weft events {run_id} --follow)");
-                    break EXIT_CANCELLED;
+                    break Ok(ExitCode::from(EXIT_CANCELLED));
                 }
                 cancel_sent = true;
                 progress.finish();
@@ -410,10 +350,9 @@ async fn follow(
         let Some(event) = event else {
             ticker.abort();
             progress.finish();
-            eprintln!(
-                "error: lost the connection to weftd; the run goes on (weft events {run_id} --follow)"
-            );
-            break EXIT_USAGE;
+            break Err(CliError::Usage(format!(
+                "lost the connection to weftd; the run goes on (weft events {run_id} --follow)"
+            )));
         };
         observe(&event);
         match &event.kind {
@@ -457,7 +396,7 @@ async fn follow(
                 // The end is on screen: no spinner frame after it.
                 ticker.abort();
                 progress.finish();
-                break finish(client, run, &event, stages, json).await;
+                break Ok(finish(client, run, &event, stages, json).await);
             }
             _ => {}
         }
@@ -489,7 +428,7 @@ async fn finish(
     end: &Event,
     seen: Vec<StageSummary>,
     json: bool,
-) -> u8 {
+) -> ExitCode {
     let run_id = followed.id.as_str();
     // The status is written just after the final event.
     let mut detail = None;
@@ -581,9 +520,5 @@ async fn finish(
             serde_json::to_string(&conclusion).unwrap_or_else(|_| "{}".into())
         );
     }
-    match conclusion.status {
-        RunStatus::Succeeded => EXIT_OK,
-        RunStatus::Cancelled | RunStatus::Interrupted => EXIT_CANCELLED,
-        _ => EXIT_FAILED,
-    }
+    run_exit(conclusion.status)
 }

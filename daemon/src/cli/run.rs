@@ -1,6 +1,7 @@
-//! `weft run FILE` and `weft resume RUN`: execute a workflow in this process
-//! with live progress on stderr. (The daemon issue moves execution into
-//! `weftd` behind the same options.)
+//! `weft run FILE` and `weft resume RUN`: build the run request (from the
+//! options and a run configuration), then hand it to weftd and follow it
+//! (`remote.rs`), or with `--no-daemon` execute it in this process with
+//! live progress on stderr.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,23 +9,17 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use crate::model::EnvPolicy;
-use crate::model::ModelChoice;
-use crate::model::RunStatus;
+use crate::model::{EnvPolicy, ModelChoice};
 
+use super::exit::{CliError, CliResult, run_exit};
 use super::progress::{Gates, Progress};
 use super::report::{self, Style};
-use super::{EXIT_USAGE, ResumeArgs, RunArgs};
+use super::{ResumeArgs, RunArgs};
 use crate::engine::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
 use crate::engine::interviewer::{Answer, AutoApprove, Console, Interviewer, Question};
 use crate::engine::{Conclusion, EngineError, RunRequest, Services};
 use crate::store::{Home, Store};
-
-/// Exit code: the run failed.
-pub const EXIT_FAILED: u8 = 1;
-/// Exit code: the run was cancelled (as a shell reports SIGINT).
-pub const EXIT_CANCELLED: u8 = 130;
 
 /// A run configuration file (execution/run-configuration.mdx): the parts
 /// Weft reads. Other keys are ignored with a warning naming their position
@@ -71,7 +66,7 @@ struct ModelSection {
 }
 
 /// `weft run`.
-pub fn run(args: &RunArgs) -> u8 {
+pub fn run(args: &RunArgs) -> CliResult {
     // This process runs the stages (--no-daemon) or is the parent of the
     // daemon it starts: no keys in its environment, where commands could
     // read them.
@@ -79,15 +74,9 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Ok(home) = Home::from_env() {
         report::warn_about_settings(&home);
     }
-    let request = match request(args) {
-        Ok(r) => r,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return EXIT_USAGE;
-        }
-    };
+    let request = request(args).map_err(CliError::Usage)?;
     if !args.no_daemon {
-        return super::with_runtime(|| super::remote::run(request, args.json, args.detach));
+        return super::block_on(super::remote::run(request, args.json, args.detach));
     }
     // Gates of a dry run answer themselves (the engine auto-approves them).
     let auto = args.auto_approve || args.dry_run;
@@ -104,27 +93,19 @@ pub fn run(args: &RunArgs) -> u8 {
 }
 
 /// `weft resume`.
-pub fn resume(args: &ResumeArgs) -> u8 {
+pub fn resume(args: &ResumeArgs) -> CliResult {
     crate::secrets::protect_process("weft");
     if !args.no_daemon {
-        return super::with_runtime(|| {
-            super::remote::resume(&args.run, args.auto_approve, args.json)
-        });
+        return super::block_on(super::remote::resume(
+            &args.run,
+            args.auto_approve,
+            args.json,
+        ));
     }
-    let home = match Home::from_env() {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let record = match Store::open(&home).and_then(|s| s.find_run(&args.run)) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let home = super::home()?;
+    let record = Store::open(&home)
+        .and_then(|s| s.find_run(&args.run))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let stored_auto = record
         .options
         .get("auto_approve")
@@ -174,7 +155,7 @@ impl Interviewer for Prompting {
     }
 }
 
-/// Sets up the runtime, signals, store and progress display, then runs.
+/// Sets up the store, progress display and signals, then runs.
 /// `auto`: gates answer themselves (`--auto-approve`, `--dry-run`);
 /// otherwise they are asked on this terminal.
 fn execute(
@@ -182,31 +163,10 @@ fn execute(
     auto: bool,
     (file, source): (String, String),
     launch: impl for<'a> FnOnce(&'a Services) -> Launch<'a>,
-) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let home = match Home::from_env() {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let store = match Store::open(&home) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot open the run store: {e}");
-            return EXIT_USAGE;
-        }
-    };
+) -> CliResult {
+    let home = super::home()?;
+    let store = Store::open(&home)
+        .map_err(|e| CliError::Usage(format!("cannot open the run store: {e}")))?;
     let progress = Progress::stderr(if auto { Gates::Auto } else { Gates::Here });
     let interviewer: Arc<dyn Interviewer> = if auto {
         Arc::new(AutoApprove)
@@ -227,7 +187,7 @@ fn execute(
         observer: Some(progress.observer()),
         nesting: 0,
     };
-    let code = runtime.block_on(async {
+    super::block_on(async {
         let signals = tokio::spawn(forward_signals(cancel.clone()));
         let ticker = progress.spawn_ticker();
         let result = launch(&services).await;
@@ -242,29 +202,16 @@ fn execute(
                         serde_json::to_string(&conclusion).unwrap_or_else(|_| "{}".into())
                     );
                 }
-                match conclusion.status {
-                    RunStatus::Succeeded => super::EXIT_OK,
-                    RunStatus::Cancelled => EXIT_CANCELLED,
-                    _ => EXIT_FAILED,
-                }
+                Ok(run_exit(conclusion.status))
             }
-            Err(EngineError::InvalidWorkflow(diagnostics)) => {
-                let style = Style::for_stderr();
-                for d in &diagnostics {
-                    eprintln!("{}", report::human(d, &file, &source, style));
-                }
-                eprintln!("error: the workflow is invalid; `weft validate FILE` shows where");
-                EXIT_USAGE
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                EXIT_USAGE
-            }
+            Err(EngineError::InvalidWorkflow(diagnostics)) => Err(CliError::InvalidWorkflow {
+                file,
+                text: source,
+                diagnostics,
+            }),
+            Err(e) => Err(CliError::Usage(e.to_string())),
         }
-    });
-    // A console question may still be blocked reading stdin; do not wait for it.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    code
+    })
 }
 
 /// Ctrl-C and SIGTERM cancel the run; its stage's processes are killed and

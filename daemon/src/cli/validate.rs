@@ -3,16 +3,20 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::ValidateArgs;
+use super::exit::{self, CliResult, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use super::report::{self, Style};
-use super::{EXIT_INVALID, EXIT_OK, EXIT_USAGE, ValidateArgs};
 use crate::lang::{LoadOptions, Workflow};
 use crate::limits::{self, MAX_WORKFLOW_BYTES, ReadError};
 
 /// How a workflow read from standard input is named in messages.
 pub const STDIN_NAME: &str = "<stdin>";
 
-/// Validates each file, printing diagnostics then a summary per file.
-pub fn run(args: &ValidateArgs) -> u8 {
+/// Validates each file, printing diagnostics then a summary per file. A
+/// file that cannot be read is reported with the others (`error: cannot
+/// read ...` in its place, or its JSON line) and the rest are still
+/// checked; the exit code is the worst of them (2 beats 1).
+pub fn run(args: &ValidateArgs) -> CliResult {
     let options = args.load.options();
     let style = Style::for_stderr();
     let mut code = EXIT_OK;
@@ -42,7 +46,7 @@ pub fn run(args: &ValidateArgs) -> u8 {
                 .and_then(|()| out.flush());
             if written.is_err() {
                 // Stdout is gone (a closed pipe): nobody reads the rest.
-                return code;
+                return exit::code(code);
             }
             continue;
         }
@@ -57,7 +61,7 @@ pub fn run(args: &ValidateArgs) -> u8 {
             None => println!("{}", report::summary(&wf)),
         }
     }
-    code
+    exit::code(code)
 }
 
 /// Standard input, read at most once (a second `-` sees the same text).

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 
 use crate::lang::graph::Graph;
 use crate::lang::value::Value;
+use crate::util::lock::lock;
 
 /// One option of a gate: an outgoing edge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +96,8 @@ impl Question {
     /// choice)`; `None` for a gate without a timeout, which waits for good.
     #[must_use]
     pub fn wait_note(&self) -> Option<String> {
-        let after = humantime::format_duration(std::time::Duration::from_millis(self.timeout_ms?));
+        let after =
+            crate::util::duration::setting(std::time::Duration::from_millis(self.timeout_ms?));
         Some(match &self.default_choice {
             Some(default) => {
                 let shown = match match_answer(self, default) {
@@ -466,7 +468,7 @@ impl Console {
     /// not a failure: nobody reads the question, but an answer may still
     /// arrive on stdin.
     fn write(&self, text: &str) -> std::io::Result<()> {
-        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = lock(&self.writer);
         match writer
             .write_all(text.as_bytes())
             .and_then(|()| writer.flush())
@@ -483,7 +485,7 @@ impl Console {
         let handle = pending.get_or_insert_with(|| {
             let reader = Arc::clone(&self.reader);
             tokio::task::spawn_blocking(move || {
-                let mut reader = reader.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut reader = lock(&reader);
                 let mut line = String::new();
                 match reader.read_line(&mut line)? {
                     0 => Ok(None),
@@ -620,9 +622,7 @@ impl Scripted {
     /// The node ids of the gates asked so far, in order.
     #[must_use]
     pub fn asked(&self) -> Vec<String> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.asked)
             .iter()
             .map(|q| q.node_id.clone())
             .collect()
@@ -631,19 +631,13 @@ impl Scripted {
     /// The questions asked so far, in order, as they were asked.
     #[must_use]
     pub fn questions(&self) -> Vec<Question> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.asked).clone()
     }
 
     /// How many scripted answers are still unused.
     #[must_use]
     pub fn remaining(&self) -> usize {
-        self.answers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        lock(&self.answers).len()
     }
 }
 
@@ -652,15 +646,8 @@ impl Interviewer for Scripted {
         &'a self,
         question: &'a Question,
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(question.clone());
-        let next = self
-            .answers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front();
+        lock(&self.asked).push(question.clone());
+        let next = lock(&self.answers).pop_front();
         let answer = match next.as_deref() {
             None => Answer::Interrupted("no scripted answer left".to_string()),
             Some("!wait") => return Box::pin(std::future::pending()),

@@ -25,9 +25,9 @@ use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
-use crate::model::EnvPolicy;
-use crate::model::{Event, EventKind, ModelChoice, ParentLink, RunStatus};
+use crate::model::{EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
+use crate::util::lock::lock;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -975,10 +975,6 @@ fn inputs_of(services: &Services, run_id: &str) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Whether the process recorded as executing a run is still that process:

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::llm::{LlmClient, LlmSettings, Message};
 use crate::model::ModelChoice;
+use crate::util::lock::lock;
 
 /// The models of one run. Cheap to clone (shared).
 #[derive(Clone)]
@@ -91,10 +92,7 @@ impl Models {
     }
 
     fn threads(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Message>>> {
-        self.inner
-            .threads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.inner.threads)
     }
 
     /// The client, built on first use. The error (an invalid settings

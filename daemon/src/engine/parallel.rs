@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -30,6 +30,7 @@ use crate::lang::graph::{Graph, Handler, Node};
 use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome, Status};
 use crate::store::{BlobRef, StoreError};
+use crate::util::lock::lock;
 
 /// Branches running at once when the node does not say.
 pub const DEFAULT_MAX_PARALLEL: u32 = 4;
@@ -48,13 +49,6 @@ pub struct Branch {
     /// The run's checkpoint while the parallel stage is in flight: it names
     /// the parallel node as next, so a resume re-enters it.
     pub template: Checkpoint,
-}
-
-/// Locks branch progress (a panic elsewhere does not make it unusable).
-pub(super) fn lock(progress: &Mutex<ParallelProgress>) -> MutexGuard<'_, ParallelProgress> {
-    progress
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Branch {

@@ -52,11 +52,13 @@
 //! it is empty.
 
 use std::fmt::{self, Write as _};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::model::spend::tokens;
 use crate::store::BlobRef;
+use crate::util;
 
 /// A fidelity mode (execution/context.mdx, "Fidelity").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -337,7 +339,7 @@ fn high_stage(out: &mut String, stage: &StageSummary) {
                 out,
                 "### {} ({status}, {})",
                 stage_name(stage),
-                duration(ms)
+                util::duration::elapsed_in_prose(Duration::from_millis(ms))
             );
         }
         None => {
@@ -456,7 +458,7 @@ fn budgeted(input: &PreambleInput, budget: &Budget) -> String {
 
 fn budget_line(stage: &StageSummary, budget: &Budget) -> String {
     let status = one_line(&stage.status, 40);
-    let name = cut_end(&stage_name(stage), 100);
+    let name = util::text::truncate(&stage_name(stage), 100);
     let Some(limit) = budget.finding else {
         return format!("- {name}: {status}\n");
     };
@@ -488,7 +490,7 @@ fn finding(stage: &StageSummary, limit: usize) -> Option<String> {
         } else {
             lines.find(|l| !l.trim().is_empty())
         };
-        line.map(|l| cut_end(l.trim(), limit))
+        line.map(|l| util::text::truncate(l.trim(), limit))
     })
 }
 
@@ -510,7 +512,7 @@ fn collapse_line(stages: &[&StageSummary]) -> String {
     let noun = if stages.len() == 1 { "stage" } else { "stages" };
     let body = format!("{} earlier {noun}: {}", stages.len(), counts.join(", "));
     // "- (" + ")\n" take five characters.
-    format!("- ({})\n", cut_end(&body, COLLAPSE_CHARS - 5))
+    format!("- ({})\n", util::text::truncate(&body, COLLAPSE_CHARS - 5))
 }
 
 // ---------------------------------------------------------------------------
@@ -642,36 +644,11 @@ fn files_line(stage: &StageSummary) -> Option<String> {
     Some(format!("Files: {}", named.join(", ")))
 }
 
-/// `124` tenths → `12.4`, `120` → `12`, followed by `unit`.
-fn tenths(value: u64, unit: &str) -> String {
-    match value % 10 {
-        0 => format!("{}{unit}", value / 10),
-        d => format!("{}.{d}{unit}", value / 10),
-    }
-}
-
-/// A stage duration: `340ms`, `1.2s`, `2m 5s`, `1h 3m`.
-fn duration(ms: u64) -> String {
-    if ms < 1_000 {
-        return format!("{ms}ms");
-    }
-    let tenths_of_s = (ms + 50) / 100;
-    if tenths_of_s < 600 {
-        return tenths(tenths_of_s, "s");
-    }
-    let s = (ms + 500) / 1_000;
-    if s < 3_600 {
-        format!("{}m {}s", s / 60, s % 60)
-    } else {
-        format!("{}h {}m", s / 3_600, s % 3_600 / 60)
-    }
-}
-
 /// A context value on one line: strings as they are, others as JSON.
 fn value_text(value: &Value, limit: usize) -> String {
     match value {
         Value::String(s) => text_value(s, limit),
-        other => cut_end(&other.to_string(), limit),
+        other => util::text::truncate(&other.to_string(), limit),
     }
 }
 
@@ -695,7 +672,7 @@ fn stored(text: &str) -> Option<String> {
 fn script_line(script: &str, limit: usize) -> String {
     let mut lines = script.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("");
-    let line = cut_end(first, limit);
+    let line = util::text::truncate(first, limit);
     if lines.next().is_some() && !line.ends_with('…') {
         format!("{line} …")
     } else {
@@ -809,7 +786,7 @@ fn tail(text: &str, limits: Limits) -> Excerpt {
         let n = chars(&line) + 1;
         if used + n > limits.chars {
             if kept.is_empty() {
-                kept.push(cut_start(&line, limits.chars));
+                kept.push(util::text::truncate_start(&line, limits.chars));
             }
             break;
         }
@@ -843,7 +820,7 @@ fn head(text: &str, limits: Limits) -> Excerpt {
         let n = chars(&line) + 1;
         if used + n > limits.chars {
             if kept.is_empty() {
-                kept.push(cut_end(&line, limits.chars));
+                kept.push(util::text::truncate(&line, limits.chars));
             }
             break;
         }
@@ -929,34 +906,11 @@ fn one_line(text: &str, limit: usize) -> String {
             break;
         }
     }
-    cut_end(&out, limit)
+    util::text::truncate(&out, limit)
 }
 
 fn chars(text: &str) -> usize {
     text.chars().count()
-}
-
-/// `text` cut to at most `limit` characters, ending with `…` when cut.
-fn cut_end(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        None => text.to_owned(),
-        Some(_) => {
-            let keep = limit.saturating_sub(1);
-            let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
-            format!("{}…", &text[..end])
-        }
-    }
-}
-
-/// `text` cut to at most `limit` characters, starting with `…` when cut.
-fn cut_start(text: &str, limit: usize) -> String {
-    let total = chars(text);
-    if total <= limit {
-        return text.to_owned();
-    }
-    let skip = total - limit.saturating_sub(1);
-    let start = text.char_indices().nth(skip).map_or(text.len(), |(i, _)| i);
-    format!("…{}", &text[start..])
 }
 
 #[cfg(test)]
@@ -1448,8 +1402,8 @@ Goal: Add a /health endpoint to the API server
     #[test]
     fn multi_byte_text_is_cut_safely() {
         let wide = "é日本🦀".repeat(3_000);
-        assert_eq!(chars(&cut_end(&wide, 10)), 10);
-        assert_eq!(chars(&cut_start(&wide, 10)), 10);
+        assert_eq!(chars(&util::text::truncate(&wide, 10)), 10);
+        assert_eq!(chars(&util::text::truncate_start(&wide, 10)), 10);
         let input = PreambleInput {
             goal: Some(wide.clone()),
             stages: (0..50)
@@ -1478,15 +1432,6 @@ Goal: Add a /health endpoint to the API server
         }
         assert!(chars(&render(Fidelity::SummaryMedium, &input)) <= MEDIUM_BUDGET_CHARS);
         assert!(chars(&render(Fidelity::SummaryLow, &input)) <= LOW_BUDGET_CHARS);
-    }
-
-    #[test]
-    fn durations_are_short() {
-        assert_eq!(duration(340), "340ms");
-        assert_eq!(duration(1_234), "1.2s");
-        assert_eq!(duration(59_960), "1m 0s");
-        assert_eq!(duration(125_000), "2m 5s");
-        assert_eq!(duration(3_780_000), "1h 3m");
     }
 
     #[test]

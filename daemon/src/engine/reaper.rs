@@ -24,6 +24,7 @@
 //! the stage's `process_group` file, see
 //! [`super::process::reap_recorded_group`]) remains.
 
+use crate::util::lock::lock;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -66,9 +67,7 @@ pub fn forget(pgid: u32) {
 }
 
 fn send(line: &str) {
-    let mut slot = REAPER
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut slot = lock(&REAPER);
     if slot.is_none() {
         *slot = start();
     }

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::model::{Event, EventKind};
 use crate::secrets::Redactor;
 use crate::store::{RunDir, StageCommit, Store, StoreError};
+use crate::util::lock::lock;
 
 /// Receives every event as soon as it is recorded.
 pub type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -45,12 +46,6 @@ impl std::fmt::Debug for Recorder {
             .field("run_id", &self.run_id)
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock cannot leave a half-written row (SQLite
-    // rolls back) or file (writes are atomic), so the data is still usable.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `kind` with the secrets in its text replaced, or `None` when it held

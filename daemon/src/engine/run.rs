@@ -483,7 +483,7 @@ impl<'a> Runner<'a> {
         // records this branch's progress; the branch lock is held through
         // the commit so that branches' checkpoints land in order.
         let progress = self.branch.as_ref().map(|b| b.progress.clone());
-        let mut progress_guard = progress.as_ref().map(|p| super::parallel::lock(p));
+        let mut progress_guard = progress.as_ref().map(|p| crate::util::lock::lock(p));
         let checkpoint = match (&self.branch, progress_guard.as_deref_mut()) {
             (Some(branch), Some(progress)) => {
                 branch.record(progress, &self.state, id, next.as_deref())

@@ -32,10 +32,9 @@ use super::launch::{Conclusion, EngineError, RunRequest, Services};
 use super::run::Runner;
 use crate::lang::condition;
 use crate::lang::graph::Node;
-use crate::model::EventKind;
-use crate::model::{FailureClass, Outcome};
-use crate::model::{ParentLink, RunStatus};
+use crate::model::{EventKind, FailureClass, Outcome, ParentLink, RunStatus};
 use crate::store::{RunFilter, RunRecord, StoreError};
+use crate::util::lock::lock;
 
 /// `manager.poll_interval` when unset.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(45);
@@ -212,10 +211,7 @@ impl Runner<'_> {
                 () = &mut manager, if !manager_done => manager_done = true,
             }
         };
-        let stopped = stopped
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let stopped = lock(&stopped).clone();
         (result, stopped)
     }
 
@@ -384,9 +380,7 @@ impl Runner<'_> {
 }
 
 fn set(slot: &Mutex<Option<Stopped>>, value: Stopped) {
-    *slot
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(value);
+    *lock(slot) = Some(value);
 }
 
 /// A conclusion rebuilt from a finished child's record.

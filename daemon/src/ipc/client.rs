@@ -16,7 +16,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
@@ -32,6 +32,7 @@ use super::protocol::{
 use super::socket;
 use crate::model::Event;
 use crate::store::Home;
+use crate::util::lock::lock;
 
 type Stream = interprocess::local_socket::tokio::Stream;
 
@@ -192,12 +193,6 @@ impl Drop for Shared {
             route.wake.notify_one();
         }
     }
-}
-
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    // The lock is never held across an await or a panic-prone call, so a
-    // poisoned lock still holds consistent data.
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The connection itself, shared by the client, its reader task and its

@@ -36,7 +36,7 @@ pub enum LlmError {
     Network { provider: String, message: String },
     #[error("{provider} stream broke before the reply was complete: {message}")]
     BrokenStream { provider: String, message: String },
-    #[error("{provider} did not answer within {}", humantime::format_duration(*.after))]
+    #[error("{provider} did not answer within {}", crate::util::duration::setting(*.after))]
     Timeout { provider: String, after: Duration },
     #[error("{provider} rejected the API key (HTTP {status}): {message}")]
     Auth {
@@ -62,7 +62,7 @@ pub enum LlmError {
 
 fn retry_after_note(retry_after: &Option<Duration>) -> String {
     retry_after.map_or_else(String::new, |d| {
-        format!(" (retry after {})", humantime::format_duration(d))
+        format!(" (retry after {})", crate::util::duration::setting(d))
     })
 }
 

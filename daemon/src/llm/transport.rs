@@ -283,10 +283,8 @@ fn snippet(body: &[u8]) -> String {
     if text.is_empty() {
         return "(empty body)".to_string();
     }
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
+    // The first MAX characters, then the `…` that marks a cut.
+    crate::util::text::truncate(text, MAX + 1)
 }
 
 /// `retry-after-ms` (OpenAI), else `retry-after` in seconds or as an HTTP date.

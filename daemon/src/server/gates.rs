@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -22,6 +22,7 @@ use crate::engine::interviewer::{
 };
 use crate::ipc::protocol::AnswerBy;
 use crate::store::{QuestionRecord, QuestionStatus, Store};
+use crate::util::lock::lock;
 
 /// Questions waiting for an answer, and answers waiting for their question.
 #[derive(Debug, Default)]
@@ -57,10 +58,6 @@ impl AnswerError {
             AnswerError::NoSuchOption { .. } => "question.no_such_option",
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Gates {

@@ -39,9 +39,9 @@ use crate::engine::interviewer::{AutoApprove, Interviewer};
 use crate::engine::launch::{Prepared, Services};
 use crate::ipc::paths::DaemonPaths;
 use crate::ipc::protocol::{RpcError, RunStart};
-use crate::model::RunStatus;
-use crate::model::{Event, EventKind};
+use crate::model::{Event, EventKind, RunStatus};
 use crate::store::{Checkpoint, Home, RunFilter, RunRecord, Store, StoreError};
+use crate::util::lock::lock;
 
 pub use gates::{Gates, SocketInterviewer};
 pub use settings::{Settings, settings_warnings};
@@ -152,10 +152,6 @@ impl std::fmt::Debug for Daemon {
             .field("home", &self.home)
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Daemon {

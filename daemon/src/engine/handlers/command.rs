@@ -198,7 +198,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     if result.timed_out {
         return failed(
             FailureClass::TransientInfra,
-            format!("command timed out after {}", human_duration(timeout)),
+            format!(
+                "command timed out after {}",
+                crate::util::duration::setting(timeout)
+            ),
         );
     }
     if result.exit_code != Some(0) {
@@ -307,17 +310,6 @@ fn resolved_context(cx: &StageCx<'_>) -> Value {
 
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
-}
-
-/// `1.5s`, `600s`, `250ms`.
-pub fn human_duration(d: Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{}ms", d.as_millis())
-    } else if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }
 
 #[cfg(test)]

@@ -294,13 +294,8 @@ fn previous_output(cx: &StageCx<'_>) -> Option<String> {
     if text.is_empty() {
         return None;
     }
-    let count = text.chars().count();
-    Some(if count > CONTEXT_CHARS {
-        let tail: String = text.chars().skip(count - CONTEXT_CHARS).collect();
-        format!("…{tail}")
-    } else {
-        text.to_string()
-    })
+    // The last CONTEXT_CHARS characters, after the `…` that marks a cut.
+    Some(crate::util::text::truncate_start(text, CONTEXT_CHARS + 1))
 }
 
 fn resolve(cx: &StageCx<'_>, value: &serde_json::Value) -> Option<String> {
