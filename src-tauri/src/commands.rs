@@ -3,8 +3,9 @@
 //! `weft::ipc::client::Client` (everything live). Every command fails with
 //! an [`AppError`] `{code, message}`; the UI matches on the code.
 //!
-//! Argument names are snake_case on the wire too (`after_seq`), like the
-//! generated wire types in `ui/src/api/wire/`.
+//! These are the implementations; the commands are declared (name,
+//! arguments, result) in [`crate::surface`], which makes the Tauri commands
+//! and the UI's typed command map from that declaration.
 
 use std::path::{Path, PathBuf};
 
@@ -52,28 +53,23 @@ pub async fn client() -> Result<Client> {
 
 // ----- history (read-only, works with the daemon stopped) ----------------
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn runs_page(query: RunList) -> Result<RunsPage> {
     history(move |views| views.runs(&query)).await
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_view(run: String) -> Result<RunView> {
     history(move |views| views.run(&run)).await
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_events(run: String, after_seq: u64, limit: Option<u32>) -> Result<Vec<Event>> {
     history(move |views| views.events(&run, after_seq, limit.unwrap_or(EVENTS_PAGE))).await
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn stage_files(run: String, node: String, visit: u32) -> Result<StageFiles> {
     history(move |views| views.stage_files(&run, &node, visit)).await
 }
 
 /// The latest captured version of artifact `path` of the run, for a preview.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn artifact_content(run: String, path: String) -> Result<ArtifactContent> {
     history(move |views| views.artifact(&run, &path)).await
 }
@@ -82,7 +78,6 @@ pub async fn artifact_content(run: String, path: String) -> Result<ArtifactConte
 /// `path` to `artifacts/PATH` in the run directory, shows it in the file
 /// manager and returns where it is (so the UI can say so even when no file
 /// manager answers: `app.reveal_failed`, whose message names the file).
-#[tauri::command(rename_all = "snake_case")]
 pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
     let file = history(move |views| views.export_artifact(&run, &path)).await?;
     let shown = file.clone();
@@ -98,21 +93,18 @@ pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
     Ok(file.display().to_string())
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn search_logs(run: String, query: String) -> Result<Vec<LogMatch>> {
     history(move |views| views.search_logs(&run, &query, LOG_MATCHES)).await
 }
 
 // ----- live (through the daemon) -----------------------------------------
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn daemon_status() -> Result<DaemonInfo> {
     Ok(client().await?.call(DaemonStatus {}).await?)
 }
 
 /// Starts weftd for the home (or finds the one running) and returns its
 /// status.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn daemon_start() -> Result<DaemonInfo> {
     let home = home()?;
     let weftd = weftd_path(std::env::current_exe().ok().as_deref());
@@ -124,7 +116,6 @@ pub async fn daemon_start() -> Result<DaemonInfo> {
 
 /// Starts a run with the app's environment (its keys included) unless the
 /// UI sent one: the daemon holds no keys of its own.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_start(mut params: RunStart) -> Result<RunStarted> {
     if params.env.is_empty() {
         params.env = CallerEnv::current();
@@ -133,17 +124,14 @@ pub async fn run_start(mut params: RunStart) -> Result<RunStarted> {
 }
 
 /// Archives or unarchives a run (a write, so through the daemon).
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_archive(run: String, archived: bool) -> Result<RunSummary> {
     Ok(client().await?.call(RunArchive { run, archived }).await?)
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_cancel(run: String) -> Result<CancelRequested> {
     Ok(client().await?.call(RunCancel { run }).await?)
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_resume(run: String) -> Result<RunStarted> {
     let params = RunResume {
         run,
@@ -155,7 +143,6 @@ pub async fn run_resume(run: String) -> Result<RunStarted> {
 }
 
 /// Pending questions, of one run or of all.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn question_list(run: Option<String>) -> Result<Vec<QuestionRecord>> {
     let params = QuestionList {
         run,
@@ -164,7 +151,6 @@ pub async fn question_list(run: Option<String>) -> Result<Vec<QuestionRecord>> {
     Ok(client().await?.call(params).await?)
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn question_answer(question: String, answer: AnswerBy) -> Result<QuestionRecord> {
     Ok(client()
         .await?
@@ -174,7 +160,6 @@ pub async fn question_answer(question: String, answer: AnswerBy) -> Result<Quest
 
 /// The workflow file's diagnostics (empty when it is valid and clean);
 /// `workflow.io` when it cannot be read.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
     tauri::async_runtime::spawn_blocking(move || {
         Workflow::load(&path, &LoadOptions::default())
@@ -190,13 +175,19 @@ pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
     .map_err(|e| AppError::new("app.internal", format!("validation failed: {e}")))?
 }
 
-// ----- start-up ----------------------------------------------------------
+// ----- the app itself ----------------------------------------------------
+
+/// The version of this build of the app (the crate version, which is the
+/// workspace version), shown by the UI under the header.
+pub async fn app_version() -> Result<String> {
+    Ok(env!("CARGO_PKG_VERSION").to_owned())
+}
 
 /// The question to open at, when weftd started the app from a gate
 /// notification (`--run RUN --question QUESTION`).
-#[tauri::command(rename_all = "snake_case")]
-pub fn initial_route(route: tauri::State<'_, Option<InitialRoute>>) -> Option<InitialRoute> {
-    route.inner().clone()
+pub async fn initial_route(app: &tauri::AppHandle) -> Result<Option<InitialRoute>> {
+    use tauri::Manager;
+    Ok(app.state::<Option<InitialRoute>>().inner().clone())
 }
 
 /// `weftd` beside the app's executable when it is there, else `weftd` to be
@@ -212,6 +203,17 @@ pub fn weftd_path(exe: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn app_version_is_the_crate_version() {
+        // The UI shows this string verbatim; it must match what was released.
+        let version = tauri::async_runtime::block_on(app_version()).expect("a version");
+        assert_eq!(version, env!("CARGO_PKG_VERSION"));
+        assert!(
+            !version.is_empty(),
+            "an empty version would render as a blank line"
+        );
+    }
 
     #[test]
     fn weftd_is_found_beside_the_app_else_on_the_path() {

@@ -1,6 +1,7 @@
 import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
+import { LIVE_METHODS, type LiveMethod } from './commands';
 import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunSummary } from './host';
 
 /**
@@ -18,11 +19,28 @@ function artifactNotFound(run: string, path: string): Promise<never> {
 }
 
 /**
+ * Every live command answering as the app does with weftd stopped
+ * (`daemon.not_running`): what the test host does for a live command it
+ * does not model, so a new live command needs nothing here.
+ */
+function withoutDaemon(): Pick<Host, LiveMethod> {
+  const refuse = () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' });
+  // One entry per name of the generated list, which is every live command.
+  return Object.fromEntries(LIVE_METHODS.map((method) => [method, refuse])) as unknown as Pick<Host, LiveMethod>;
+}
+
+/**
  * A backend over fixed fixtures, used when the UI runs in a plain browser:
  * history queries are answered from `fixtures`; live actions change them in
- * memory and notify subscribers, as weftd would.
+ * memory and notify subscribers, as weftd would; live commands it does not
+ * model find no daemon.
  */
 export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
+  return { ...withoutDaemon(), ...modelled(fixtures) };
+}
+
+/** What the test host answers itself: every history command, some live ones. */
+function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Host, LiveMethod>> {
   const listeners = new Set<{ run: string | null; onEvent: (e: Event) => void }>();
   const find = (run: string) =>
     fixtures.views.find((v) => v.run.id.toLowerCase().startsWith(run.toLowerCase()));
@@ -88,17 +106,13 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
       return Promise.resolve(`${view.run.run_dir}/artifacts/${path}`);
     },
 
-    daemonStatus: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running (test host)' }),
     daemonStart: () => Promise.reject({ code: 'daemon.start_failed', message: 'the test host has no daemon' }),
-    runStart: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
-    runCancel: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     runArchive: (run, archived) => {
       const view = find(run);
       if (!view) return notFound(run);
       view.run = { ...view.run, archived };
       return Promise.resolve(view.run);
     },
-    runResume: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     questionList: (run) =>
       Promise.resolve(fixtures.questions.filter((q) => q.status === 'pending' && (!run || q.run_id === run))),
     questionAnswer: (id, answer) => {
