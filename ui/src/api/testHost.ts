@@ -2,7 +2,7 @@ import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
 import { LIVE_METHODS, type LiveMethod } from './commands';
-import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunSummary } from './host';
+import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -44,34 +44,27 @@ function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Hos
   const listeners = new Set<{ run: string | null; onEvent: (e: Event) => void }>();
   const find = (run: string) =>
     fixtures.views.find((v) => v.run.id.toLowerCase().startsWith(run.toLowerCase()));
-  const matches = (r: RunSummary, text: string | null | undefined) =>
-    !text ||
-    [r.id, r.workflow_name, r.goal ?? ''].some((s) => s.toLowerCase().includes(text.toLowerCase()));
   return {
     appVersion: () => Promise.resolve(TEST_APP_VERSION),
     initialRoute: () => Promise.resolve(null),
 
     runsPage: (q) => {
-      const all = fixtures.views
-        .map((v) => v.run)
-        .filter(
-          (r) =>
-            (!q.status || r.status === q.status) &&
-            (!q.workflow || r.workflow_name === q.workflow) &&
-            (!q.label || r.labels.includes(q.label)) &&
-            (q.archived == null || r.archived === q.archived) &&
-            matches(r, q.text),
-        );
-      const offset = q.offset ?? 0;
-      const runs = all.slice(offset, q.limit == null ? undefined : offset + q.limit);
-      const listed = new Set(runs.map((r) => r.id));
+      const runs = recordedRuns(fixtures, q) ?? unfilteredRuns(fixtures, q);
+      if (!runs) {
+        return Promise.reject({
+          code: 'test.unrecorded_query',
+          message: `no recorded page for ${JSON.stringify(q)}: record it in tests/tests/ui_fixtures.rs`,
+        });
+      }
+      const listed = new Set(runs.runs.map((r) => r.id));
+      // Counted from the questions now, which answers change in memory.
       const open_questions: Record<string, number> = {};
       for (const question of fixtures.questions) {
         if (question.status === 'pending' && listed.has(question.run_id)) {
           open_questions[question.run_id] = (open_questions[question.run_id] ?? 0) + 1;
         }
       }
-      return Promise.resolve({ runs, total: all.length, open_questions });
+      return Promise.resolve({ ...runs, open_questions });
     },
     runView: (run) => {
       const view = find(run);
@@ -167,6 +160,37 @@ function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Hos
       return Promise.resolve(() => listeners.delete(entry));
     },
   };
+}
+
+/** `q` without what it leaves unset, as JSON with sorted keys: equal queries, equal keys. */
+function queryKey(q: RunList): string {
+  const set = Object.entries(q).filter(([, v]) => v != null);
+  return JSON.stringify(Object.fromEntries(set.sort(([a], [b]) => a.localeCompare(b))));
+}
+
+/**
+ * The store's recorded answer to exactly `q` (`fixtures.pages`), its runs
+ * as the fixtures hold them now (an archive done in memory shows).
+ */
+function recordedRuns(fixtures: Fixtures, q: RunList): { runs: RunSummary[]; total: number } | null {
+  const key = queryKey(q);
+  const recorded = fixtures.pages?.find((p) => queryKey(p.query) === key);
+  if (!recorded) return null;
+  const now = new Map(fixtures.views.map((v) => [v.run.id, v.run]));
+  return { runs: recorded.page.runs.map((r) => now.get(r.id) ?? r), total: recorded.page.total };
+}
+
+/**
+ * A page of the whole list, for a query that filters nothing: every run the
+ * fixtures hold, newest first as they are held, archived ones left out when
+ * `archived: false` (the list's default); null for any filter, whose pages
+ * must be recorded.
+ */
+function unfilteredRuns(fixtures: Fixtures, q: RunList): { runs: RunSummary[]; total: number } | null {
+  if (q.status != null || q.workflow != null || q.label != null || q.text != null || q.archived === true) return null;
+  const all = fixtures.views.map((v) => v.run).filter((r) => q.archived == null || !r.archived);
+  const offset = q.offset ?? 0;
+  return { runs: all.slice(offset, q.limit == null ? undefined : offset + q.limit), total: all.length };
 }
 
 /** The most matches `searchLogs` returns, as the app's command does. */
