@@ -7,6 +7,7 @@
 //! arguments, result) in [`crate::surface`], which makes the Tauri commands
 //! and the UI's typed command map from that declaration.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use weft::engine::event::Event;
@@ -16,6 +17,7 @@ use weft::ipc::protocol::{
     RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted, RunSummary,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
+use weft::llm::{Catalog, LlmSettings};
 use weft::store::views::{
     AppError, ArtifactContent, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views,
 };
@@ -177,6 +179,30 @@ pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
 
 // ----- the app itself ----------------------------------------------------
 
+/// The model ids and aliases a run may name, for the Launch screen.
+pub async fn model_names() -> Result<Vec<String>> {
+    let home = home()?;
+    tauri::async_runtime::spawn_blocking(move || model_names_in(&home))
+        .await
+        .map_err(|e| AppError::new("app.internal", format!("reading the models failed: {e}")))?
+}
+
+/// Every model id and alias of the catalog with `home`'s settings.toml laid
+/// over it (a provider's own `models` list included), sorted, each once.
+fn model_names_in(home: &Home) -> Result<Vec<String>> {
+    let settings = LlmSettings::load(&home.settings_path())
+        .map_err(|e| AppError::new(e.code(), e.to_string()))?;
+    let catalog = Catalog::with_settings(&settings);
+    let names: BTreeSet<String> = catalog
+        .models
+        .iter()
+        .flat_map(|m| std::iter::once(&m.id).chain(&m.aliases))
+        .chain(catalog.providers.values().flat_map(|p| &p.models))
+        .cloned()
+        .collect();
+    Ok(names.into_iter().collect())
+}
+
 /// The version of this build of the app (the crate version, which is the
 /// workspace version), shown by the UI under the header.
 pub async fn app_version() -> Result<String> {
@@ -213,6 +239,37 @@ mod tests {
             !version.is_empty(),
             "an empty version would render as a blank line"
         );
+    }
+
+    #[test]
+    fn model_names_are_the_catalog_with_the_settings_laid_over_it() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let home = Home::at(temp.path());
+        let builtin = model_names_in(&home).expect("the built-in catalog");
+        assert!(
+            builtin.iter().any(|n| n.starts_with("claude-")),
+            "the built-in catalog names Anthropic's models: {builtin:?}"
+        );
+        let mut sorted = builtin.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(builtin, sorted, "sorted, each name once");
+
+        std::fs::create_dir_all(temp.path()).expect("home");
+        std::fs::write(
+            home.settings_path(),
+            "[providers.ollama]\nbase_url = \"http://localhost:11434/v1\"\nmodels = [\"llama3.1\"]\n",
+        )
+        .expect("settings.toml");
+        let with_local = model_names_in(&home).expect("catalog with settings");
+        assert!(
+            with_local.iter().any(|n| n == "llama3.1"),
+            "a provider added in settings.toml brings its models: {with_local:?}"
+        );
+
+        std::fs::write(home.settings_path(), "[providers.ollama\n").expect("broken settings");
+        let err = model_names_in(&home).expect_err("a broken settings.toml is an error");
+        assert_eq!(err.code, "llm.config");
     }
 
     #[test]

@@ -97,6 +97,11 @@ macro_rules! with_commands {
             /// The workflow file's diagnostics (empty when it is valid and
             /// clean); `workflow.io` when it cannot be read.
             app commands::validate_workflow(path: PathBuf) -> Vec<Diagnostic>;
+            /// The model names a run may ask for (the Launch screen's model
+            /// field, `--model`): every id and alias of the model catalog with
+            /// the home's settings.toml laid over it, as `weft model list`
+            /// shows them, sorted; `llm.config` when settings.toml is broken.
+            app commands::model_names() -> Vec<String>;
 
             /// Forwards the daemon's events of one run (`seq > after_seq`) or
             /// of every run (`run` absent) to `channel`; resolves to the

@@ -75,6 +75,13 @@ export type Commands = {
    */
   validate_workflow: { args: { path: string }; result: Array<Diagnostic> };
   /**
+   * The model names a run may ask for (the Launch screen's model
+   * field, `--model`): every id and alias of the model catalog with
+   * the home's settings.toml laid over it, as `weft model list`
+   * shows them, sorted; `llm.config` when settings.toml is broken.
+   */
+  model_names: { args: Record<string, never>; result: Array<string> };
+  /**
    * Forwards the daemon's events of one run (`seq > after_seq`) or
    * of every run (`run` absent) to `channel`; resolves to the
    * subscription id once the daemon accepted it.
@@ -110,6 +117,7 @@ export const COMMAND_KINDS = {
   question_list: 'live',
   question_answer: 'live',
   validate_workflow: 'app',
+  model_names: 'app',
   subscribe: 'stream',
   unsubscribe: 'stream',
 } as const satisfies Record<CommandName, 'app' | 'history' | 'live' | 'stream'>;
@@ -185,6 +193,13 @@ export interface CommandMethods {
    * clean); `workflow.io` when it cannot be read.
    */
   validateWorkflow(path: string): Promise<Array<Diagnostic>>;
+  /**
+   * The model names a run may ask for (the Launch screen's model
+   * field, `--model`): every id and alias of the model catalog with
+   * the home's settings.toml laid over it, as `weft model list`
+   * shows them, sorted; `llm.config` when settings.toml is broken.
+   */
+  modelNames(): Promise<Array<string>>;
 }
 
 /** The methods of the `live` commands (through weftd). */
@@ -222,5 +237,6 @@ export function commandMethods(send: Send): CommandMethods {
     questionList: (run) => send('question_list', { run }),
     questionAnswer: (question, answer) => send('question_answer', { question, answer }),
     validateWorkflow: (path) => send('validate_workflow', { path }),
+    modelNames: () => send('model_names', {}),
   };
 }

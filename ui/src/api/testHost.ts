@@ -136,6 +136,9 @@ function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Hos
       for (const l of listeners) if (l.run === null || l.run === question.run_id) l.onEvent(event);
       return Promise.resolve(answered);
     },
+    // The models the fixtures' runs asked for: there is no catalog here.
+    modelNames: () =>
+      Promise.resolve([...new Set(fixtures.views.flatMap((v) => v.options.model.model ?? []))].sort()),
     // A path naming a "broken" workflow gets the error a workflow without an
     // exit node gets, so tests can show diagnostics without a backend.
     validateWorkflow: (path) =>
