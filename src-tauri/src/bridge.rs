@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tauri::async_runtime::JoinHandle;
 use tauri::ipc::Channel;
+use tauri::{AppHandle, Manager};
 use weft::model::Event;
 
 use crate::commands::{Result, client};
@@ -42,13 +43,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Subscribes to one run's events (`run`, with `seq > after_seq`) or to
 /// every run's new events (`run` absent) and forwards them to `channel`.
 /// Returns the subscription id to pass to `unsubscribe`.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn subscribe(
-    bridges: tauri::State<'_, Bridges>,
+    app: &AppHandle,
     run: Option<String>,
     after_seq: u64,
     channel: Channel<Event>,
 ) -> Result<String> {
+    let bridges = app.state::<Bridges>();
     let id = format!("app-{}", bridges.next.fetch_add(1, Ordering::Relaxed) + 1);
     let client = client().await?;
     let mut subscription = client.subscribe(id.clone(), run, after_seq).await?;
@@ -67,13 +68,13 @@ pub async fn subscribe(
 }
 
 /// Stops forwarding `subscription`; false when there was no such bridge.
-#[tauri::command(rename_all = "snake_case")]
-pub fn unsubscribe(bridges: tauri::State<'_, Bridges>, subscription: String) -> bool {
-    match lock(&bridges.tasks).remove(&subscription) {
+pub async fn unsubscribe(app: &AppHandle, subscription: String) -> Result<bool> {
+    let removed = lock(&app.state::<Bridges>().tasks).remove(&subscription);
+    Ok(match removed {
         Some(task) => {
             task.abort();
             true
         }
         None => false,
-    }
+    })
 }

@@ -3,9 +3,11 @@
 //! `weft::ipc::client::Client` (everything live). Every command fails with
 //! an [`AppError`] `{code, message}`; the UI matches on the code.
 //!
-//! Argument names are snake_case on the wire too (`after_seq`), like the
-//! generated wire types in `ui/src/api/wire/`.
+//! These are the implementations; the commands are declared (name,
+//! arguments, result) in [`crate::surface`], which makes the Tauri commands
+//! and the UI's typed command map from that declaration.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use weft::ipc::client::Client;
@@ -14,6 +16,7 @@ use weft::ipc::protocol::{
     RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
+use weft::llm::LlmSettings;
 use weft::model::Event;
 use weft::model::RunSummary;
 use weft::store::{Home, QuestionRecord};
@@ -53,28 +56,23 @@ pub async fn client() -> Result<Client> {
 
 // ----- history (read-only, works with the daemon stopped) ----------------
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn runs_page(query: RunList) -> Result<RunsPage> {
     history(move |views| views.runs(&query)).await
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_view(run: String) -> Result<RunView> {
     history(move |views| views.run(&run)).await
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_events(run: String, after_seq: u64, limit: Option<u32>) -> Result<Vec<Event>> {
     history(move |views| views.events(&run, after_seq, limit.unwrap_or(EVENTS_PAGE))).await
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn stage_files(run: String, node: String, visit: u32) -> Result<StageFiles> {
     history(move |views| views.stage_files(&run, &node, visit)).await
 }
 
 /// The latest captured version of artifact `path` of the run, for a preview.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn artifact_content(run: String, path: String) -> Result<ArtifactContent> {
     history(move |views| views.artifact(&run, &path)).await
 }
@@ -83,7 +81,6 @@ pub async fn artifact_content(run: String, path: String) -> Result<ArtifactConte
 /// `path` to `artifacts/PATH` in the run directory, shows it in the file
 /// manager and returns where it is (so the UI can say so even when no file
 /// manager answers: `app.reveal_failed`, whose message names the file).
-#[tauri::command(rename_all = "snake_case")]
 pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
     let file = history(move |views| views.export_artifact(&run, &path)).await?;
     let shown = file.clone();
@@ -99,21 +96,18 @@ pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
     Ok(file.display().to_string())
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn search_logs(run: String, query: String) -> Result<Vec<LogMatch>> {
     history(move |views| views.search_logs(&run, &query, LOG_MATCHES)).await
 }
 
 // ----- live (through the daemon) -----------------------------------------
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn daemon_status() -> Result<DaemonInfo> {
     Ok(client().await?.call(DaemonStatus {}).await?)
 }
 
 /// Starts weftd for the home (or finds the one running) and returns its
 /// status.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn daemon_start() -> Result<DaemonInfo> {
     let home = home()?;
     let weftd = weftd_path(std::env::current_exe().ok().as_deref());
@@ -125,7 +119,6 @@ pub async fn daemon_start() -> Result<DaemonInfo> {
 
 /// Starts a run with the app's environment (its keys included) unless the
 /// UI sent one: the daemon holds no keys of its own.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_start(mut params: RunStart) -> Result<RunStarted> {
     if params.env.is_empty() {
         params.env = CallerEnv::current();
@@ -134,17 +127,14 @@ pub async fn run_start(mut params: RunStart) -> Result<RunStarted> {
 }
 
 /// Archives or unarchives a run (a write, so through the daemon).
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_archive(run: String, archived: bool) -> Result<RunSummary> {
     Ok(client().await?.call(RunArchive { run, archived }).await?)
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_cancel(run: String) -> Result<CancelRequested> {
     Ok(client().await?.call(RunCancel { run }).await?)
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn run_resume(run: String) -> Result<RunStarted> {
     let params = RunResume {
         run,
@@ -156,7 +146,6 @@ pub async fn run_resume(run: String) -> Result<RunStarted> {
 }
 
 /// Pending questions, of one run or of all.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn question_list(run: Option<String>) -> Result<Vec<QuestionRecord>> {
     let params = QuestionList {
         run,
@@ -165,7 +154,6 @@ pub async fn question_list(run: Option<String>) -> Result<Vec<QuestionRecord>> {
     Ok(client().await?.call(params).await?)
 }
 
-#[tauri::command(rename_all = "snake_case")]
 pub async fn question_answer(question: String, answer: AnswerBy) -> Result<QuestionRecord> {
     Ok(client()
         .await?
@@ -175,7 +163,6 @@ pub async fn question_answer(question: String, answer: AnswerBy) -> Result<Quest
 
 /// The workflow file's diagnostics (empty when it is valid and clean);
 /// `workflow.io` when it cannot be read.
-#[tauri::command(rename_all = "snake_case")]
 pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
     tauri::async_runtime::spawn_blocking(move || {
         Workflow::load(&path, &LoadOptions::default())
@@ -191,13 +178,43 @@ pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
     .map_err(|e| AppError::new("app.internal", format!("validation failed: {e}")))?
 }
 
-// ----- start-up ----------------------------------------------------------
+// ----- the app itself ----------------------------------------------------
+
+/// The model ids and aliases a run may name, for the Launch screen.
+pub async fn model_names() -> Result<Vec<String>> {
+    let home = home()?;
+    tauri::async_runtime::spawn_blocking(move || model_names_in(&home))
+        .await
+        .map_err(|e| AppError::new("app.internal", format!("reading the models failed: {e}")))?
+}
+
+/// Every model id and alias of the catalog with `home`'s settings.toml laid
+/// over it (a provider's own `models` list included), sorted, each once.
+fn model_names_in(home: &Home) -> Result<Vec<String>> {
+    let settings = LlmSettings::load(&home.settings_path())
+        .map_err(|e| AppError::new(e.code(), e.to_string()))?;
+    let catalog = settings.catalog();
+    let names: BTreeSet<String> = catalog
+        .models
+        .iter()
+        .flat_map(|m| std::iter::once(&m.id).chain(&m.aliases))
+        .chain(catalog.providers.values().flat_map(|p| &p.models))
+        .cloned()
+        .collect();
+    Ok(names.into_iter().collect())
+}
+
+/// The version of this build of the app (the crate version, which is the
+/// workspace version), shown by the UI under the header.
+pub async fn app_version() -> Result<String> {
+    Ok(env!("CARGO_PKG_VERSION").to_owned())
+}
 
 /// The question to open at, when weftd started the app from a gate
 /// notification (`--run RUN --question QUESTION`).
-#[tauri::command(rename_all = "snake_case")]
-pub fn initial_route(route: tauri::State<'_, Option<InitialRoute>>) -> Option<InitialRoute> {
-    route.inner().clone()
+pub async fn initial_route(app: &tauri::AppHandle) -> Result<Option<InitialRoute>> {
+    use tauri::Manager;
+    Ok(app.state::<Option<InitialRoute>>().inner().clone())
 }
 
 /// `weftd` beside the app's executable when it is there, else `weftd` to be
@@ -213,6 +230,48 @@ pub fn weftd_path(exe: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn app_version_is_the_crate_version() {
+        // The UI shows this string verbatim; it must match what was released.
+        let version = tauri::async_runtime::block_on(app_version()).expect("a version");
+        assert_eq!(version, env!("CARGO_PKG_VERSION"));
+        assert!(
+            !version.is_empty(),
+            "an empty version would render as a blank line"
+        );
+    }
+
+    #[test]
+    fn model_names_are_the_catalog_with_the_settings_laid_over_it() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let home = Home::at(temp.path());
+        let builtin = model_names_in(&home).expect("the built-in catalog");
+        assert!(
+            builtin.iter().any(|n| n.starts_with("claude-")),
+            "the built-in catalog names Anthropic's models: {builtin:?}"
+        );
+        let mut sorted = builtin.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(builtin, sorted, "sorted, each name once");
+
+        std::fs::create_dir_all(temp.path()).expect("home");
+        std::fs::write(
+            home.settings_path(),
+            "[providers.ollama]\nbase_url = \"http://localhost:11434/v1\"\nmodels = [\"llama3.1\"]\n",
+        )
+        .expect("settings.toml");
+        let with_local = model_names_in(&home).expect("catalog with settings");
+        assert!(
+            with_local.iter().any(|n| n == "llama3.1"),
+            "a provider added in settings.toml brings its models: {with_local:?}"
+        );
+
+        std::fs::write(home.settings_path(), "[providers.ollama\n").expect("broken settings");
+        let err = model_names_in(&home).expect_err("a broken settings.toml is an error");
+        assert_eq!(err.code, "llm.config");
+    }
 
     #[test]
     fn weftd_is_found_beside_the_app_else_on_the_path() {

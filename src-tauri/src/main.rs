@@ -1,8 +1,8 @@
 //! The Weft desktop app.
 //!
 //! A thin shell: the UI lives in `ui/` and is embedded from `ui/dist` at
-//! compile time (there is no dev server). Commands stay a few lines each
-//! ([`commands`], [`bridge`]): history is read straight from the SQLite
+//! compile time (there is no dev server). Commands are declared once in
+//! [`surface`] and stay a few lines each ([`commands`], [`bridge`]): history is read straight from the SQLite
 //! database (read-only, so it browses with the daemon stopped); everything
 //! live goes to weftd over its socket. The app reads and asks, the daemon
 //! does the work.
@@ -17,15 +17,9 @@ mod first_page;
 mod instance;
 mod rendering;
 mod reveal;
+mod surface;
 
 use weft::views::InitialRoute;
-
-/// The version of this build of the app (the crate version, which is the
-/// workspace version), shown by the UI under the header.
-#[tauri::command]
-fn app_version() -> String {
-    env!("CARGO_PKG_VERSION").to_owned()
-}
 
 fn main() {
     // weftd opens the app at a question with `--run RUN --question ID`.
@@ -61,28 +55,7 @@ fn main() {
                 window.state::<bridge::Bridges>().stop_all();
             }
         })
-        .invoke_handler(tauri::generate_handler![
-            app_version,
-            commands::initial_route,
-            commands::runs_page,
-            commands::run_view,
-            commands::run_events,
-            commands::stage_files,
-            commands::artifact_content,
-            commands::reveal_artifact,
-            commands::search_logs,
-            commands::daemon_status,
-            commands::daemon_start,
-            commands::run_start,
-            commands::run_cancel,
-            commands::run_archive,
-            commands::run_resume,
-            commands::question_list,
-            commands::question_answer,
-            commands::validate_workflow,
-            bridge::subscribe,
-            bridge::unsubscribe,
-        ])
+        .invoke_handler(surface::handler())
         .run(tauri::generate_context!());
     if let Err(e) = result {
         eprintln!("weft-desktop: could not start the app window: {e}");
@@ -125,20 +98,5 @@ fn show(app: &tauri::AppHandle, route: Option<InitialRoute>) {
         && let Err(e) = app.emit(instance::OPEN_ROUTE_EVENT, route)
     {
         eprintln!("weft-desktop: cannot tell the window to open the question: {e}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn app_version_is_the_crate_version() {
-        // The UI shows this string verbatim; it must match what was released.
-        assert_eq!(app_version(), env!("CARGO_PKG_VERSION"));
-        assert!(
-            !app_version().is_empty(),
-            "an empty version would render as a blank line"
-        );
     }
 }

@@ -249,6 +249,28 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
     });
 }
 
+/// The filtered run-list queries the UI's tests make, recorded with the
+/// store's answers (`pages`): the test host serves these instead of
+/// filtering runs itself. The runs screen asks 200 runs at a time and hides
+/// archived ones unless asked; a test's own call may name fewer fields.
+fn recorded_queries() -> Vec<Value> {
+    let screen = |filter: Value| {
+        let mut query = json!({"limit": 200, "offset": 0, "archived": false});
+        if let (Some(query), Some(filter)) = (query.as_object_mut(), filter.as_object()) {
+            query.extend(filter.clone());
+        }
+        query
+    };
+    vec![
+        json!({"status": "failed"}),
+        screen(json!({"status": "failed"})),
+        screen(json!({"workflow": "Release"})),
+        screen(json!({"text": "orders"})),
+        screen(json!({"text": "zzz-no-such-run"})),
+        screen(json!({"label": "release"})),
+    ]
+}
+
 /// What the app's backend returns for every run: the `Fixtures` object of
 /// `ui/src/api/fixtures/index.ts`.
 fn dump(home: &Home) -> Value {
@@ -285,12 +307,22 @@ fn dump(home: &Home) -> Value {
         questions.extend(view.questions.iter().map(|q| json!(q)));
         run_views.push(json!(view));
     }
+    let pages: Vec<Value> = recorded_queries()
+        .into_iter()
+        .map(|query| {
+            let list: RunList = serde_json::from_value(query.clone())
+                .unwrap_or_else(|e| panic!("{query} is a run-list query: {e}"));
+            let page = views.runs(&list).unwrap_or_else(|e| panic!("{e}"));
+            json!({"query": query, "page": page})
+        })
+        .collect();
     json!({
         "views": run_views,
         "events": events,
         "stageFiles": stage_files,
         "questions": questions,
         "artifacts": artifacts,
+        "pages": pages,
     })
 }
 
@@ -308,6 +340,26 @@ fn normalise(value: &mut Value, replacements: &[(String, &str)]) {
         Value::Object(map) => map.values_mut().for_each(|v| normalise(v, replacements)),
         _ => {}
     }
+}
+
+/// The recorded pages, by what they hold: each query with its runs (by
+/// workflow and status) and total. Ids and times differ per recording.
+fn pages_of(fixtures: &Value) -> Vec<String> {
+    let pages = fixtures["pages"].as_array().cloned().unwrap_or_default();
+    pages
+        .iter()
+        .map(|p| {
+            let runs: Vec<String> = p["page"]["runs"]
+                .as_array()
+                .map(|runs| {
+                    runs.iter()
+                        .map(|r| format!("{} {}", r["workflow_name"], r["status"]))
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("{} -> {runs:?} of {}", p["query"], p["page"]["total"])
+        })
+        .collect()
 }
 
 /// The shape of a fixtures object, per run (named by workflow and status,
@@ -423,6 +475,16 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
             .is_some_and(|q| q.iter().any(|q| q["status"] == "pending")),
         "the gate's question is still pending"
     );
+    let pages = pages_of(&fixtures);
+    for expected in [
+        r#"{"status":"failed"} -> ["\"Deploy\" \"failed\""] of 1"#,
+        r#"{"archived":false,"label":"release","limit":200,"offset":0} -> ["\"Ship\" \"blocked\"", "\"Release\" \"succeeded\""] of 2"#,
+    ] {
+        assert!(
+            pages.iter().any(|p| p == expected),
+            "the recorded pages hold the store's filtering: {pages:#?}"
+        );
+    }
 
     let path = fixtures_path();
     if std::env::var_os("WEFT_UPDATE_FIXTURES").is_some_and(|v| v == "1") {
@@ -442,6 +504,11 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         shape.iter().map(|(run, _)| run.clone()).collect()
     };
     assert_eq!(names(&have), names(&want), "{STALE} (the runs differ)");
+    assert_eq!(
+        pages_of(&committed),
+        pages_of(&fixtures),
+        "{STALE} (the recorded run-list pages differ)"
+    );
     for ((run, want_keys), (_, have_keys)) in want.iter().zip(&have) {
         let missing: Vec<_> = want_keys.difference(have_keys).collect();
         let extra: Vec<_> = have_keys.difference(want_keys).collect();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { COMMAND_KINDS } from './commands';
 import { selectHost, TEST_APP_VERSION } from './index';
 import { tauriHost } from './tauriHost';
 import { testHost } from './testHost';
@@ -37,5 +38,26 @@ describe('the first runs page handed over at start', () => {
   it('is ignored when stale, as after a reload long after start', () => {
     handOver(Date.now() - 60_000);
     expect(tauriHost.firstRunsPage?.()).toBeNull();
+  });
+});
+
+describe('the command surface', () => {
+  /** `run_events` → `runEvents`, as the generated host methods are named. */
+  const camel = (name: string) => name.replace(/_(.)/g, (_, c: string) => c.toUpperCase());
+  const methods = Object.entries(COMMAND_KINDS)
+    .filter(([, kind]) => kind !== 'stream')
+    .map(([name]) => camel(name));
+
+  it('gives both hosts a method for every command the app declares', () => {
+    expect(methods.length, 'the generated table lists the commands').toBeGreaterThan(10);
+    for (const [label, host] of [['tauri', tauriHost], ['test', testHost]] as const) {
+      const missing = methods.filter((m) => typeof (host as unknown as Record<string, unknown>)[m] !== 'function');
+      expect(missing, `the ${label} host`).toEqual([]);
+    }
+  });
+
+  it('has the test host find no daemon for a live command it does not model', async () => {
+    await expect(testHost.runCancel('any')).rejects.toMatchObject({ code: 'daemon.not_running' });
+    await expect(testHost.daemonStatus()).rejects.toMatchObject({ code: 'daemon.not_running' });
   });
 });

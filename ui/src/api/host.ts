@@ -1,21 +1,5 @@
-import type {
-  AnswerBy,
-  ArtifactContent,
-  CancelRequested,
-  DaemonInfo,
-  Diagnostic,
-  Event,
-  InitialRoute,
-  LogMatch,
-  QuestionRecord,
-  RunList,
-  RunStart,
-  RunStarted,
-  RunSummary,
-  RunView,
-  RunsPage,
-  StageFiles,
-} from './wire';
+import type { CommandMethods } from './commands';
+import type { Event, InitialRoute, RunsPage } from './wire';
 
 export type * from './wire';
 
@@ -23,59 +7,27 @@ export type * from './wire';
 export type Unsubscribe = () => void;
 
 /**
- * Everything the UI may ask of the backend: one method per Tauri command
- * (`src-tauri/src/commands.rs`, `bridge.rs`). Each host implements all of
- * it, so a screen never knows whether it runs inside the desktop app or a
- * test. Failures reject with an `AppError` (`{code, message}`); screens
- * branch on `code` (`daemon.not_running`, `run.not_found`, ...), never on
- * the message.
+ * Everything the UI may ask of the backend: one method per command of the
+ * app, as declared in `src-tauri/src/surface.rs` (`CommandMethods`,
+ * generated into `./commands.ts`), plus what a host adds around them. Each
+ * host implements all of it, so a screen never knows whether it runs
+ * inside the desktop app or a test. Failures reject with an `AppError`
+ * (`{code, message}`); screens branch on `code` (`daemon.not_running`,
+ * `run.not_found`, ...), never on the message.
  */
-export interface Host {
-  /** The version of the running Weft app, e.g. `0.1.0`. */
-  appVersion(): Promise<string>;
-  /** Where the app was asked to open (a clicked gate notification). */
-  initialRoute(): Promise<InitialRoute | null>;
+export interface Host extends CommandMethods {
   /**
    * Later requests to open a route, while the app is open (a gate
    * notification clicked again starts a second app, which hands its route
    * over). Absent where nothing else can start the app (a plain browser).
    */
   onOpenRoute?(open: (route: InitialRoute) => void): Promise<Unsubscribe>;
-
-  // History: read from the database, works with the daemon stopped.
-  runsPage(query: RunList): Promise<RunsPage>;
   /**
    * The runs list's first page (200 runs, archived hidden) as the backend
    * read it while the window started, once, and only if fresh; null when
    * there is none. A head start only: ask `runsPage` as well.
    */
   firstRunsPage?(): RunsPage | null;
-  runView(run: string): Promise<RunView>;
-  runEvents(run: string, afterSeq: number, limit?: number): Promise<Event[]>;
-  stageFiles(run: string, node: string, visit: number): Promise<StageFiles>;
-  searchLogs(run: string, query: string): Promise<LogMatch[]>;
-  /** The latest captured version of artifact `path` of the run, for a preview. */
-  artifactContent(run: string, path: string): Promise<ArtifactContent>;
-  /**
-   * Writes the latest captured version of artifact `path` to `artifacts/PATH`
-   * in the run directory and shows it in the system file manager; resolves
-   * to that file's path. Rejects with `app.reveal_failed` (the message names
-   * the file) when no file manager answers.
-   */
-  revealArtifact(run: string, path: string): Promise<string>;
-
-  // Live: through weftd (rejects with code `daemon.not_running` when it is
-  // not running; `daemonStart` starts it).
-  daemonStatus(): Promise<DaemonInfo>;
-  daemonStart(): Promise<DaemonInfo>;
-  runStart(params: RunStart): Promise<RunStarted>;
-  runCancel(run: string): Promise<CancelRequested>;
-  /** Archives (hides from the runs list) or brings back a run. */
-  runArchive(run: string, archived: boolean): Promise<RunSummary>;
-  runResume(run: string): Promise<RunStarted>;
-  questionList(run?: string): Promise<QuestionRecord[]>;
-  questionAnswer(question: string, answer: AnswerBy): Promise<QuestionRecord>;
-  validateWorkflow(path: string): Promise<Diagnostic[]>;
   /**
    * The native "open file" dialog for a workflow (`.fabro`, `.dot`,
    * `.toml`); null when cancelled. Absent where there is no native dialog

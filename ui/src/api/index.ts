@@ -7,6 +7,7 @@ import { testHost } from './testHost';
 
 export type * from './host';
 export { appError } from './host';
+export { EVENTS_PAGE_MAX } from './commands';
 export { TEST_APP_VERSION } from './testHost';
 
 /**

@@ -2,6 +2,7 @@ import { Channel, invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { open } from '@tauri-apps/plugin-dialog';
 
+import { commandMethods, type Send } from './commands';
 import type { Event, Host, InitialRoute, RunsPage } from './host';
 
 /**
@@ -10,14 +11,14 @@ import type { Event, Host, InitialRoute, RunsPage } from './host';
  */
 const FIRST_PAGE_FRESH_MS = 5_000;
 
-/** The real backend: commands implemented in `src-tauri` (snake_case args). */
+/** Tauri's `invoke`, typed by the command table. */
+const send: Send = (command, args) => invoke(command, args);
+
+/** The real backend: the commands of `src-tauri`, through `invoke`. */
 export const tauriHost: Host = {
-  appVersion: () => invoke('app_version'),
-  initialRoute: () => invoke('initial_route'),
+  ...commandMethods(send),
   // Emitted by the single-instance hand-over (src-tauri/src/instance.rs).
   onOpenRoute: (open) => listen<InitialRoute>('open-route', (e) => open(e.payload)),
-
-  runsPage: (query) => invoke('runs_page', { query }),
   firstRunsPage: () => {
     // Set by the window's initialisation script (src-tauri/src/first_page.rs).
     const w = globalThis as { __WEFT_FIRST_RUNS__?: { at: number; page: RunsPage } };
@@ -25,22 +26,6 @@ export const tauriHost: Host = {
     delete w.__WEFT_FIRST_RUNS__;
     return handed && Date.now() - handed.at < FIRST_PAGE_FRESH_MS ? handed.page : null;
   },
-  runView: (run) => invoke('run_view', { run }),
-  runEvents: (run, afterSeq, limit) => invoke('run_events', { run, after_seq: afterSeq, limit }),
-  stageFiles: (run, node, visit) => invoke('stage_files', { run, node, visit }),
-  searchLogs: (run, query) => invoke('search_logs', { run, query }),
-  artifactContent: (run, path) => invoke('artifact_content', { run, path }),
-  revealArtifact: (run, path) => invoke('reveal_artifact', { run, path }),
-
-  daemonStatus: () => invoke('daemon_status'),
-  daemonStart: () => invoke('daemon_start'),
-  runStart: (params) => invoke('run_start', { params }),
-  runCancel: (run) => invoke('run_cancel', { run }),
-  runArchive: (run, archived) => invoke('run_archive', { run, archived }),
-  runResume: (run) => invoke('run_resume', { run }),
-  questionList: (run) => invoke('question_list', { run }),
-  questionAnswer: (question, answer) => invoke('question_answer', { question, answer }),
-  validateWorkflow: (path) => invoke('validate_workflow', { path }),
   pickWorkflow: async () => {
     const chosen = await open({
       multiple: false,
@@ -52,9 +37,9 @@ export const tauriHost: Host = {
   subscribe: async (run, afterSeq, onEvent) => {
     const channel = new Channel<Event>();
     channel.onmessage = onEvent;
-    const id = await invoke<string>('subscribe', { run, after_seq: afterSeq, channel });
+    const id = await send('subscribe', { run, after_seq: afterSeq, channel });
     return () => {
-      void invoke('unsubscribe', { subscription: id });
+      void send('unsubscribe', { subscription: id });
     };
   },
 };

@@ -38,6 +38,19 @@ describe('the default test host', () => {
     expect(page.open_questions).toEqual({});
   });
 
+  it('serves the page the store recorded for a filter, a labelled page full', async () => {
+    const page = await testHost.runsPage({ label: 'release', limit: 200, offset: 0, archived: false });
+    expect(page.runs.map((r) => r.workflow_name)).toEqual(['Ship', 'Release']);
+    expect(page.total).toBe(2);
+  });
+
+  it('refuses a filter nobody recorded, naming where to record it', async () => {
+    await expect(testHost.runsPage({ workflow: 'Nope', limit: 200 })).rejects.toMatchObject({
+      code: 'test.unrecorded_query',
+      message: expect.stringContaining('tests/tests/ui_fixtures.rs'),
+    });
+  });
+
   it('searches the stage logs of a run, ignoring case', async () => {
     const deploy = recorded.views.find((v) => v.run.workflow_name === 'Deploy');
     const matches = await testHost.searchLogs(deploy?.run.id ?? '', 'HOST UNREACHABLE');

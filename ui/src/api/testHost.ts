@@ -1,7 +1,8 @@
 import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
-import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunSummary } from './host';
+import { LIVE_METHODS, type LiveMethod } from './commands';
+import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -18,42 +19,52 @@ function artifactNotFound(run: string, path: string): Promise<never> {
 }
 
 /**
+ * Every live command answering as the app does with weftd stopped
+ * (`daemon.not_running`): what the test host does for a live command it
+ * does not model, so a new live command needs nothing here.
+ */
+function withoutDaemon(): Pick<Host, LiveMethod> {
+  const refuse = () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' });
+  // One entry per name of the generated list, which is every live command.
+  return Object.fromEntries(LIVE_METHODS.map((method) => [method, refuse])) as unknown as Pick<Host, LiveMethod>;
+}
+
+/**
  * A backend over fixed fixtures, used when the UI runs in a plain browser:
  * history queries are answered from `fixtures`; live actions change them in
- * memory and notify subscribers, as weftd would.
+ * memory and notify subscribers, as weftd would; live commands it does not
+ * model find no daemon.
  */
 export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
+  return { ...withoutDaemon(), ...modelled(fixtures) };
+}
+
+/** What the test host answers itself: every history command, some live ones. */
+function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Host, LiveMethod>> {
   const listeners = new Set<{ run: string | null; onEvent: (e: Event) => void }>();
   const find = (run: string) =>
     fixtures.views.find((v) => v.run.id.toLowerCase().startsWith(run.toLowerCase()));
-  const matches = (r: RunSummary, text: string | null | undefined) =>
-    !text ||
-    [r.id, r.workflow_name, r.goal ?? ''].some((s) => s.toLowerCase().includes(text.toLowerCase()));
   return {
     appVersion: () => Promise.resolve(TEST_APP_VERSION),
     initialRoute: () => Promise.resolve(null),
 
     runsPage: (q) => {
-      const all = fixtures.views
-        .map((v) => v.run)
-        .filter(
-          (r) =>
-            (!q.status || r.status === q.status) &&
-            (!q.workflow || r.workflow_name === q.workflow) &&
-            (!q.label || r.labels.includes(q.label)) &&
-            (q.archived == null || r.archived === q.archived) &&
-            matches(r, q.text),
-        );
-      const offset = q.offset ?? 0;
-      const runs = all.slice(offset, q.limit == null ? undefined : offset + q.limit);
-      const listed = new Set(runs.map((r) => r.id));
+      const runs = recordedRuns(fixtures, q) ?? unfilteredRuns(fixtures, q);
+      if (!runs) {
+        return Promise.reject({
+          code: 'test.unrecorded_query',
+          message: `no recorded page for ${JSON.stringify(q)}: record it in tests/tests/ui_fixtures.rs`,
+        });
+      }
+      const listed = new Set(runs.runs.map((r) => r.id));
+      // Counted from the questions now, which answers change in memory.
       const open_questions: Record<string, number> = {};
       for (const question of fixtures.questions) {
         if (question.status === 'pending' && listed.has(question.run_id)) {
           open_questions[question.run_id] = (open_questions[question.run_id] ?? 0) + 1;
         }
       }
-      return Promise.resolve({ runs, total: all.length, open_questions });
+      return Promise.resolve({ ...runs, open_questions });
     },
     runView: (run) => {
       const view = find(run);
@@ -88,17 +99,13 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
       return Promise.resolve(`${view.run.run_dir}/artifacts/${path}`);
     },
 
-    daemonStatus: () => Promise.reject({ code: 'daemon.not_running', message: 'weftd is not running (test host)' }),
     daemonStart: () => Promise.reject({ code: 'daemon.start_failed', message: 'the test host has no daemon' }),
-    runStart: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
-    runCancel: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     runArchive: (run, archived) => {
       const view = find(run);
       if (!view) return notFound(run);
       view.run = { ...view.run, archived };
       return Promise.resolve(view.run);
     },
-    runResume: () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' }),
     questionList: (run) =>
       Promise.resolve(fixtures.questions.filter((q) => q.status === 'pending' && (!run || q.run_id === run))),
     questionAnswer: (id, answer) => {
@@ -129,6 +136,9 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
       for (const l of listeners) if (l.run === null || l.run === question.run_id) l.onEvent(event);
       return Promise.resolve(answered);
     },
+    // The models the fixtures' runs asked for: there is no catalog here.
+    modelNames: () =>
+      Promise.resolve([...new Set(fixtures.views.flatMap((v) => v.options.model.model ?? []))].sort()),
     // A path naming a "broken" workflow gets the error a workflow without an
     // exit node gets, so tests can show diagnostics without a backend.
     validateWorkflow: (path) =>
@@ -153,6 +163,37 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
       return Promise.resolve(() => listeners.delete(entry));
     },
   };
+}
+
+/** `q` without what it leaves unset, as JSON with sorted keys: equal queries, equal keys. */
+function queryKey(q: RunList): string {
+  const set = Object.entries(q).filter(([, v]) => v != null);
+  return JSON.stringify(Object.fromEntries(set.sort(([a], [b]) => a.localeCompare(b))));
+}
+
+/**
+ * The store's recorded answer to exactly `q` (`fixtures.pages`), its runs
+ * as the fixtures hold them now (an archive done in memory shows).
+ */
+function recordedRuns(fixtures: Fixtures, q: RunList): { runs: RunSummary[]; total: number } | null {
+  const key = queryKey(q);
+  const recorded = fixtures.pages?.find((p) => queryKey(p.query) === key);
+  if (!recorded) return null;
+  const now = new Map(fixtures.views.map((v) => [v.run.id, v.run]));
+  return { runs: recorded.page.runs.map((r) => now.get(r.id) ?? r), total: recorded.page.total };
+}
+
+/**
+ * A page of the whole list, for a query that filters nothing: every run the
+ * fixtures hold, newest first as they are held, archived ones left out when
+ * `archived: false` (the list's default); null for any filter, whose pages
+ * must be recorded.
+ */
+function unfilteredRuns(fixtures: Fixtures, q: RunList): { runs: RunSummary[]; total: number } | null {
+  if (q.status != null || q.workflow != null || q.label != null || q.text != null || q.archived === true) return null;
+  const all = fixtures.views.map((v) => v.run).filter((r) => q.archived == null || !r.archived);
+  const offset = q.offset ?? 0;
+  return { runs: all.slice(offset, q.limit == null ? undefined : offset + q.limit), total: all.length };
 }
 
 /** The most matches `searchLogs` returns, as the app's command does. */

@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import type { Diagnostic, Host, RunStart } from '../api';
+import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { LaunchScreen, dirname, parseInputs, remember, recentWorkflows, startRequest } from './LaunchScreen';
 
@@ -61,6 +62,33 @@ describe('the launch form', () => {
     expect(request.model).toEqual({ model: 'sonnet' });
     expect(request.workflow).toEqual({ path: '/w/flows/ci.fabro' });
     expect(dirname('/flow.fabro')).toBe('/');
+  });
+
+  it('suggests the model names the backend knows for the model field', async () => {
+    const div = document.createElement('div');
+    container = div;
+    document.body.append(div);
+    const root = createRoot(div);
+    await act(async () => root.render(<LaunchScreen host={makeTestHost(recorded)} />));
+    const input = div.querySelector<HTMLInputElement>('input[name="model"]');
+    const list = div.querySelector('[data-testid=launch-models]');
+    expect(input?.getAttribute('list')).toBe(list?.id);
+    const options = [...(list?.querySelectorAll('option') ?? [])].map((o) => o.getAttribute('value'));
+    // The recorded history's prompt run asked for claude-haiku-4-5.
+    expect(options).toEqual(['claude-haiku-4-5']);
+    root.unmount();
+  });
+
+  it('leaves the model field free when the backend cannot list models', async () => {
+    const div = document.createElement('div');
+    container = div;
+    document.body.append(div);
+    const root = createRoot(div);
+    const host: Host = { ...makeTestHost(), modelNames: () => Promise.reject({ code: 'llm.config', message: 'bad settings.toml' }) };
+    await act(async () => root.render(<LaunchScreen host={host} />));
+    expect(div.querySelectorAll('[data-testid=launch-models] option')).toHaveLength(0);
+    expect(div.querySelector('[role=alert]')).toBeNull();
+    root.unmount();
   });
 
   it('remembers recent workflows newest first, without duplicates', () => {

@@ -86,6 +86,19 @@ export function LaunchScreen({ host }: { host: Host }) {
   const [startError, setStartError] = useState<{ code: string; message: string } | null>(null);
   const [starting, setStarting] = useState(false);
   const [recent, setRecent] = useState<string[]>(() => recentWorkflows());
+  const [models, setModels] = useState<string[]>([]);
+
+  // Suggestions for the model field; without them the name is typed freely.
+  useEffect(() => {
+    let live = true;
+    host.modelNames().then(
+      (names) => live && setModels(names),
+      () => {},
+    );
+    return () => {
+      live = false;
+    };
+  }, [host]);
 
   useEffect(() => {
     if (!path.trim()) {
@@ -203,7 +216,18 @@ export function LaunchScreen({ host }: { host: Host }) {
         </label>
         <label className="launch__field">
           <span>Model (optional)</span>
-          <input name="model" value={model} placeholder="e.g. sonnet" onChange={(e) => setModel(e.target.value)} />
+          <input
+            name="model"
+            value={model}
+            placeholder="e.g. sonnet"
+            list="launch-models"
+            onChange={(e) => setModel(e.target.value)}
+          />
+          <datalist id="launch-models" data-testid="launch-models">
+            {models.map((name) => (
+              <option key={name} value={name} />
+            ))}
+          </datalist>
         </label>
       </div>
       <div className="launch__row">

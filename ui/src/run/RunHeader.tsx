@@ -1,18 +1,11 @@
 import type { Host, RunView } from '../api';
 import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
-import { formatDuration, type FailureSummary } from './derive';
+import { formatCost, formatDateTime, formatDuration } from '../format';
+import type { FailureSummary } from './derive';
 import type { LiveState } from './useRun';
 
 const CANCELLABLE = new Set(['running', 'queued', 'blocked']);
 const RESUMABLE = new Set(['interrupted', 'cancelled']);
-
-/** `2024-05-01 14:03` in the viewer's time zone. */
-export function formatTime(ts: string | null | undefined): string {
-  if (!ts) return '–';
-  const d = new Date(ts);
-  if (Number.isNaN(d.getTime())) return ts;
-  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-}
 
 /** How long the run took (or has taken so far). */
 export function runDuration(view: RunView, now: number): string {
@@ -105,7 +98,7 @@ export function RunHeader({
         </div>
         <div>
           <dt>Started</dt>
-          <dd>{formatTime(run.started_at ?? run.created_at)}</dd>
+          <dd>{formatDateTime(run.started_at ?? run.created_at)}</dd>
         </div>
         <div>
           <dt>Duration</dt>
@@ -119,7 +112,7 @@ export function RunHeader({
           <div>
             <dt>LLM</dt>
             <dd>
-              {run.llm.calls} calls, ${run.llm.cost.toFixed(2)}
+              {run.llm.calls} calls, {formatCost(run.llm)}
             </dd>
           </div>
         )}

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'react';
 
 import type { Event, StageRecord } from '../api';
-import { edgeReasonText, formatDuration, routingOf, stageFailureReason } from './derive';
-import { formatTime } from './RunHeader';
+import { formatDateTime, formatDuration } from '../format';
+import { edgeReasonText, routingOf, stageFailureReason } from './derive';
 import type { FilesLoad } from './useRun';
 
 type Tab = 'response' | 'prompt' | 'script' | 'stdout' | 'stderr' | 'status' | 'context' | 'routing';
@@ -59,7 +59,7 @@ export function StageDetail({ stage, files, events }: { stage: StageRecord; file
         </h3>
         <span className={`run-chip run-chip--${stage.status}`}>{stage.status.replace('_', ' ')}</span>
         <span className="muted">
-          {stage.handler} · started {formatTime(stage.started_at)} ·{' '}
+          {stage.handler} · started {formatDateTime(stage.started_at)} ·{' '}
           {stage.duration_ms != null ? formatDuration(stage.duration_ms) : 'running'}
           {stage.attempts > 0 ? ` · ${stage.attempts} ${stage.attempts === 1 ? 'attempt' : 'attempts'}` : ''}
           {stage.branch ? ` · branch ${stage.branch}` : ''}

@@ -73,10 +73,10 @@ describe('TimelineView', () => {
     act(() => root?.render(<TimelineView timeline={timeline} selected={null} onSelect={() => {}} />));
     const bars = [...container.querySelectorAll('.timeline__bar')].map((b) => [b.getAttribute('title'), b.getAttribute('aria-label')]);
     expect(bars).toEqual([
-      ['start attempt 1: succeeded, 0 ms', 'start attempt 1: succeeded, 0 ms'],
-      ['build attempt 1: retried, 4.0 s', 'build attempt 1: retried, 4.0 s'],
-      ['build attempt 2: succeeded, 5.0 s', 'build attempt 2: succeeded, 5.0 s'],
-      ['push attempt 1: failed, 2.0 s', 'push attempt 1: failed, 2.0 s'],
+      ['start attempt 1: succeeded, 0.0s', 'start attempt 1: succeeded, 0.0s'],
+      ['build attempt 1: retried, 4.0s', 'build attempt 1: retried, 4.0s'],
+      ['build attempt 2: succeeded, 5.0s', 'build attempt 2: succeeded, 5.0s'],
+      ['push attempt 1: failed, 2.0s', 'push attempt 1: failed, 2.0s'],
     ]);
   });
 });

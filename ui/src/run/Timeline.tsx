@@ -1,6 +1,7 @@
 import { useLayoutEffect, useRef, useState, type RefObject } from 'react';
 
-import { formatDuration, type Timeline } from './derive';
+import { formatDuration } from '../format';
+import type { Timeline } from './derive';
 
 /**
  * Where a bar's name is drawn: inside the bar, beside it (after or before)

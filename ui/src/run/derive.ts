@@ -315,13 +315,3 @@ export function nodeAttribute(dot: string, node: string, name: string): string |
 /** Failure-like events the events list always shows. */
 export const ALERT_EVENTS = new Set(['stage.failed', 'run.failed', 'llm.retry', 'llm.failover']);
 
-/** Milliseconds as `1.2 s`, `3 m 4 s`, `2 h 5 m`. */
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return '–';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} m ${Math.round(s % 60)} s`;
-  return `${Math.floor(m / 60)} h ${m % 60} m`;
-}

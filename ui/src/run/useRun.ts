@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-import { appError, type Event, type Host, type RunView, type StageFiles } from '../api';
+import { appError, EVENTS_PAGE_MAX, type Event, type Host, type RunView, type StageFiles } from '../api';
 
-/** The page size the backend caps `run_events` at. */
-const EVENTS_PAGE = 10_000;
+/** Events read per `runEvents` call: the most the backend returns (declared in Rust). */
+const EVENTS_PAGE = EVENTS_PAGE_MAX;
 /** Events that change what `run_view` returns: re-read it after them. */
 const REFRESH_ON = new Set([
   'stage.started',

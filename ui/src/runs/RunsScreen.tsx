@@ -3,7 +3,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState, type Keyboar
 import type { Host, RunStatus, RunSummary } from '../api/host';
 import { navigate } from '../app/route';
 import { StatusChip } from '../components/StatusChip';
-import { absoluteTime, formatCost, formatDuration, formatTokens, relativeTime, runDurationMs } from './format';
+import { formatCost, formatDateTime, formatDuration, formatTokens, relativeTime, runDurationMs } from '../format';
 import { PAGE_SIZE, useRunPages } from './useRunPages';
 import { pagesFor, scrollToShow, virtualWindow } from '../components/virtualWindow';
 import './runs.css';
@@ -380,7 +380,7 @@ function RunRow({ index, run, now, selected, questions, showCost, onOpen }: RunR
           </span>
         ))}
       </span>
-      <span className="runs__time" data-testid="run-started" title={absoluteTime(started)}>
+      <span className="runs__time" data-testid="run-started" title={formatDateTime(started)}>
         <time dateTime={started}>{relativeTime(started, now)}</time>
       </span>
       <span className="runs__num">{duration == null ? '—' : formatDuration(duration)}</span>

@@ -1,4 +1,8 @@
-import type { RunSpend, RunSummary } from '../api/host';
+// How the UI writes times, durations, costs and counts: one formatter for
+// each, used by every screen, so a run reads the same in the list, its
+// header and its stages.
+
+import type { RunSpend, RunSummary } from './api/host';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -21,24 +25,32 @@ export function relativeTime(iso: string, now: number): string {
   return new Date(t).toLocaleDateString('en-GB', { day: 'numeric', month: 'short', year: 'numeric' });
 }
 
-/** The full local date and time of `iso`, for a tooltip. */
-export function absoluteTime(iso: string): string {
+/**
+ * The full local date and time of `iso`, to the second:
+ * `12 Mar 2026, 10:04:05` (the runs list's tooltip, the run header, a
+ * stage's start). `—` when there is no time; the text itself when it is
+ * not one.
+ */
+export function formatDateTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
   return new Date(t).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
 /**
- * A duration, compact: `0.4 s`, `12.3 s`, `4m 05s`, `2h 03m`, `3d 4h`.
+ * A duration, compact, as the CLI prints it (`weft ps`, the run progress):
+ * `0.4s`, `12.3s`, `4m05s`, then `2h03m` and `3d04h`. `—` for a negative
+ * or unknown one.
  */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '—';
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
   const pad = (n: number) => String(n).padStart(2, '0');
-  if (s < 3600) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
-  return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86_400)}d${pad(Math.floor((s % 86_400) / 3600))}h`;
 }
 
 /**

@@ -1,8 +1,8 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from 'vitest';
 
-import type { RunSummary } from '../api/host';
-import { absoluteTime, formatCost, formatDuration, formatTokens, relativeTime, runDurationMs } from './format';
+import type { RunSummary } from './api/host';
+import { formatDateTime, formatCost, formatDuration, formatTokens, relativeTime, runDurationMs } from './format';
 
 const NOW = Date.parse('2026-12-02T17:00:00Z');
 const ago = (ms: number) => new Date(NOW - ms).toISOString();
@@ -26,22 +26,36 @@ describe('relativeTime', () => {
   });
 });
 
-describe('absoluteTime', () => {
+describe('formatDateTime', () => {
   it('has the date and the time to the second', () => {
-    const text = absoluteTime('2026-03-12T10:04:05Z');
+    const text = formatDateTime('2026-03-12T10:04:05Z');
     expect(text).toContain('2026');
+    expect(text).toContain('Mar');
     expect(text).toMatch(/\d{2}:\d{2}:\d{2}/);
+  });
+
+  it('shows a dash for no time and the text itself for one it cannot read', () => {
+    expect(formatDateTime(null)).toBe('—');
+    expect(formatDateTime(undefined)).toBe('—');
+    expect(formatDateTime('soon')).toBe('soon');
   });
 });
 
 describe('formatDuration', () => {
   it('is compact at every scale', () => {
-    expect(formatDuration(400)).toBe('0.4 s');
-    expect(formatDuration(12_345)).toBe('12.3 s');
-    expect(formatDuration(4 * 60_000 + 5_000)).toBe('4m 05s');
-    expect(formatDuration(2 * 3_600_000 + 3 * 60_000)).toBe('2h 03m');
-    expect(formatDuration(3 * 86_400_000 + 4 * 3_600_000)).toBe('3d 4h');
+    expect(formatDuration(0)).toBe('0.0s');
+    expect(formatDuration(400)).toBe('0.4s');
+    expect(formatDuration(12_345)).toBe('12.3s');
+    expect(formatDuration(4 * 60_000 + 5_000)).toBe('4m05s');
+    expect(formatDuration(2 * 3_600_000 + 3 * 60_000)).toBe('2h03m');
+    expect(formatDuration(3 * 86_400_000 + 4 * 3_600_000)).toBe('3d04h');
   });
+  it('reads as the CLI prints it (weft ps, the run progress)', () => {
+    // daemon/src/cli/progress.rs `seconds`: `12.3s`, `2m05s`.
+    expect(formatDuration(125_000)).toBe('2m05s');
+    expect(formatDuration(59_940)).toBe('59.9s');
+  });
+
   it('shows a dash for nonsense', () => {
     expect(formatDuration(-1)).toBe('—');
     expect(formatDuration(Number.NaN)).toBe('—');
