@@ -12,27 +12,27 @@ use crate::lang::Diagnostic;
 use crate::model::RunStatus;
 
 /// Exit code: everything fine (warnings allowed).
-pub const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_OK: u8 = 0;
 /// Exit code: a workflow has an error (`validate`, `graph`), or a model did
 /// not answer (`model test`).
-pub const EXIT_INVALID: u8 = 1;
+pub(crate) const EXIT_INVALID: u8 = 1;
 /// Exit code: bad usage, a file that cannot be read, a run that matches
 /// nothing, a daemon out of reach; an invalid workflow given to `run`.
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 /// Exit code: the run failed.
-pub const EXIT_FAILED: u8 = 1;
+pub(crate) const EXIT_FAILED: u8 = 1;
 /// Exit code: the run was cancelled or interrupted (as a shell reports
 /// SIGINT); it can be resumed.
-pub const EXIT_CANCELLED: u8 = 130;
+pub(crate) const EXIT_CANCELLED: u8 = 130;
 /// Exit code of `weft daemon status`: no daemon is running.
-pub const EXIT_NOT_RUNNING: u8 = 3;
+pub(crate) const EXIT_NOT_RUNNING: u8 = 3;
 /// Exit code of `weft daemon stop`: the daemon was asked to stop but had
 /// not exited in time.
-pub const EXIT_STILL_RUNNING: u8 = 1;
+pub(crate) const EXIT_STILL_RUNNING: u8 = 1;
 /// Exit code of `weft answer`: the question was closed already, with
 /// another answer (or by its timeout, or its run stopping); the message
 /// says what was recorded.
-pub const EXIT_ANSWER_CLOSED: u8 = 1;
+pub(crate) const EXIT_ANSWER_CLOSED: u8 = 1;
 
 /// What a command returns: the exit code it chose, or why it stopped.
 pub(crate) type CliResult = Result<ExitCode, CliError>;

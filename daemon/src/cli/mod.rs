@@ -65,7 +65,7 @@ mod logs;
 mod ps;
 
 use exit::{CliError, CliResult};
-pub use exit::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+pub(crate) use exit::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
 /// What `weft --help` says after the commands: where Weft keeps its data,
 /// its settings and its documentation.
@@ -93,7 +93,7 @@ with `weft completions SHELL`.";
     propagate_version = true,
     after_help = AFTER_HELP
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }

@@ -39,7 +39,7 @@ const PLAIN_TICK: Duration = Duration::from_secs(1);
 /// Without a terminal, a stage that has run this long gets a line with its
 /// latest output, and another each time this much more has passed: often
 /// enough to show a CI log is alive, rarely enough not to flood it.
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// At most this many running stages get a line of their own in the live
 /// block; the rest are counted on one more line.
@@ -61,7 +61,7 @@ const CONTEXT_LINES: usize = 20;
 
 /// Who answers the run's human gates; it decides what a gate shows here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gates {
+pub(crate) enum Gates {
     /// A console on this terminal asks (and prints the question itself).
     Here,
     /// `--auto-approve` or `--dry-run`: gates answer themselves.
@@ -114,7 +114,7 @@ struct State {
 
 /// The progress display.
 #[derive(Clone)]
-pub struct Progress {
+pub(crate) struct Progress {
     state: Arc<Mutex<State>>,
     tty: bool,
 }
@@ -173,7 +173,7 @@ impl Progress {
     /// Calls [`Progress::tick`] ten times a second on a terminal, once a
     /// second otherwise.
     #[must_use]
-    pub fn spawn_ticker(&self) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn_ticker(&self) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         let every = if self.tty { TTY_TICK } else { PLAIN_TICK };
         tokio::spawn(async move {
@@ -203,7 +203,7 @@ impl Progress {
     }
 
     /// The console's prompt line was ended by the person's answer.
-    pub fn prompt_closed(&self) {
+    pub(crate) fn prompt_closed(&self) {
         self.lock().prompt_open = false;
     }
 
@@ -638,7 +638,7 @@ fn terminal_width() -> usize {
 
 /// The question an `interview.started` event asks.
 #[must_use]
-pub fn question_of(event: &Event) -> Option<Question> {
+pub(crate) fn question_of(event: &Event) -> Option<Question> {
     let EventKind::InterviewStarted {
         question_id,
         question,
@@ -678,7 +678,7 @@ pub fn question_of(event: &Event) -> Option<Question> {
 /// previous stage's output, the question and its options, what happens
 /// without an answer, and the command that answers it.
 #[must_use]
-pub fn waiting_lines(run_id: &str, question: &Question, several_open: bool) -> String {
+pub(crate) fn waiting_lines(run_id: &str, question: &Question, several_open: bool) -> String {
     let mut out = String::new();
     if let Some(context) = question.context.as_deref().map(str::trim)
         && !context.is_empty()
@@ -758,7 +758,7 @@ fn shell_quote(text: &str) -> String {
 /// `1 stage failed (flaky)`, `2 stages failed (a, b)`: what a run that
 /// succeeded routed past; `None` when no stage failed.
 #[must_use]
-pub fn failed_note(failed_stages: &[String]) -> Option<String> {
+pub(crate) fn failed_note(failed_stages: &[String]) -> Option<String> {
     match failed_stages.len() {
         0 => None,
         1 => Some(format!("1 stage failed ({})", failed_stages.join(", "))),

@@ -11,20 +11,20 @@ use crate::lang::{Diagnostic, Severity, Workflow};
 
 /// ANSI styling, on only for a terminal without `NO_COLOR`.
 #[derive(Clone, Copy)]
-pub struct Style {
+pub(crate) struct Style {
     on: bool,
 }
 
 impl Style {
     /// Colours when stderr is a terminal and `NO_COLOR` is unset.
     #[must_use]
-    pub fn for_stderr() -> Style {
+    pub(crate) fn for_stderr() -> Style {
         Style::when(std::io::stderr().is_terminal())
     }
 
     /// Colours when stdout is a terminal and `NO_COLOR` is unset.
     #[must_use]
-    pub fn for_stdout() -> Style {
+    pub(crate) fn for_stdout() -> Style {
         Style::when(std::io::stdout().is_terminal())
     }
 
@@ -52,7 +52,7 @@ impl Style {
 /// for success, red for failure, yellow for what needs a look (partial
 /// success, blocked, cancelled, interrupted), cyan for running.
 #[must_use]
-pub fn status_colour(status: &str) -> &'static str {
+pub(crate) fn status_colour(status: &str) -> &'static str {
     match status {
         "succeeded" => "32",
         // `succeeded (1 failed)`: it routed past a failure.
@@ -135,7 +135,7 @@ pub fn human(d: &Diagnostic, file: &str, source: &str, style: Style) -> String {
 
 /// Prints the warnings about `$WEFT_HOME/settings.toml` (keys nothing
 /// reads) on stderr, rustc-style.
-pub fn warn_about_settings(home: &crate::store::Home) {
+pub(crate) fn warn_about_settings(home: &crate::store::Home) {
     let path = home.settings_path();
     let warnings = crate::server::settings_warnings(&path);
     if warnings.is_empty() {
@@ -271,7 +271,7 @@ pub fn counts(diagnostics: &[Diagnostic]) -> Option<String> {
 /// `severity`, `message`, `line`, `column`, and `node_id`, `edge`, `hint`
 /// when they apply.
 #[derive(Serialize)]
-pub struct JsonDiagnostic<'a> {
+pub(crate) struct JsonDiagnostic<'a> {
     rule: &'a str,
     severity: Severity,
     message: &'a str,
@@ -307,7 +307,7 @@ impl<'a> From<&'a Diagnostic> for JsonDiagnostic<'a> {
 /// Serialized straight from the diagnostics (an 8 MiB file can have
 /// hundreds of thousands), without building a JSON tree first.
 #[derive(Serialize)]
-pub struct JsonWorkflow<'a> {
+pub(crate) struct JsonWorkflow<'a> {
     file: &'a str,
     name: String,
     valid: bool,
@@ -323,7 +323,7 @@ fn diagnostics_as_json<S: serde::Serializer>(ds: &&[Diagnostic], s: S) -> Result
 
 /// A whole file's result (see [`JsonWorkflow`]).
 #[must_use]
-pub fn json_workflow(wf: &Workflow) -> JsonWorkflow<'_> {
+pub(crate) fn json_workflow(wf: &Workflow) -> JsonWorkflow<'_> {
     JsonWorkflow {
         file: &wf.file,
         name: wf.name(),
@@ -336,7 +336,7 @@ pub fn json_workflow(wf: &Workflow) -> JsonWorkflow<'_> {
 
 /// The JSON line for a file that could not be read.
 #[must_use]
-pub fn json_io_error(file: &str, error: &dyn std::fmt::Display) -> serde_json::Value {
+pub(crate) fn json_io_error(file: &str, error: &dyn std::fmt::Display) -> serde_json::Value {
     json!({
         "file": file,
         "name": std::path::Path::new(file).file_stem().map(|s| s.to_string_lossy()),

@@ -10,7 +10,7 @@ use crate::lang::{LoadOptions, Workflow};
 use crate::limits::{self, MAX_WORKFLOW_BYTES, ReadError};
 
 /// How a workflow read from standard input is named in messages.
-pub const STDIN_NAME: &str = "<stdin>";
+pub(crate) const STDIN_NAME: &str = "<stdin>";
 
 /// Validates each file, printing diagnostics then a summary per file. A
 /// file that cannot be read is reported with the others (`error: cannot

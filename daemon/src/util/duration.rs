@@ -24,7 +24,7 @@ pub fn elapsed(d: Duration) -> String {
 /// `1h 3m`. Prose rather than a table column, so no padding and no
 /// trailing `.0`.
 #[must_use]
-pub fn elapsed_in_prose(d: Duration) -> String {
+pub(crate) fn elapsed_in_prose(d: Duration) -> String {
     let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     if ms < 1_000 {
         return format!("{ms}ms");

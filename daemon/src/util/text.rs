@@ -3,7 +3,7 @@
 //! never splits a character.
 
 /// The mark put where text was cut.
-pub const ELLIPSIS: char = '…';
+pub(crate) const ELLIPSIS: char = '…';
 
 /// `text` cut to at most `max_chars` characters: when it is longer, its
 /// first `max_chars - 1` characters and `…`. (`max_chars` 0 still leaves
@@ -27,7 +27,7 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
 /// longer, `…` and its last `max_chars - 1` characters (the end of an
 /// output is what matters).
 #[must_use]
-pub fn truncate_start(text: &str, max_chars: usize) -> String {
+pub(crate) fn truncate_start(text: &str, max_chars: usize) -> String {
     let total = text.chars().count();
     if total <= max_chars {
         return text.to_owned();
@@ -43,7 +43,7 @@ pub fn truncate_start(text: &str, max_chars: usize) -> String {
 /// `text` on one line — every run of whitespace, newlines included, made
 /// one space, none at either end — then [`truncate`]d to `max_chars`.
 #[must_use]
-pub fn one_line(text: &str, max_chars: usize) -> String {
+pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     truncate(&flat, max_chars)
 }
