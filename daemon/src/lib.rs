@@ -5,21 +5,23 @@
 //! (`architecture` tests hold the code to it, and find import cycles
 //! between files):
 //! 1. [`limits`]: bounded, regular-file-only reads.
-//! 2. [`secrets`]: what counts as a secret, redaction, keeping keys out of
+//! 2. [`os`]: processes by pid (alive or not, which process it is) and
+//!    signals to process groups.
+//! 3. [`secrets`]: what counts as a secret, redaction, keeping keys out of
 //!    reach of commands.
-//! 3. [`model`]: the records every layer shares (events, outcomes, a run's
+//! 4. [`model`]: the records every layer shares (events, outcomes, a run's
 //!    status and listing, spend).
-//! 4. [`lang`]: the workflow language (lexer, parser, graph model,
+//! 5. [`lang`]: the workflow language (lexer, parser, graph model,
 //!    stylesheet, conditions, templates, validation rules).
-//! 5. [`config`]: the TOML configuration files, read with those limits.
-//! 6. [`store`]: the durable run store (SQLite, blobs, run directories).
-//! 7. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//! 6. [`config`]: the TOML configuration files, read with those limits.
+//! 7. [`store`]: the durable run store (SQLite, blobs, run directories).
+//! 8. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!    OpenAI-compatible servers), the model catalog, retries and failover.
-//! 8. [`engine`]: executes runs: the run loop, routing, handlers.
-//! 9. [`ipc`]: the wire protocol, its framing and socket, and the client.
-//! 10. [`server`]: `weftd`, the daemon: the engine behind the socket.
-//! 11. [`views`]: the desktop app's read models over the store.
-//! 12. [`cli`]: the `weft` command.
+//! 9. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 10. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 11. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 12. [`views`]: the desktop app's read models over the store.
+//! 13. [`cli`]: the `weft` command.
 
 #[cfg(test)]
 mod architecture;
@@ -31,6 +33,7 @@ pub mod lang;
 pub mod limits;
 pub mod llm;
 pub mod model;
+pub mod os;
 pub mod secrets;
 pub mod server;
 pub mod store;

@@ -535,7 +535,7 @@ impl Store {
                 RunStatus::Running,
                 pid,
                 timestamp(),
-                process_start(pid).map(|t| i64::try_from(t).unwrap_or(i64::MAX))
+                crate::os::process::start_time(pid).map(|t| i64::try_from(t).unwrap_or(i64::MAX))
             ])?;
         expect_run(changed, run_id)
     }
@@ -1490,33 +1490,6 @@ impl QuestionRow {
         }
         Ok(record)
     }
-}
-
-/// When process `pid` started, in clock ticks since boot (field 22 of
-/// `/proc/PID/stat`); `None` where there is no such file.
-#[must_use]
-pub fn process_start(pid: u32) -> Option<u64> {
-    stat_fields(pid)?.get(19)?.parse().ok()
-}
-
-/// Whether process `pid` has exited but is still listed: a zombie (state
-/// `Z`, not yet reaped by its parent) or a dying process (`X`). Such a
-/// process runs nothing, though signal 0 still reaches it. False when there
-/// is no such process.
-#[must_use]
-pub fn process_is_zombie(pid: u32) -> bool {
-    stat_fields(pid)
-        .and_then(|fields| fields.first().and_then(|s| s.chars().next()))
-        .is_some_and(|state| matches!(state, 'Z' | 'X' | 'x'))
-}
-
-/// The fields of `/proc/PID/stat` after the command name, from field 3
-/// (the state) on.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let after = stat.get(stat.rfind(')')? + 1..)?;
-    Some(after.split_whitespace().map(str::to_string).collect())
 }
 
 #[cfg(test)]

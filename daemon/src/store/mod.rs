@@ -18,7 +18,6 @@ pub use db::{
     Checkpoint, NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, SHORT_ID_MIN,
     StageCommit, StageRecord, Store,
 };
-pub use db::{process_is_zombie, process_start};
 pub use home::{Home, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir_all};
 pub use run_dir::{RunDir, write_atomic};
 
