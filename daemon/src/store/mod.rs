@@ -6,7 +6,7 @@
 
 mod artifacts;
 mod blob;
-mod db;
+mod runs;
 mod home;
 mod migrations;
 mod run_dir;
@@ -14,7 +14,7 @@ pub mod wal;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
-pub use db::{
+pub use runs::{
     Checkpoint, NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, SHORT_ID_MIN,
     StageCommit, StageRecord, Store,
 };
