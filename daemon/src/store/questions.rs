@@ -1,5 +1,7 @@
 //! The `questions` table: the questions human gates ask, and their answers.
 
+use std::collections::BTreeMap;
+
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, ToSql, params};
 use serde::{Deserialize, Serialize};
@@ -162,6 +164,23 @@ impl Store {
             .query_map(params![run_id, pending_only], QuestionRow::read)?
             .collect::<rusqlite::Result<Vec<QuestionRow>>>()?;
         rows.into_iter().map(QuestionRow::into_record).collect()
+    }
+
+    /// How many questions are pending for each of `run_ids` (the badges of
+    /// a page of the run list); runs without any are absent. One indexed
+    /// count per run.
+    pub fn pending_question_counts(&self, run_ids: &[&str]) -> Result<BTreeMap<String, u32>> {
+        let mut pending = self.conn.prepare_cached(
+            "SELECT count(*) FROM questions WHERE run_id = ?1 AND status = 'pending'",
+        )?;
+        let mut counts = BTreeMap::new();
+        for run_id in run_ids {
+            let open: u32 = pending.query_row([run_id], |row| row.get(0))?;
+            if open > 0 {
+                counts.insert((*run_id).to_string(), open);
+            }
+        }
+        Ok(counts)
     }
 }
 
