@@ -7,21 +7,23 @@
 //! 1. [`util`]: how durations are written, how text is cut to a width,
 //!    how a mutex is locked; nothing else in the crate.
 //! 2. [`limits`]: bounded, regular-file-only reads.
-//! 3. [`secrets`]: what counts as a secret, redaction, keeping keys out of
+//! 3. [`os`]: processes by pid (alive or not, which process it is) and
+//!    signals to process groups.
+//! 4. [`secrets`]: what counts as a secret, redaction, keeping keys out of
 //!    reach of commands.
-//! 4. [`model`]: the records every layer shares (events, outcomes, a run's
+//! 5. [`model`]: the records every layer shares (events, outcomes, a run's
 //!    status and listing, spend).
-//! 5. [`lang`]: the workflow language (lexer, parser, graph model,
+//! 6. [`lang`]: the workflow language (lexer, parser, graph model,
 //!    stylesheet, conditions, templates, validation rules).
-//! 6. [`config`]: the TOML configuration files, read with those limits.
-//! 7. [`store`]: the durable run store (SQLite, blobs, run directories).
-//! 8. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//! 7. [`config`]: the TOML configuration files, read with those limits.
+//! 8. [`store`]: the durable run store (SQLite, blobs, run directories).
+//! 9. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!    OpenAI-compatible servers), the model catalog, retries and failover.
-//! 9. [`engine`]: executes runs: the run loop, routing, handlers.
-//! 10. [`ipc`]: the wire protocol, its framing and socket, and the client.
-//! 11. [`server`]: `weftd`, the daemon: the engine behind the socket.
-//! 12. [`views`]: the desktop app's read models over the store.
-//! 13. [`cli`]: the `weft` command.
+//! 10. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 11. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 12. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 13. [`views`]: the desktop app's read models over the store.
+//! 14. [`cli`]: the `weft` command.
 
 #[cfg(test)]
 mod architecture;
@@ -33,6 +35,7 @@ pub mod lang;
 pub mod limits;
 pub mod llm;
 pub mod model;
+pub mod os;
 pub mod secrets;
 pub mod server;
 pub mod store;

@@ -388,7 +388,7 @@ pub fn check_resumable(run: &RunRecord) -> Result<(), EngineError> {
         }
         RunStatus::Running | RunStatus::Blocked
             if run.pid.is_some_and(|pid| {
-                pid != std::process::id() && run_process_alive(pid, run.pid_start)
+                pid != std::process::id() && crate::os::process::still_alive(pid, run.pid_start)
             }) =>
         {
             return Err(EngineError::NotResumable(format!(
@@ -975,51 +975,4 @@ fn inputs_of(services: &Services, run_id: &str) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Whether the process recorded as executing a run is still that process:
-/// the pid exists and, where the start time was recorded, started then (a
-/// recycled pid belongs to another process).
-#[must_use]
-pub fn run_process_alive(pid: u32, started: Option<u64>) -> bool {
-    process_alive(pid)
-        && match (started, crate::store::process_start(pid)) {
-            (Some(recorded), Some(now)) => recorded == now,
-            _ => true,
-        }
-}
-
-/// Whether a process with this pid exists (signal 0) and has not exited. A
-/// zombie — killed, but not yet reaped by its parent — is not alive: right
-/// after a `kill -9` the dead process is one until its parent reaps it.
-#[must_use]
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    rustix::process::Pid::from_raw(raw)
-        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
-        && !crate::store::process_is_zombie(pid)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_recycled_pid_is_not_taken_for_the_process_that_ran_the_run() {
-        let me = std::process::id();
-        let started = crate::store::process_start(me);
-        assert!(started.is_some(), "/proc gives this process's start time");
-        assert!(run_process_alive(me, started));
-        assert!(
-            run_process_alive(me, None),
-            "no recorded start time: the pid decides"
-        );
-        let other_start = started.map(|t| t + 1);
-        assert!(
-            !run_process_alive(me, other_start),
-            "same pid, another start: another process"
-        );
-    }
 }

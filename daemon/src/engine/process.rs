@@ -120,14 +120,7 @@ pub fn reap_recorded_group(record: &Path) -> Option<u32> {
     let mut fields = text.split_whitespace();
     let pgid: u32 = fields.next()?.parse().ok()?;
     let start: u64 = fields.next()?.parse().ok()?;
-    let same =
-        crate::store::process_start(pgid) == Some(start) && !crate::store::process_is_zombie(pgid);
-    if !same {
-        return None;
-    }
-    let leader = Pid::from_raw(i32::try_from(pgid).ok()?)?;
-    rustix::process::kill_process_group(leader, Signal::KILL).ok()?;
-    Some(pgid)
+    crate::os::process::kill_group_led_by(pgid, start).then_some(pgid)
 }
 
 /// How a script ended and everything it wrote.
@@ -276,7 +269,7 @@ pub async fn run(
     if let Some(record) = &script.group_record {
         // Best effort: the reaper does not need it, only the fallback does.
         let raw = pid.as_raw_nonzero().get().unsigned_abs();
-        if let Some(start) = crate::store::process_start(raw) {
+        if let Some(start) = crate::os::process::start_time(raw) {
             // Private like everything in the run directory; atomic, so the
             // fallback never reads half a record.
             let _ = crate::store::write_atomic(record, format!("{raw} {start}\n").as_bytes());
@@ -458,8 +451,8 @@ impl Group {
     /// Sends `sig` to every process in the group.
     fn signal(&self, sig: Signal) {
         if self.child.is_some() {
-            // ESRCH (all gone) is the only expected error, and needs nothing.
-            let _ = rustix::process::kill_process_group(self.pgid, sig);
+            // ESRCH (all gone) is the only expected failure, and needs nothing.
+            let _ = crate::os::process::signal_group(self.raw_pgid(), sig);
         }
     }
 
@@ -772,18 +765,7 @@ mod tests {
     /// whose parent died are reaped by init, which in a container may never
     /// happen, and a zombie runs nothing.
     fn is_running(pid: i32) -> bool {
-        if cfg!(target_os = "linux") {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.trim().chars().next());
-            !matches!(state, Some('Z' | 'X') | None)
-        } else {
-            Pid::from_raw(pid).is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
-        }
+        u32::try_from(pid).is_ok_and(crate::os::process::is_alive)
     }
 
     /// SIGKILL is delivered asynchronously, so a process that was killed but

@@ -114,7 +114,7 @@ mod tests {
     use super::*;
 
     fn alive(pid: u32) -> bool {
-        crate::engine::launch::process_alive(pid)
+        crate::os::process::is_alive(pid)
     }
 
     #[test]

@@ -459,7 +459,7 @@ impl Daemon {
                 RunStatus::Running | RunStatus::Blocked => !run.pid.is_some_and(|pid| {
                     pid != std::process::id()
                         && Some(pid) != previous
-                        && crate::engine::launch::run_process_alive(pid, run.pid_start)
+                        && crate::os::process::still_alive(pid, run.pid_start)
                 }),
                 RunStatus::Queued => true,
                 // Interrupted by a daemon shutdown: resumable as it is.

@@ -5,10 +5,12 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use rusqlite::params;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
-use super::{Home, Result, StoreError, write_atomic};
+use super::sql::U64;
+use super::{Home, Result, Store, StoreError, timestamp, write_atomic};
 
 /// How a blob reference is spelled in JSON, events and files.
 pub const BLOB_PREFIX: &str = "blob://sha256/";
@@ -151,9 +153,24 @@ impl Blobs {
     }
 }
 
+/// The `blobs` table: the blobs stored so far, with their sizes.
+impl Store {
+    /// Records that blob `hash` (lowercase hex) of `size` bytes exists;
+    /// recording it again changes nothing.
+    pub fn record_blob(&mut self, hash: &str, size: u64) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO blobs (hash, size, created_at) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![hash, U64(size), timestamp()])?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fixtures::home;
 
     #[test]
     fn refs_parse_only_the_prefix_and_64_hex_digits() {
@@ -216,5 +233,18 @@ mod tests {
         let error = blobs.get(&r).expect_err("missing");
         assert!(matches!(error, StoreError::BlobMissing(ref uri) if *uri == r.uri()));
         assert_eq!(error.code(), "blob.missing");
+    }
+
+    #[test]
+    fn recording_a_blob_twice_keeps_one_row() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        store.record_blob("ab12", 5).expect("record");
+        store.record_blob("ab12", 5).expect("record again");
+        let count: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM blobs", [], |row| row.get(0))
+            .expect("count");
+        assert_eq!(count, 1);
     }
 }

@@ -1,26 +1,34 @@
 //! The durable run store: SQLite (WAL, one writer) under `$WEFT_HOME`, the
 //! content-addressed blob store and the run directory on disk.
 //!
+//! [`Store`] is the connection (`connection.rs`); each table adds its methods
+//! in a file of its own: `runs` (with the one run-list query,
+//! [`RunFilter`]), `stages`, `events`, `questions`, `artifacts` and `blob`.
+//!
 //! Invariant: a stage's completion, its events and the checkpoint naming the
 //! next node are committed in one transaction ([`Store::commit_stage`]).
 
 mod artifacts;
 mod blob;
-mod db;
+mod connection;
+mod events;
 mod home;
 mod migrations;
+mod questions;
 mod run_dir;
+mod runs;
+mod sql;
+mod stages;
 pub mod wal;
 
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
-pub use db::{
-    Checkpoint, NewRun, QuestionRecord, QuestionStatus, RunFilter, RunRecord, SHORT_ID_MIN,
-    StageCommit, StageRecord, Store,
-};
-pub use db::{process_is_zombie, process_start};
+pub use connection::{Checkpoint, Store};
 pub use home::{Home, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir_all};
+pub use questions::{QuestionRecord, QuestionStatus};
 pub use run_dir::{RunDir, write_atomic};
+pub use runs::{NewRun, RunFilter, RunRecord, SHORT_ID_MIN};
+pub use stages::{StageCommit, StageRecord};
 
 /// The most events one page of a run's events holds, for every reader
 /// (`run.events` over the socket, the app's views): a page stays a few
@@ -147,3 +155,6 @@ pub fn timestamp() -> String {
 pub fn timestamp_of(time: std::time::SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
+
+#[cfg(test)]
+mod fixtures;

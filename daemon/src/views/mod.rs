@@ -236,8 +236,9 @@ impl Views {
     }
 
     /// The run list: runs matching `query`'s filters (status, workflow,
-    /// label, text), newest first, paged by `limit`/`offset`, with the
-    /// number of matching runs and each listed run's pending questions.
+    /// label, text, archived), newest first, paged by `limit`/`offset`, with
+    /// the number of matching runs and each listed run's pending questions.
+    /// The filters are the store's one run-list query ([`crate::store::RunFilter`]).
     pub fn runs(&self, query: &RunList) -> Result<RunsPage> {
         let Some(store) = &self.store else {
             return Ok(RunsPage {
@@ -247,24 +248,14 @@ impl Views {
             });
         };
         // One snapshot for the count, the page and its questions.
-        let tx = store.snapshot()?;
+        let _tx = store.snapshot()?;
         let filter = query.filter();
         let total = store.count_runs(&filter)?;
         let records = store.list_runs(&filter)?;
-        let mut runs = Vec::with_capacity(records.len());
-        let mut open_questions = BTreeMap::new();
-        let mut pending = tx.prepare_cached(
-            "SELECT count(*) FROM questions WHERE run_id = ?1 AND status = 'pending'",
-        )?;
-        for record in records {
-            let open: u32 = pending.query_row([&record.id], |row| row.get(0))?;
-            if open > 0 {
-                open_questions.insert(record.id.clone(), open);
-            }
-            runs.push(RunSummary::from(record));
-        }
+        let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+        let open_questions = store.pending_question_counts(&ids)?;
         Ok(RunsPage {
-            runs,
+            runs: records.into_iter().map(RunSummary::from).collect(),
             total,
             open_questions,
         })

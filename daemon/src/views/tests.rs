@@ -175,6 +175,99 @@ fn runs_filter_page_count_and_badge_pending_questions() {
     assert_eq!(label.runs[0].id, "01RUN1");
 }
 
+/// Thirty runs, newest last; twelve carry `release`, spread among the
+/// others (every run whose number ends in 0, 2, 5 or 7); `R27`, a release,
+/// is archived.
+fn thirty_runs_twelve_released(home: &Home) -> Vec<String> {
+    let mut store = Store::open(home).expect("store");
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let id = format!("R{i:02}");
+        let mut run = new_run(
+            home,
+            &id,
+            "ship",
+            "goal",
+            &format!("2026-01-01T00:00:{i:02}.000Z"),
+        );
+        run.labels = if [0, 2, 5, 7].contains(&(i % 10)) {
+            vec!["release".into()]
+        } else {
+            vec!["nightly".into()]
+        };
+        store.create_run(&run).expect("create");
+        ids.push(id);
+    }
+    store.set_archived("R27", true).expect("archive");
+    ids
+}
+
+#[test]
+fn a_labelled_page_comes_back_full_and_the_total_counts_every_labelled_run() {
+    let (_temp, home) = home();
+    thirty_runs_twelve_released(&home);
+    let views = Views::open(&home).expect("views");
+    let page = |offset| {
+        views
+            .runs(&RunList {
+                label: Some("release".into()),
+                limit: Some(5),
+                offset: Some(offset),
+                ..RunList::default()
+            })
+            .expect("runs")
+    };
+    let ids = |page: &RunsPage| -> Vec<String> { page.runs.iter().map(|r| r.id.clone()).collect() };
+    let first = page(0);
+    assert_eq!(
+        ids(&first),
+        ["R27", "R25", "R22", "R20", "R17"],
+        "five releases, newest first, although the five newest runs hold two"
+    );
+    assert_eq!(
+        first.total, 12,
+        "the total counts every release, not the page"
+    );
+    assert_eq!(ids(&page(5)), ["R15", "R12", "R10", "R07", "R05"]);
+    let last = page(10);
+    assert_eq!(ids(&last), ["R02", "R00"], "the rest");
+    assert_eq!(last.total, 12);
+}
+
+#[test]
+fn archived_runs_are_listed_only_when_asked_for() {
+    let (_temp, home) = home();
+    thirty_runs_twelve_released(&home);
+    let views = Views::open(&home).expect("views");
+    let runs = |archived, label: Option<&str>| {
+        views
+            .runs(&RunList {
+                archived,
+                label: label.map(str::to_string),
+                limit: Some(5),
+                ..RunList::default()
+            })
+            .expect("runs")
+    };
+    let hidden = runs(Some(false), Some("release"));
+    let ids: Vec<&str> = hidden.runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["R25", "R22", "R20", "R17", "R15"],
+        "the archived release is left out before the page is cut"
+    );
+    assert_eq!(hidden.total, 11);
+    let only = runs(Some(true), None);
+    assert_eq!(only.runs.len(), 1);
+    assert_eq!(
+        (only.runs[0].id.as_str(), only.runs[0].archived),
+        ("R27", true)
+    );
+    assert_eq!(only.total, 1);
+    assert_eq!(runs(None, None).total, 30, "absent: archived or not");
+    assert_eq!(runs(Some(false), None).total, 29);
+}
+
 #[test]
 fn run_view_gathers_stages_questions_graph_and_options_without_env() {
     let (_temp, home) = home();

@@ -1,0 +1,293 @@
+//! The `questions` table: the questions human gates ask, and their answers.
+
+use std::collections::BTreeMap;
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+use rusqlite::{OptionalExtension, ToSql, params};
+use serde::{Deserialize, Serialize};
+
+use super::sql::{from_json, to_json};
+use super::{Result, Store, StoreError, timestamp};
+
+/// Where a human gate's question stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    /// Asked, waiting for an answer.
+    Pending,
+    Answered,
+    /// The gate's timeout passed; its default (if any) was taken.
+    TimedOut,
+    /// The run stopped while the question was open.
+    Interrupted,
+}
+
+impl QuestionStatus {
+    /// The snake_case name used in the database (`pending`, `timed_out`, ...).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionStatus::Pending => "pending",
+            QuestionStatus::Answered => "answered",
+            QuestionStatus::TimedOut => "timed_out",
+            QuestionStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Reads a name written by [`QuestionStatus::as_str`].
+    #[must_use]
+    pub fn parse(text: &str) -> Option<QuestionStatus> {
+        [
+            QuestionStatus::Pending,
+            QuestionStatus::Answered,
+            QuestionStatus::TimedOut,
+            QuestionStatus::Interrupted,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+impl ToSql for QuestionStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for QuestionStatus {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<QuestionStatus> {
+        let text = value.as_str()?;
+        QuestionStatus::parse(text)
+            .ok_or_else(|| FromSqlError::Other(format!("unknown question status `{text}`").into()))
+    }
+}
+
+/// A human gate's question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct QuestionRecord {
+    pub id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub visit: u32,
+    pub text: String,
+    pub options: Vec<String>,
+    pub freeform: bool,
+    pub status: QuestionStatus,
+    pub answer: Option<serde_json::Value>,
+    pub asked_at: String,
+    pub answered_at: Option<String>,
+}
+
+/// The `questions` columns in the order [`QuestionRow::read`] expects.
+const QUESTION_COLUMNS: &str = "id, run_id, node_id, visit, text, options, freeform, status, \
+     answer, asked_at, answered_at";
+
+impl Store {
+    /// Records a human gate's question. Fails if the id exists.
+    pub fn insert_question(&mut self, q: &QuestionRecord) -> Result<()> {
+        let answer = q
+            .answer
+            .as_ref()
+            .map(|a| to_json(a, || format!("answer to question {}", q.id)))
+            .transpose()?;
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO questions ({QUESTION_COLUMNS}) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+            ))?
+            .execute(params![
+                q.id,
+                q.run_id,
+                q.node_id,
+                q.visit,
+                q.text,
+                to_json(&q.options, || format!("options of question {}", q.id))?,
+                q.freeform,
+                q.status,
+                answer,
+                q.asked_at,
+                q.answered_at,
+            ])?;
+        Ok(())
+    }
+
+    /// Closes question `id` with `status` and `answer`, stamping
+    /// `answered_at`. [`StoreError::QuestionNotFound`] if there is no such
+    /// question.
+    pub fn answer_question(
+        &mut self,
+        id: &str,
+        status: QuestionStatus,
+        answer: Option<&serde_json::Value>,
+    ) -> Result<()> {
+        let answer = answer
+            .map(|a| to_json(a, || format!("answer to question {id}")))
+            .transpose()?;
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE questions SET status = ?2, answer = ?3, answered_at = ?4 WHERE id = ?1",
+            )?
+            .execute(params![id, status, answer, timestamp()])?;
+        if changed == 0 {
+            return Err(StoreError::QuestionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The question with this id, if any.
+    pub fn question(&self, id: &str) -> Result<Option<QuestionRecord>> {
+        let row = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {QUESTION_COLUMNS} FROM questions WHERE id = ?1"
+            ))?
+            .query_row([id], QuestionRow::read)
+            .optional()?;
+        row.map(QuestionRow::into_record).transpose()
+    }
+
+    /// Questions of one run (or of all runs), oldest first; only the
+    /// pending ones if `pending_only`.
+    pub fn questions(
+        &self,
+        run_id: Option<&str>,
+        pending_only: bool,
+    ) -> Result<Vec<QuestionRecord>> {
+        let rows = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {QUESTION_COLUMNS} FROM questions \
+                 WHERE (?1 IS NULL OR run_id = ?1) AND (NOT ?2 OR status = 'pending') \
+                 ORDER BY asked_at, id"
+            ))?
+            .query_map(params![run_id, pending_only], QuestionRow::read)?
+            .collect::<rusqlite::Result<Vec<QuestionRow>>>()?;
+        rows.into_iter().map(QuestionRow::into_record).collect()
+    }
+
+    /// How many questions are pending for each of `run_ids` (the badges of
+    /// a page of the run list); runs without any are absent. One indexed
+    /// count per run.
+    pub fn pending_question_counts(&self, run_ids: &[&str]) -> Result<BTreeMap<String, u32>> {
+        let mut pending = self.conn.prepare_cached(
+            "SELECT count(*) FROM questions WHERE run_id = ?1 AND status = 'pending'",
+        )?;
+        let mut counts = BTreeMap::new();
+        for run_id in run_ids {
+            let open: u32 = pending.query_row([run_id], |row| row.get(0))?;
+            if open > 0 {
+                counts.insert((*run_id).to_string(), open);
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// A `questions` row as stored.
+struct QuestionRow {
+    record: QuestionRecord,
+    options: String,
+    answer: Option<String>,
+}
+
+impl QuestionRow {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<QuestionRow> {
+        Ok(QuestionRow {
+            record: QuestionRecord {
+                id: row.get(0)?,
+                run_id: row.get(1)?,
+                node_id: row.get(2)?,
+                visit: row.get(3)?,
+                text: row.get(4)?,
+                options: Vec::new(),
+                freeform: row.get(6)?,
+                status: row.get(7)?,
+                answer: None,
+                asked_at: row.get(9)?,
+                answered_at: row.get(10)?,
+            },
+            options: row.get(5)?,
+            answer: row.get(8)?,
+        })
+    }
+
+    fn into_record(self) -> Result<QuestionRecord> {
+        let mut record = self.record;
+        let id = record.id.clone();
+        record.options = from_json(&self.options, || format!("options of question {id}"))?;
+        if let Some(text) = self.answer {
+            record.answer = Some(from_json(&text, || format!("answer to question {id}"))?);
+        }
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fixtures::{home, new_run};
+
+    #[test]
+    fn questions_round_trip_and_answers_close_them() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        store
+            .create_run(&new_run("R1", "wf", "g", "2026-01-01T00:00:00.000Z"))
+            .expect("create");
+        store
+            .create_run(&new_run("R2", "wf", "g", "2026-01-01T00:00:00.000Z"))
+            .expect("create");
+        let question = |id: &str, run: &str, asked_at: &str| QuestionRecord {
+            id: id.into(),
+            run_id: run.into(),
+            node_id: "approve".into(),
+            visit: 1,
+            text: "Ship it?".into(),
+            options: vec!["[Y] Yes".into(), "[N] No".into()],
+            freeform: false,
+            status: QuestionStatus::Pending,
+            answer: None,
+            asked_at: asked_at.into(),
+            answered_at: None,
+        };
+        let q1 = question("Q1", "R1", "2026-01-01T00:00:01.000Z");
+        let q2 = question("Q2", "R2", "2026-01-01T00:00:02.000Z");
+        store.insert_question(&q1).expect("insert");
+        store.insert_question(&q2).expect("insert");
+        assert_eq!(
+            store.questions(None, false).expect("all"),
+            [q1.clone(), q2.clone()]
+        );
+        assert_eq!(
+            store.questions(Some("R2"), true).expect("R2"),
+            std::slice::from_ref(&q2)
+        );
+
+        let answer = serde_json::json!({"selected": "Yes"});
+        store
+            .answer_question("Q1", QuestionStatus::Answered, Some(&answer))
+            .expect("answer");
+        assert_eq!(store.questions(None, true).expect("pending"), [q2]);
+        let answered = store.questions(Some("R1"), false).expect("R1");
+        assert_eq!(answered[0].status, QuestionStatus::Answered);
+        assert_eq!(answered[0].answer, Some(answer));
+        assert!(answered[0].answered_at.is_some());
+
+        store
+            .answer_question("Q2", QuestionStatus::TimedOut, None)
+            .expect("time out");
+        let timed_out = store.questions(Some("R2"), false).expect("R2");
+        assert_eq!(
+            (timed_out[0].status, &timed_out[0].answer),
+            (QuestionStatus::TimedOut, &None)
+        );
+        assert_eq!(
+            store
+                .answer_question("Q9", QuestionStatus::Answered, None)
+                .expect_err("missing")
+                .code(),
+            "question.not_found"
+        );
+    }
+}
