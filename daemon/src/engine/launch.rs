@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -820,20 +818,17 @@ async fn execute(
         })
         .unwrap_or(DEFAULT_STALL_TIMEOUT_SECS);
 
-    let mut runner = Runner {
+    let mut runner = Runner::new(
         graph,
-        env: &env,
-        recorder: &recorder,
+        &env,
+        &recorder,
         state,
-        rng: SmallRng::seed_from_u64(options.seed),
-        checkpoint_written: None,
-        pending_checkpoint: None,
-        branch: None,
-        resume_parallel,
-        entered_by: None,
-        resumed,
-        nesting: services.nesting,
-    };
+        options.seed,
+        services.nesting,
+    );
+    if resumed {
+        runner = runner.resuming(resume_parallel);
+    }
     let next = match next {
         Ok(node) => node,
         Err(finish) => {
