@@ -231,6 +231,54 @@ fn sigterm_cancels_the_run_kills_its_command_and_resume_finishes_it() {
     );
 }
 
+/// One rule, one message: the engine decides whether a run can be resumed,
+/// so weftd refuses a run that ended with the very words
+/// `weft resume --no-daemon` prints (the daemon used to say it its own way).
+#[test]
+fn resuming_an_ended_run_is_refused_in_the_same_words_with_or_without_the_daemon() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", LINEAR);
+    let run = sb.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = json(&run.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let before = only_run(&sb).map(|r| (r.status, r.last_seq));
+    assert_eq!(before.map(|b| b.0), Some(RunStatus::Succeeded));
+    let error_line = |stderr: &str| {
+        stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    let in_process = sb.run(&["resume", "--no-daemon", &id]);
+    assert_eq!(in_process.code, 2, "{}", in_process.stderr);
+    let said = error_line(&in_process.stderr);
+    assert!(
+        said.starts_with(&format!("error: run {id} already succeeded at "))
+            && said.ends_with("; only interrupted or cancelled runs can be resumed"),
+        "{}",
+        in_process.stderr
+    );
+
+    let through_daemon = sb.run(&["resume", &id]);
+    assert_eq!(through_daemon.code, 2, "{}", through_daemon.stderr);
+    assert_eq!(
+        error_line(&through_daemon.stderr),
+        said,
+        "{}",
+        through_daemon.stderr
+    );
+    assert_eq!(
+        only_run(&sb).map(|r| (r.status, r.last_seq)),
+        before,
+        "both refusals left the run as it was"
+    );
+}
+
 /// Starts `weft run` on a workflow whose `two` stage records its pid and
 /// blocks until a `go` file exists, then SIGKILLs weft once `two` runs:
 /// `one` is committed, `two` was in flight.

@@ -1,7 +1,7 @@
-//! `weft run FILE` and `weft resume RUN`: build the run request (from the
-//! options and a run configuration), then hand it to weftd and follow it
-//! (`remote.rs`), or with `--no-daemon` execute it in this process with
-//! live progress on stderr.
+//! `weft run FILE` and `weft resume RUN`: read the arguments and the run
+//! configuration, then hand the run to weftd, which executes it while this
+//! command follows it (`remote.rs`); with `--no-daemon`, execute it in this
+//! process instead, with the same live progress on stderr.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -7,13 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::cancel::{Cancel, CancelReason};
-use super::checkpoint::Checkpoint;
+use super::checkpoint::{Checkpoint, CheckpointError};
 use super::clock::Clock;
 use super::context::Context;
 use super::environment;
@@ -153,8 +151,8 @@ pub enum EngineError {
     InvalidWorkflow(Vec<Diagnostic>),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{0}")]
-    NotResumable(String),
+    #[error(transparent)]
+    NotResumable(#[from] NotResumable),
     #[error("cannot read the workflow: {0}")]
     Io(String),
     #[error("{0}")]
@@ -168,11 +166,50 @@ impl EngineError {
         match self {
             EngineError::InvalidWorkflow(_) => "workflow.invalid",
             EngineError::Store(e) => e.code(),
-            EngineError::NotResumable(_) => "run.not_resumable",
+            EngineError::NotResumable(_) => NotResumable::CODE,
             EngineError::Io(_) => "workflow.io",
             EngineError::Config(_) => "run.config",
         }
     }
+}
+
+/// Why a run cannot be resumed: the one answer the CLI, the daemon and
+/// the engine's own resume give (code `run.not_resumable`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotResumable {
+    /// It succeeded or failed: only interrupted or cancelled runs continue.
+    #[error(
+        "run {run_id} already {status} at {}; only interrupted or cancelled runs can be resumed{}",
+        .finished_at.as_deref().unwrap_or("an unknown time"),
+        .failure_reason.as_deref().map(|r| format!(" (it failed: {r})")).unwrap_or_default()
+    )]
+    Ended {
+        run_id: String,
+        status: RunStatus,
+        finished_at: Option<String>,
+        failure_reason: Option<String>,
+    },
+    /// A live process other than this one is executing it.
+    #[error(
+        "run {run_id} is still running in process {pid}; wait for it to end, or stop that process first"
+    )]
+    StillRunning { run_id: String, pid: u32 },
+    /// Its checkpoint is damaged and the events hold no earlier one.
+    #[error(
+        "run {run_id}'s checkpoint is damaged ({damage}) and no earlier checkpoint could be rebuilt from its events"
+    )]
+    DamagedCheckpoint {
+        run_id: String,
+        damage: CheckpointError,
+    },
+    /// Nothing was committed and the workflow has no start node to begin at.
+    #[error("the workflow has no start node")]
+    NoStartNode,
+}
+
+impl NotResumable {
+    /// The stable code clients branch on.
+    pub const CODE: &'static str = "run.not_resumable";
 }
 
 fn load(
@@ -366,40 +403,36 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     })
 }
 
-/// Refuses to resume a run that ended (succeeded or failed) or that a live
-/// process other than this one is still executing. Cheap: it reads no
-/// files, so a server can answer a resume request with it at once.
+/// Whether `run` can be resumed, decided from its record alone: not when it
+/// ended (succeeded or failed), nor while a live process other than this
+/// one is executing it. Everything that resumes or offers to resume a run
+/// asks this. Cheap: it reads no files of the run, so a server can answer a
+/// resume request with it at once.
 ///
 /// # Errors
-/// [`EngineError::NotResumable`], saying why; the run is left as it was.
-pub fn check_resumable(run: &RunRecord) -> Result<(), EngineError> {
+/// [`NotResumable`], saying why; the run is left as it was.
+pub fn resumable(run: &RunRecord) -> Result<(), NotResumable> {
     match run.status {
-        RunStatus::Succeeded | RunStatus::Failed => {
-            return Err(EngineError::NotResumable(format!(
-                "run {} already {} at {}; only interrupted or cancelled runs can be resumed{}",
-                run.id,
-                run.status.as_str(),
-                run.finished_at.as_deref().unwrap_or("an unknown time"),
-                run.failure_reason
-                    .as_deref()
-                    .map(|r| format!(" (it failed: {r})"))
-                    .unwrap_or_default(),
-            )));
-        }
-        RunStatus::Running | RunStatus::Blocked
-            if run.pid.is_some_and(|pid| {
-                pid != std::process::id() && crate::os::process::still_alive(pid, run.pid_start)
-            }) =>
-        {
-            return Err(EngineError::NotResumable(format!(
-                "run {} is still running in process {}; wait for it to end, or stop that process first",
-                run.id,
-                run.pid.unwrap_or_default(),
-            )));
-        }
-        _ => {}
+        RunStatus::Succeeded | RunStatus::Failed => Err(NotResumable::Ended {
+            run_id: run.id.clone(),
+            status: run.status,
+            finished_at: run.finished_at.clone(),
+            failure_reason: run.failure_reason.clone(),
+        }),
+        RunStatus::Running | RunStatus::Blocked => match run.pid {
+            Some(pid)
+                if pid != std::process::id()
+                    && crate::os::process::still_alive(pid, run.pid_start) =>
+            {
+                Err(NotResumable::StillRunning {
+                    run_id: run.id.clone(),
+                    pid,
+                })
+            }
+            _ => Ok(()),
+        },
+        RunStatus::Queued | RunStatus::Cancelled | RunStatus::Interrupted => Ok(()),
     }
-    Ok(())
 }
 
 /// Refuses a working directory that does not exist or is not a directory,
@@ -426,7 +459,7 @@ fn check_work_dir(dir: &Path) -> Result<(), EngineError> {
 
 /// Continues an interrupted or cancelled run from its last checkpoint.
 ///
-/// A resume that cannot start (see [`check_resumable`], an unreadable
+/// A resume that cannot start (see [`resumable`], an unreadable
 /// workflow, a damaged checkpoint) returns the error and leaves the run's
 /// status and events as they were.
 pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, EngineError> {
@@ -474,7 +507,7 @@ impl Resumable {
 /// # Errors
 /// As for [`resume`]; the run is left as it was.
 pub fn prepare_resume(run: &RunRecord, services: &Services) -> Result<Resumable, EngineError> {
-    check_resumable(run)?;
+    resumable(run)?;
     check_work_dir(&run.work_dir)?;
     let options: RunOptions = serde_json::from_value(run.options.clone()).unwrap_or_default();
     let run_dir = RunDir::open(&run.run_dir);
@@ -538,9 +571,7 @@ pub fn prepare_resume(run: &RunRecord, services: &Services) -> Result<Resumable,
                 run.work_dir.to_string_lossy().into_owned(),
             );
             let Some(start) = graph.start().map(|n| n.id.to_string()) else {
-                return Err(EngineError::NotResumable(
-                    "the workflow has no start node".into(),
-                ));
+                return Err(NotResumable::NoStartNode.into());
             };
             (
                 State {
@@ -686,10 +717,11 @@ fn restore(run: &RunRecord, services: &Services) -> Result<Option<Checkpoint>, E
     match (from_events, damage) {
         (Some(cp), _) => Ok(Some(cp)),
         (None, None) => Ok(None),
-        (None, Some(e)) => Err(EngineError::NotResumable(format!(
-            "run {}'s checkpoint is damaged ({e}) and no earlier checkpoint could be rebuilt from its events",
-            run.id
-        ))),
+        (None, Some(e)) => Err(NotResumable::DamagedCheckpoint {
+            run_id: run.id.clone(),
+            damage: e,
+        }
+        .into()),
     }
 }
 
@@ -789,20 +821,17 @@ async fn execute(
         })
         .unwrap_or(DEFAULT_STALL_TIMEOUT_SECS);
 
-    let mut runner = Runner {
+    let mut runner = Runner::new(
         graph,
-        env: &env,
-        recorder: &recorder,
+        &env,
+        &recorder,
         state,
-        rng: SmallRng::seed_from_u64(options.seed),
-        checkpoint_written: None,
-        pending_checkpoint: None,
-        branch: None,
-        resume_parallel,
-        entered_by: None,
-        resumed,
-        nesting: services.nesting,
-    };
+        options.seed,
+        services.nesting,
+    );
+    if resumed {
+        runner = runner.resuming(resume_parallel);
+    }
     let next = match next {
         Ok(node) => node,
         Err(finish) => {
@@ -975,4 +1004,93 @@ fn inputs_of(services: &Services, run_id: &str) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run recorded in a real store in `home`, as `weft run` records one.
+    fn recorded(home: &Home) -> (Store, String) {
+        let mut store = Store::open(home).expect("store");
+        let id = ulid::Ulid::generate().to_string();
+        store
+            .create_run(&NewRun {
+                id: id.clone(),
+                workflow_name: "wf".into(),
+                workflow_path: None,
+                goal: None,
+                run_dir: home.runs_dir().join(&id),
+                work_dir: home.runs_dir(),
+                inputs: Map::new(),
+                options: Value::Null,
+                labels: Vec::new(),
+                node_count: 2,
+                edge_count: 1,
+                created_at: crate::store::timestamp(),
+            })
+            .expect("create run");
+        (store, id)
+    }
+
+    #[test]
+    fn a_run_that_ended_is_not_resumable_and_the_refusal_says_when_and_why() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut store, id) = recorded(&Home::at(dir.path().join("home")));
+        store
+            .set_status(&id, RunStatus::Failed, Some("stage test failed"))
+            .expect("status");
+        let run = store.find_run(&id).expect("run");
+        let refused = resumable(&run).expect_err("a failed run does not resume");
+        assert!(matches!(refused, NotResumable::Ended { .. }), "{refused:?}");
+        let said = refused.to_string();
+        assert!(
+            said.starts_with(&format!("run {id} already failed at 20"))
+                && said.ends_with(
+                    "; only interrupted or cancelled runs can be resumed (it failed: stage test failed)"
+                ),
+            "{said}"
+        );
+        assert_eq!(EngineError::from(refused).code(), "run.not_resumable");
+    }
+
+    #[test]
+    fn only_a_run_another_live_process_executes_is_refused_as_still_running() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut store, id) = recorded(&Home::at(dir.path().join("home")));
+        for status in [
+            RunStatus::Queued,
+            RunStatus::Cancelled,
+            RunStatus::Interrupted,
+        ] {
+            store.set_status(&id, status, None).expect("status");
+            let run = store.find_run(&id).expect("run");
+            assert_eq!(resumable(&run), Ok(()), "{status} resumes");
+        }
+        // This process (a daemon resuming what it runs itself) is not "another".
+        store
+            .mark_running(&id, std::process::id())
+            .expect("running");
+        let run = store.find_run(&id).expect("run");
+        assert_eq!(resumable(&run), Ok(()));
+
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        store.mark_running(&id, other.id()).expect("running");
+        let run = store.find_run(&id).expect("run");
+        let refused = resumable(&run);
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(
+            refused,
+            Err(NotResumable::StillRunning {
+                run_id: id.clone(),
+                pid: other.id()
+            })
+        );
+        // Killed and reaped: a crashed executor's run resumes.
+        assert_eq!(resumable(&run), Ok(()));
+    }
 }

@@ -18,7 +18,6 @@ pub mod interviewer;
 pub mod launch;
 pub mod models;
 pub mod output;
-pub mod parallel;
 pub mod preamble;
 pub mod process;
 pub mod reaper;
@@ -26,7 +25,6 @@ pub mod recorder;
 pub mod retry;
 pub mod routing;
 pub mod run;
-pub mod subworkflow;
 
 pub use launch::{
     Conclusion, EngineError, RunOptions, RunRequest, Services, StageSummary, resume, start,

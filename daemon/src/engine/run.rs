@@ -1,25 +1,39 @@
-//! The run loop: start → handler → outcome → edge selection → checkpoint →
-//! next node, until the exit node (where goal gates are checked) or until
-//! the run fails, is cancelled or has nowhere to go.
+//! The run loop: start → handler → outcome → edge selection → commit
+//! (stage + events + checkpoint) → next node, until the exit node (where
+//! goal gates are checked) or until the run fails, is cancelled or has
+//! nowhere to go.
+//!
+//! - This file: the [`Runner`] (how it is built, its [`State`]), the loop
+//!   itself ([`Runner::drive`]: cancel, branch end, goal gates, visit
+//!   limits) and the checkpoint.json mirror.
+//! - `stage.rs`: one stage in named steps, from start to commit.
+//! - `parallel.rs` and `subworkflow.rs`: the stages that drive nested
+//!   runners (fan-out branches, child runs); `branch.rs`: what a branch
+//!   runner knows about its branch.
+
+mod branch;
+mod parallel;
+mod stage;
+mod subworkflow;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
 use rand::rngs::SmallRng;
-use serde_json::{Map, Value, json};
+use rand::{RngExt, SeedableRng};
+use serde_json::Value;
 
+use self::branch::Branch;
 use super::cancel::CancelReason;
-use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
-use super::context::{Context, OFFLOAD_BYTES};
-use super::handlers::{self, RunEnv, StageCx};
+use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, ParallelProgress};
+use super::context::Context;
+use super::handlers::RunEnv;
 use super::recorder::Recorder;
-use super::retry::RetryPolicy;
-use super::routing::{self, Route, Selection, Subject};
+use super::routing::{self, Selection};
 use crate::lang::graph::{Graph, Handler, Node};
 use crate::model::{EdgeReason, EventKind};
-use crate::model::{FailureClass, Outcome, Status, failure_signature};
-use crate::store::{BlobRef, StageCommit, StageRecord, StoreError};
+use crate::model::{FailureClass, Outcome};
+use crate::store::{StageRecord, StoreError};
 
 /// The circuit breaker's default limit (execution/failures.mdx).
 pub const DEFAULT_SIGNATURE_LIMIT: u32 = 3;
@@ -101,32 +115,36 @@ impl State {
     }
 }
 
-/// Everything one execution of a run needs.
+/// One execution of a graph: a run's own ([`Runner::new`], then
+/// [`Runner::resuming`] for a resumed run), or one branch of a parallel
+/// stage (`Runner::for_branch`). Its fields belong to the run loop.
 pub struct Runner<'a> {
-    pub graph: &'a Graph,
-    pub env: &'a RunEnv,
-    pub recorder: &'a Recorder,
-    pub state: State,
-    pub rng: SmallRng,
+    graph: &'a Graph,
+    env: &'a RunEnv,
+    recorder: &'a Recorder,
+    state: State,
+    /// Draws `selection="random"` edges, retry jitter and the seeds of
+    /// branches and child runs.
+    rng: SmallRng,
     /// When checkpoint.json was last written, and a newer checkpoint not
     /// yet written to it.
-    pub checkpoint_written: Option<Instant>,
-    pub pending_checkpoint: Option<Checkpoint>,
+    checkpoint_written: Option<Instant>,
+    pending_checkpoint: Option<Checkpoint>,
     /// Set when this runner executes one branch of a parallel stage.
-    pub branch: Option<super::parallel::Branch>,
+    branch: Option<Branch>,
     /// Branch progress from the checkpoint of a resumed run, for the
     /// parallel node it names.
-    pub resume_parallel: Option<super::checkpoint::ParallelProgress>,
+    resume_parallel: Option<ParallelProgress>,
     /// The edge that led to the next node (its `fidelity` applies there);
     /// `None` at the start, after a jump or a resume.
-    pub entered_by: Option<usize>,
+    entered_by: Option<usize>,
     /// Set until the first stage after a resume has started: it cannot
     /// continue a conversation that is no longer in memory, so `full`
     /// fidelity degrades to `summary:high` there (execution/context.mdx).
-    pub resumed: bool,
+    resumed: bool,
     /// How many runners this one runs inside: parallel branches and
     /// sub-workflow runs each add one (see [`MAX_NESTING`]).
-    pub nesting: usize,
+    nesting: usize,
 }
 
 /// How deeply parallel fan-outs and sub-workflows may nest, counted
@@ -140,7 +158,7 @@ pub const MAX_NESTING: usize = 16;
 
 /// The failure of a parallel or sub-workflow stage that would nest one
 /// level too deep.
-pub(super) fn too_deep(what: &str) -> Outcome {
+fn too_deep(what: &str) -> Outcome {
     Outcome::failed(
         FailureClass::Deterministic,
         format!(
@@ -150,30 +168,76 @@ pub(super) fn too_deep(what: &str) -> Outcome {
 }
 
 impl<'a> Runner<'a> {
-    /// Records the fidelity the stage of `node` runs at as
-    /// `internal.fidelity`: the entering edge's, else the node's, else the
-    /// graph's `default_fidelity`, else `compact`.
-    fn set_fidelity(&mut self, node: &Node) {
-        let graph = self.graph;
-        let edge = self
-            .entered_by
-            .take()
-            .and_then(|i| graph.edges.get(i))
-            .and_then(|e| e.attrs.non_empty("fidelity"));
-        let mut fidelity = super::preamble::Fidelity::resolve(
-            edge.as_deref(),
-            node.attrs.non_empty("fidelity").as_deref(),
-            graph.attrs.non_empty("default_fidelity").as_deref(),
-        );
-        if std::mem::take(&mut self.resumed) {
-            fidelity = fidelity.after_resume();
+    /// A runner for a run's own graph, from `state` (a new run's, or one
+    /// restored from a checkpoint), recording through `recorder`. `seed`
+    /// starts its random sequence; `nesting` counts the runners around it
+    /// (0 for a top-level run, one more per sub-workflow; see
+    /// [`MAX_NESTING`]).
+    #[must_use]
+    pub fn new(
+        graph: &'a Graph,
+        env: &'a RunEnv,
+        recorder: &'a Recorder,
+        state: State,
+        seed: u64,
+        nesting: usize,
+    ) -> Runner<'a> {
+        Runner {
+            graph,
+            env,
+            recorder,
+            state,
+            rng: SmallRng::seed_from_u64(seed),
+            checkpoint_written: None,
+            pending_checkpoint: None,
+            branch: None,
+            resume_parallel: None,
+            entered_by: None,
+            resumed: false,
+            nesting,
         }
-        self.state
-            .context
-            .set("internal.fidelity", fidelity.as_str());
     }
 
-    /// Runs from `next` until the run ends.
+    /// The runner continuing a resumed run: its first stage runs `full`
+    /// fidelity as `summary:high` (the conversation is no longer in
+    /// memory), and `parallel`, the branch progress the checkpoint recorded,
+    /// lets the parallel node it names continue its unfinished branches.
+    #[must_use]
+    pub fn resuming(mut self, parallel: Option<ParallelProgress>) -> Runner<'a> {
+        self.resumed = true;
+        self.resume_parallel = parallel;
+        self
+    }
+
+    /// A runner for one branch of the parallel stage this runner is in: the
+    /// same graph and recorder, the branch's own `env` (with its own cancel)
+    /// and `state`, a random sequence seeded from this runner's, one level
+    /// deeper; it stops where `branch` joins.
+    fn for_branch<'b>(&mut self, env: &'b RunEnv, state: State, branch: Branch) -> Runner<'b>
+    where
+        'a: 'b,
+    {
+        Runner {
+            graph: self.graph,
+            env,
+            recorder: self.recorder,
+            state,
+            rng: SmallRng::seed_from_u64(self.rng.random()),
+            checkpoint_written: self.checkpoint_written,
+            pending_checkpoint: None,
+            branch: Some(branch),
+            resume_parallel: None,
+            entered_by: None,
+            resumed: false,
+            nesting: self.nesting + 1,
+        }
+    }
+
+    /// Runs from `next`, stage after stage, until the run ends (or, in a
+    /// branch, until it reaches the join or the exit). Before each stage:
+    /// a cancel stops the run; the exit node first checks the goal gates
+    /// (and may jump to a retry target); the node's visit limit may fail the
+    /// run. Errs only when the store fails.
     pub async fn drive(&mut self, mut next: String) -> Result<Finish, StoreError> {
         loop {
             if let Some(reason) = self.env.cancel.reason() {
@@ -294,443 +358,6 @@ impl<'a> Runner<'a> {
         Ok(Some(Ok(target)))
     }
 
-    /// Runs one stage (with its retries), routes, and commits.
-    async fn stage(&mut self, node: &Node, visit: u32) -> Result<Step, StoreError> {
-        let id: &str = &node.id;
-        let started = Instant::now();
-        self.state.context.set("current_node", id);
-        self.state.context.set("internal.node_visit_count", visit);
-        self.set_fidelity(node);
-        let branch = self.branch.as_ref().map(|b| b.id.clone());
-        self.recorder.store().stage_started_in(
-            self.recorder.run_id(),
-            id,
-            visit,
-            node.handler.name(),
-            branch.as_deref(),
-        )?;
-        let dir = self.recorder.run_dir().ensure_node_dir(id, visit)?;
-
-        if matches!(node.handler, Handler::Parallel | Handler::SubWorkflow) {
-            // These drive nested runners instead of attempts; they start once.
-            self.recorder.emit(
-                EventKind::StageStarted {
-                    handler: node.handler.name().to_string(),
-                    attempt: 1,
-                    branch: self.branch.as_ref().map(|b| b.id.clone()),
-                },
-                Some((id, visit)),
-            )?;
-        }
-        let (mut outcome, attempts) = if node.handler == Handler::Parallel {
-            (self.parallel(node, visit, &dir).await?, 1)
-        } else if node.handler == Handler::SubWorkflow {
-            (Box::pin(self.subworkflow(node, visit, &dir)).await?, 1)
-        } else {
-            self.attempts(node, visit, &dir).await?
-        };
-
-        if let Some(reason) = self.env.cancel.reason() {
-            // The stage did not finish: it is not committed, and the
-            // checkpoint still names it, so a resume runs it again.
-            self.recorder
-                .store()
-                .interrupt_running_stages(self.recorder.run_id())?;
-            return Ok(Step::Finish(cancelled(reason)));
-        }
-
-        // From here on the outcome is recorded and merged into the context:
-        // no secret value goes further.
-        outcome.redact(&self.env.redactor);
-        let transparent = node.handler == Handler::Conditional;
-        let mut updates = std::mem::take(&mut outcome.context_updates);
-        self.offload(&mut updates);
-        self.state.context.merge(&updates);
-        outcome.context_updates = updates;
-
-        // Routing sees the merged context. A diamond's edges read the
-        // previous stage's outcome, which the context still holds.
-        let previous_outcome = self.state.context.text("outcome");
-        let previous_label = self.state.context.text("preferred_label");
-        let subject = transparent.then_some(Subject {
-            outcome: if previous_outcome.is_empty() {
-                "succeeded"
-            } else {
-                &previous_outcome
-            },
-            preferred_label: &previous_label,
-        });
-        let conditions_context = self.resolved_for_conditions(node);
-        let route = routing::select(
-            self.graph,
-            node,
-            &mut outcome,
-            conditions_context
-                .as_ref()
-                .unwrap_or(self.state.context.values()),
-            subject,
-            &mut self.rng,
-        );
-
-        // Bookkeeping the checkpoint carries.
-        let mut finish: Option<Finish> = None;
-        if !transparent {
-            self.record_outcome_keys(node, &outcome);
-        }
-        if outcome.status == Status::Failed
-            && let Some(failure) = &outcome.failure
-        {
-            let signature = failure_signature(id, failure);
-            if failure.class.counts_for_circuit_breaker() {
-                let limit = self.signature_limit();
-                let count = self
-                    .state
-                    .loop_signatures
-                    .entry(signature.clone())
-                    .or_insert(0);
-                *count += 1;
-                if *count >= limit {
-                    finish = Some(Finish::Failed(format!(
-                        "{} failure cycle detected: signature {signature} repeated {count} times (limit {limit}; raise it with the graph attribute loop_restart_signature_limit)",
-                        failure.class
-                    )));
-                }
-            }
-        }
-        *self.state.visits.entry(id.to_string()).or_insert(0) = visit;
-        self.state.completed += 1;
-        self.state.outcomes.insert(id.to_string(), outcome.clone());
-
-        // Where next.
-        let mut closing: Vec<(EventKind, Option<(&str, u32)>)> = Vec::new();
-        let at = Some((id, visit));
-        let mut next: Option<String> = None;
-        if finish.is_none() {
-            match &route {
-                Route::Next(sel) => {
-                    let edge = sel.edge.and_then(|i| self.graph.edges.get(i));
-                    let restart = edge.is_some_and(|e| {
-                        e.attrs
-                            .value("loop_restart")
-                            .and_then(crate::lang::value::Value::as_bool)
-                            == Some(true)
-                    });
-                    closing.push((
-                        EventKind::EdgeSelected {
-                            from_node: id.to_string(),
-                            to_node: sel.target.clone(),
-                            label: edge.and_then(|e| e.label().map(|l| l.into_owned())),
-                            condition: edge.and_then(|e| e.condition().map(|c| c.into_owned())),
-                            reason: sel.reason,
-                        },
-                        at,
-                    ));
-                    if restart {
-                        match self.loop_restart(id, &outcome) {
-                            Ok(()) => closing.push((
-                                EventKind::LoopRestart {
-                                    from_node: id.to_string(),
-                                    to_node: sel.target.clone(),
-                                },
-                                at,
-                            )),
-                            Err(reason) => finish = Some(Finish::Failed(reason)),
-                        }
-                    }
-                    if finish.is_none() {
-                        next = Some(sel.target.clone());
-                        self.entered_by = sel.edge;
-                    }
-                }
-                Route::Stop => {
-                    finish = Some(Finish::Failed(format!(
-                        "stage {id} failed and on_failure=exit stopped the run: {}",
-                        outcome.failure_reason().unwrap_or("no reason given")
-                    )));
-                }
-                Route::End => {
-                    finish = Some(self.end_without_edge(node, &outcome));
-                }
-            }
-        }
-        if node.handler == Handler::Exit && finish.is_none() {
-            finish = Some(Finish::Succeeded);
-            next = None;
-        }
-
-        let duration_ms = millis(started.elapsed());
-        let stage_event = if outcome.status == Status::Failed {
-            EventKind::StageFailed {
-                status: outcome.status,
-                duration_ms,
-                attempts,
-                outcome: outcome.clone(),
-            }
-        } else {
-            EventKind::StageCompleted {
-                status: outcome.status,
-                duration_ms,
-                attempts,
-                outcome: outcome.clone(),
-            }
-        };
-        closing.insert(0, (stage_event, at));
-        if let Some(captured) = self.capture_artifacts(id, visit) {
-            closing.insert(1, (captured, at));
-        }
-        let outcome_json = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-        // In a branch, the run's checkpoint stays on the parallel node and
-        // records this branch's progress; the branch lock is held through
-        // the commit so that branches' checkpoints land in order.
-        let progress = self.branch.as_ref().map(|b| b.progress.clone());
-        let mut progress_guard = progress.as_ref().map(|p| crate::util::lock::lock(p));
-        let checkpoint = match (&self.branch, progress_guard.as_deref_mut()) {
-            (Some(branch), Some(progress)) => {
-                branch.record(progress, &self.state, id, next.as_deref())
-            }
-            _ => self.state.checkpoint(Some(id), next.as_deref()),
-        };
-        closing.push(checkpoint_event(&checkpoint));
-        self.recorder.commit_stage(&StageCommit {
-            run_id: self.recorder.run_id(),
-            node_id: id,
-            visit,
-            status: outcome.status.as_str(),
-            attempts,
-            duration_ms,
-            failure_reason: outcome.failure_reason(),
-            outcome: outcome_json.clone(),
-            events: closing,
-            checkpoint: checkpoint.to_json(),
-        })?;
-        drop(progress_guard);
-        self.write_checkpoint_file(&checkpoint);
-        let status_file = json!({
-            "status": outcome.status,
-            "notes": outcome.notes,
-            "failure_reason": outcome.failure_reason(),
-            "failure_class": outcome.failure.as_ref().map(|f| f.class),
-            "preferred_label": outcome.preferred_label,
-            "suggested_next_ids": outcome.suggested_next_ids,
-            "context_updates": outcome.context_updates,
-            "attempts": attempts,
-            "duration_ms": duration_ms,
-            "timestamp": crate::store::timestamp(),
-        });
-        let bytes = serde_json::to_vec_pretty(&status_file).unwrap_or_default();
-        if let Err(e) = crate::store::write_atomic(&dir.join("status.json"), &bytes) {
-            let _ = self.recorder.emit(
-                EventKind::RunNotice {
-                    message: format!("could not write status.json: {e}"),
-                },
-                at,
-            );
-        }
-
-        Ok(match (finish, next) {
-            (Some(finish), _) => Step::Finish(finish),
-            (None, Some(target)) => Step::Next(target),
-            (None, None) => Step::Finish(Finish::Succeeded),
-        })
-    }
-
-    /// Runs the handler, retrying per the node's policy.
-    async fn attempts(
-        &mut self,
-        node: &Node,
-        visit: u32,
-        dir: &std::path::Path,
-    ) -> Result<(Outcome, u32), StoreError> {
-        let policy = RetryPolicy::for_node(node, self.graph);
-        let mut attempt = 1u32;
-        // Model spend of the attempts so far: the stage's is their sum.
-        let mut spent: Option<crate::model::LlmUsage> = None;
-        loop {
-            self.recorder.emit(
-                EventKind::StageStarted {
-                    handler: node.handler.name().to_string(),
-                    attempt,
-                    branch: self.branch.as_ref().map(|b| b.id.clone()),
-                },
-                Some((&node.id, visit)),
-            )?;
-            let cx = StageCx {
-                graph: self.graph,
-                node,
-                visit,
-                attempt,
-                context: &self.state.context,
-                run: self.env,
-                dir,
-                recorder: self.recorder,
-            };
-            let mut outcome = handlers::execute(&cx).await;
-            if let Some(before) = spent.take() {
-                let mut total = outcome.llm.take().unwrap_or(crate::model::LlmUsage {
-                    spend: crate::model::Spend::default(),
-                    ..before.clone()
-                });
-                total.spend.merge(&before.spend);
-                outcome.llm = Some(total);
-            }
-            spent.clone_from(&outcome.llm);
-            if self.env.cancel.reason().is_some() || !outcome.wants_retry() {
-                return Ok((outcome, attempt));
-            }
-            if attempt >= policy.max_attempts {
-                if node
-                    .attrs
-                    .value("allow_partial")
-                    .and_then(crate::lang::value::Value::as_bool)
-                    == Some(true)
-                {
-                    outcome.status = Status::PartiallySucceeded;
-                    outcome.notes.push(format!(
-                        "retries exhausted after {attempt} attempt(s); allow_partial made it partially_succeeded"
-                    ));
-                }
-                return Ok((outcome, attempt));
-            }
-            let jitter = self.rng.random_range(0.5..1.5);
-            let delay = policy.delay(attempt, jitter);
-            self.recorder.emit(
-                EventKind::StageRetrying {
-                    attempt,
-                    delay_ms: millis(delay),
-                    reason: outcome.failure_reason().unwrap_or("failed").to_string(),
-                },
-                Some((&node.id, visit)),
-            )?;
-            let retries = self.state.retries.entry(node.id.to_string()).or_insert(0);
-            *retries += 1;
-            let used = *retries;
-            self.state
-                .context
-                .set(format!("internal.retry_count.{}", node.id), used);
-            tokio::select! {
-                () = self.env.clock.sleep(delay) => {}
-                _ = self.env.cancel.cancelled() => return Ok((outcome, attempt)),
-            }
-            attempt += 1;
-        }
-    }
-
-    /// Captures the files `[run.artifacts] include` names, after a stage.
-    /// Problems become notices: artifacts never fail a stage.
-    fn capture_artifacts(&self, node: &str, visit: u32) -> Option<EventKind> {
-        if self.env.artifacts.is_empty() {
-            return None;
-        }
-        let report = {
-            let mut store = self.recorder.store();
-            super::artifacts::capture(
-                &self.env.artifacts,
-                &self.env.work_dir,
-                &mut store,
-                &self.env.blobs,
-                &self.env.run_id,
-                node,
-                visit,
-            )
-        };
-        match report {
-            Ok(report) if !report.captured.is_empty() || !report.skipped.is_empty() => {
-                Some(EventKind::ArtifactCaptured {
-                    paths: report.captured.iter().map(|a| a.path.clone()).collect(),
-                    skipped: u32::try_from(report.skipped.len()).unwrap_or(u32::MAX),
-                })
-            }
-            Ok(_) => None,
-            Err(e) => Some(EventKind::RunNotice {
-                message: format!("artifact capture failed: {e}"),
-            }),
-        }
-    }
-
-    /// The keys the engine sets after every stage but a diamond's.
-    fn record_outcome_keys(&mut self, node: &Node, outcome: &Outcome) {
-        let ctx = &mut self.state.context;
-        ctx.set("outcome", outcome.status.as_str());
-        ctx.set("last_stage", node.id.to_string());
-        match &outcome.preferred_label {
-            Some(label) => ctx.set("preferred_label", label.clone()),
-            None => ctx.remove("preferred_label"),
-        }
-        match (&outcome.failure, outcome.status) {
-            (Some(failure), Status::Failed) => {
-                ctx.set("failure_class", failure.class.as_str());
-                ctx.set("failure_signature", failure_signature(&node.id, failure));
-            }
-            _ => {
-                ctx.remove("failure_class");
-                ctx.remove("failure_signature");
-            }
-        }
-    }
-
-    /// Crossing a `loop_restart` edge: only after success or a transient
-    /// failure; the context starts afresh (graph and internal keys kept).
-    fn loop_restart(&mut self, node_id: &str, outcome: &Outcome) -> Result<(), String> {
-        if outcome.status == Status::Failed {
-            let failure = outcome.failure.as_ref();
-            let class = failure.map_or(FailureClass::Deterministic, |f| f.class);
-            if class != FailureClass::TransientInfra {
-                return Err(format!(
-                    "loop_restart blocked: failure_class={class} (requires transient_infra)"
-                ));
-            }
-            if let Some(failure) = failure {
-                let signature = failure_signature(node_id, failure);
-                let limit = self.signature_limit();
-                let count = self
-                    .state
-                    .restart_signatures
-                    .entry(signature.clone())
-                    .or_insert(0);
-                *count += 1;
-                if *count >= limit {
-                    return Err(format!(
-                        "loop_restart failure cycle detected: signature {signature} repeated {count} times (limit {limit}; raise it with the graph attribute loop_restart_signature_limit)"
-                    ));
-                }
-            }
-        }
-        let kept: Map<String, Value> = self
-            .state
-            .context
-            .values()
-            .iter()
-            .filter(|(k, _)| {
-                k.starts_with("graph.") || *k == "internal.run_id" || *k == "internal.work_dir"
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        self.state.context = Context::from_map(kept);
-        Ok(())
-    }
-
-    /// The run ends at a node with nowhere to go.
-    fn end_without_edge(&self, node: &Node, outcome: &Outcome) -> Finish {
-        if outcome.status == Status::Failed {
-            return Finish::Failed(format!(
-                "stage {} failed: {}",
-                node.id,
-                outcome.failure_reason().unwrap_or("no reason given")
-            ));
-        }
-        if node.handler == Handler::Exit {
-            return Finish::Succeeded;
-        }
-        // A dead end: the run is over. Goal gates still decide success.
-        match self.unsatisfied_goal_gate() {
-            Some(gate) => Finish::Failed(format!(
-                "the run ended at {} (no outgoing edge) with goal gate {} unsatisfied",
-                node.id, gate.id
-            )),
-            None => Finish::Succeeded,
-        }
-    }
-
     /// The first `goal_gate=true` node (in declaration order) whose latest
     /// outcome is neither succeeded nor partially succeeded; one that never
     /// ran counts as unsatisfied.
@@ -748,6 +375,10 @@ impl<'a> Runner<'a> {
         })
     }
 
+    /// How many times one failure signature may repeat before the run
+    /// stops (the circuit breaker, and across `loop_restart` edges): the
+    /// graph's `loop_restart_signature_limit`, else
+    /// [`DEFAULT_SIGNATURE_LIMIT`].
     fn signature_limit(&self) -> u32 {
         self.graph
             .attrs
@@ -757,76 +388,6 @@ impl<'a> Runner<'a> {
             .map_or(DEFAULT_SIGNATURE_LIMIT, |n| {
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
-    }
-
-    /// Values over 100 KB of JSON move to the blob store; the context keeps
-    /// a `blob://sha256/…` ref.
-    fn offload(&self, updates: &mut Map<String, Value>) {
-        for (key, value) in updates.iter_mut() {
-            if value.as_str().is_some_and(|s| BlobRef::parse(s).is_some()) {
-                continue;
-            }
-            let Ok(json) = serde_json::to_vec(value) else {
-                continue;
-            };
-            if json.len() <= OFFLOAD_BYTES {
-                continue;
-            }
-            match self.env.blobs.put(&json) {
-                Ok((blob, new)) => {
-                    if new {
-                        let _ = self
-                            .recorder
-                            .store()
-                            .record_blob(blob.hex(), u64::try_from(json.len()).unwrap_or(u64::MAX));
-                    }
-                    *value = Value::String(blob.uri());
-                }
-                Err(e) => {
-                    let _ = self.recorder.emit(
-                        EventKind::RunNotice {
-                            message: format!("could not offload {key} to the blob store: {e}"),
-                        },
-                        None,
-                    );
-                }
-            }
-        }
-    }
-
-    /// The context with blob refs read back for the keys that this node's
-    /// edge conditions mention, so `command.output contains PASS` works.
-    /// `None` when nothing needs resolving (the common case).
-    fn resolved_for_conditions(&self, node: &Node) -> Option<Map<String, Value>> {
-        let mut keys: Vec<String> = Vec::new();
-        for edge in self.graph.edges.iter().filter(|e| *e.from == *node.id) {
-            if let Some(text) = edge.condition()
-                && let Ok(cond) = crate::lang::condition::parse(&text)
-            {
-                for key in cond.keys() {
-                    let key = key.strip_prefix("context.").unwrap_or(key);
-                    keys.push(key.to_string());
-                }
-            }
-        }
-        let values = self.state.context.values();
-        let refs: Vec<(String, BlobRef)> = keys
-            .into_iter()
-            .filter_map(|k| {
-                let blob = values.get(&k)?.as_str().and_then(BlobRef::parse)?;
-                Some((k, blob))
-            })
-            .collect();
-        if refs.is_empty() {
-            return None;
-        }
-        let mut resolved = values.clone();
-        for (key, blob) in refs {
-            if let Ok(value) = self.env.blobs.get_json(&blob) {
-                resolved.insert(key, value);
-            }
-        }
-        Some(resolved)
     }
 
     /// Mirrors the checkpoint to checkpoint.json for people and tools. The
@@ -856,6 +417,8 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// Writes checkpoint.json now; a failure is a notice (the database has
+    /// the checkpoint).
     fn write_checkpoint_now(&self, checkpoint: &Checkpoint) {
         let dir = self.recorder.run_dir();
         if let Err(e) = dir.write_json("checkpoint.json", checkpoint) {
@@ -874,11 +437,14 @@ impl<'a> Runner<'a> {
 /// [`Runner::write_checkpoint_file`]).
 pub const CHECKPOINT_FILE_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Where the run goes after a stage.
 enum Step {
     Next(String),
     Finish(Finish),
 }
 
+/// How a run stopped by `reason` ends: a user's cancel is `cancelled`, a
+/// daemon shutdown `interrupted` (resumable), a stall `failed`.
 fn cancelled(reason: CancelReason) -> Finish {
     match reason {
         CancelReason::User(why) => Finish::Cancelled(why),
@@ -887,6 +453,7 @@ fn cancelled(reason: CancelReason) -> Finish {
     }
 }
 
+/// The `checkpoint.saved` event for `checkpoint`.
 fn checkpoint_event<'a>(checkpoint: &Checkpoint) -> (EventKind, Option<(&'a str, u32)>) {
     (
         EventKind::CheckpointSaved {

@@ -59,8 +59,10 @@ impl RunStatus {
             .find(|status| status.as_str().eq_ignore_ascii_case(text))
     }
 
-    /// Succeeded, failed or cancelled: the run is over and will not run
-    /// again. Interrupted is not terminal, because it can be resumed.
+    /// Succeeded, failed or cancelled: this execution of the run is over
+    /// (it has a finish time). Interrupted is not terminal: the process
+    /// running it died. Whether a run can be resumed (cancelled and
+    /// interrupted ones can) is the engine's rule, `engine::launch::resumable`.
     #[must_use]
     pub fn is_terminal(self) -> bool {
         matches!(

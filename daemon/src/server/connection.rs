@@ -318,16 +318,12 @@ async fn dispatch(daemon: &Rc<Daemon>, call: Call) -> Result<Value, RpcError> {
                 return Err(RpcError::shutting_down());
             }
             let record = daemon.store().find_run(&params.run)?;
-            if matches!(record.status, RunStatus::Succeeded | RunStatus::Failed) {
-                return Err(RpcError::new(
-                    code::INVALID_STATE,
-                    "run.not_resumable",
-                    format!(
-                        "run {} already {}; only interrupted or cancelled runs can be resumed",
-                        record.id,
-                        record.status.as_str()
-                    ),
-                ));
+            // The engine decides, at once and leaving the run as it was,
+            // rather than the job failing later. A run that ended is
+            // refused even while this daemon is still finishing it.
+            let verdict = crate::engine::launch::resumable(&record);
+            if let Err(ended @ crate::engine::launch::NotResumable::Ended { .. }) = verdict {
+                return Err(crate::engine::EngineError::from(ended).into());
             }
             let started = RunStarted {
                 run_id: record.id.clone(),
@@ -339,9 +335,7 @@ async fn dispatch(daemon: &Rc<Daemon>, call: Call) -> Result<Value, RpcError> {
                 // the caller follows that resume.
                 return value(serde_json::to_value(started));
             }
-            // Refused at once (still running in a live process), leaving
-            // the run as it was, rather than failing later in the job.
-            crate::engine::launch::check_resumable(&record)?;
+            verdict.map_err(crate::engine::EngineError::from)?;
             let caller_env = (!params.env.is_empty()).then(|| params.env.0.clone());
             daemon.enqueue_resume(record, caller_env);
             value(serde_json::to_value(started))

@@ -163,7 +163,9 @@ mod tests {
 
     #[test]
     fn engine_errors_keep_their_code_on_the_wire() {
-        let not_resumable = RpcError::from(EngineError::NotResumable("already succeeded".into()));
+        let not_resumable = RpcError::from(EngineError::from(
+            crate::engine::launch::NotResumable::NoStartNode,
+        ));
         assert_eq!(not_resumable.code, code::INVALID_STATE);
         assert_eq!(not_resumable.data_code(), "run.not_resumable");
 

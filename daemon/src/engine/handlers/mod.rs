@@ -2,12 +2,13 @@
 //! stage and returns its [`Outcome`]; the run loop does retries, routing and
 //! recording around it.
 
+mod agent;
 mod command;
 mod conditional;
+mod dry_run;
 mod exit;
 mod fan_in;
 mod human;
-mod llm;
 mod prompt;
 mod start;
 mod wait;
@@ -112,15 +113,16 @@ pub async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Command => command::run(cx).await,
         Handler::Human => human::run(cx).await,
         Handler::Prompt => prompt::run(cx).await,
-        Handler::Agent => llm::run(cx),
+        Handler::Agent => agent::run(cx),
         Handler::FanIn => fan_in::run(cx),
-        other => Outcome::failed(
+        // The run loop drives these itself (nested runners, started once),
+        // so they never get here; if one did, its stage fails rather than
+        // the run.
+        Handler::Parallel | Handler::SubWorkflow => Outcome::failed(
             FailureClass::Deterministic,
             format!(
-                "{} nodes cannot run yet: this version of Weft executes start, exit, command, \
-                 human, wait, conditional, parallel, fan-in, and (with --dry-run) agent and \
-                 prompt nodes",
-                other.name()
+                "{} nodes are run by the run loop, not by a stage handler",
+                cx.node.handler.name()
             ),
         ),
     }

@@ -41,7 +41,7 @@ enum Schema {
 
 pub async fn run(cx: &StageCx<'_>) -> Outcome {
     if cx.run.dry_run {
-        return super::llm::run(cx);
+        return super::dry_run::simulate(cx);
     }
     let node = cx.node;
     let client = match cx.run.models.client() {

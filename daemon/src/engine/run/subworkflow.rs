@@ -26,10 +26,10 @@ use std::time::Duration;
 use rand::RngExt;
 use serde_json::{Map, Value};
 
-use super::cancel::CancelReason;
-use super::checkpoint::Checkpoint;
-use super::launch::{Conclusion, EngineError, RunRequest, Services};
-use super::run::Runner;
+use super::{MAX_NESTING, Runner, too_deep};
+use crate::engine::cancel::CancelReason;
+use crate::engine::checkpoint::Checkpoint;
+use crate::engine::launch::{self, Conclusion, EngineError, RunRequest, Services};
 use crate::lang::condition;
 use crate::lang::graph::Node;
 use crate::model::{EventKind, FailureClass, Outcome, ParentLink, RunStatus};
@@ -65,8 +65,8 @@ impl Runner<'_> {
         dir: &Path,
     ) -> Result<Outcome, StoreError> {
         let at = Some((&*node.id, visit));
-        if self.nesting + 1 > super::run::MAX_NESTING {
-            return Ok(super::run::too_deep("this sub-workflow"));
+        if self.nesting + 1 > MAX_NESTING {
+            return Ok(too_deep("this sub-workflow"));
         }
         let (source, path, base_dir) = match self.child_source(node) {
             Ok(found) => found,
@@ -121,7 +121,7 @@ impl Runner<'_> {
                     },
                     at,
                 );
-                let child = super::launch::resume(&record, &services);
+                let child = launch::resume(&record, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)
                     .await
             }
@@ -148,7 +148,7 @@ impl Runner<'_> {
                     env_policy: self.env.env_policy.clone(),
                     model: self.env.models.choice().clone(),
                 };
-                let child = super::launch::start(request, &services);
+                let child = launch::start(request, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)
                     .await
             }

@@ -10,6 +10,19 @@
 //! other; the run's checkpoint stays on the parallel node and records each
 //! branch's progress, so a resume continues unfinished branches and reuses
 //! finished ones.
+//!
+//! A parallel stage, in steps:
+//!
+//! 1. [`Fanout::plan`]: the branches, the join policy, `max_parallel` and
+//!    the join node; a fan-out that cannot run fails the stage.
+//! 2. [`Runner::open_branches`]: each branch's progress, fresh or from a
+//!    resumed run's checkpoint; `parallel.started`; branches a resume finds
+//!    already over are settled from what they committed.
+//! 3. [`Runner::run_branches`]: the unfinished branches run, each ending
+//!    with `parallel.branch.completed`; their history folds into this
+//!    runner.
+//! 4. [`Runner::join_branches`]: the stage's outcome from the branches'
+//!    results, `parallel.completed`, and a jump to the join.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
@@ -17,15 +30,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value};
 
-use super::cancel::CancelReason;
-use super::checkpoint::{BranchProgress, BranchResult, Checkpoint, ParallelProgress};
-use super::context::Context;
-use super::handlers::RunEnv;
-use super::run::{Finish, Runner, State};
+use super::branch::Branch;
+use super::{Finish, MAX_NESTING, Runner, State, too_deep};
+use crate::engine::cancel::CancelReason;
+use crate::engine::checkpoint::{BranchProgress, BranchResult, ParallelProgress};
+use crate::engine::context::Context;
+use crate::engine::handlers::RunEnv;
 use crate::lang::graph::{Graph, Handler, Node};
 use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome, Status};
@@ -39,46 +51,6 @@ pub const DEFAULT_MAX_PARALLEL: u32 = 4;
 /// larger output stays a blob ref.
 const INLINE_OUTPUT_BYTES: usize = 64 * 1024;
 
-/// What a branch runner knows about its branch.
-#[derive(Debug, Clone)]
-pub struct Branch {
-    pub id: String,
-    /// Where the branch stops; `None` when the branches never meet.
-    pub join: Option<String>,
-    pub progress: Arc<Mutex<ParallelProgress>>,
-    /// The run's checkpoint while the parallel stage is in flight: it names
-    /// the parallel node as next, so a resume re-enters it.
-    pub template: Checkpoint,
-}
-
-impl Branch {
-    /// Notes that this branch committed a stage of `node` and goes on to
-    /// `next`; returns the run checkpoint to commit with the stage.
-    pub(super) fn record(
-        &self,
-        progress: &mut ParallelProgress,
-        state: &State,
-        node: &str,
-        next: Option<&str>,
-    ) -> Checkpoint {
-        if let Some(mine) = progress.branches.iter_mut().find(|b| b.id == self.id) {
-            mine.next = next.map(str::to_string);
-            mine.context = state.context.values().clone();
-            mine.nodes.push(node.to_string());
-        }
-        let mut cp = self.template.clone();
-        cp.timestamp = crate::store::timestamp();
-        cp.current_node = Some(node.to_string());
-        let branch_stages: usize = progress.branches.iter().map(|b| b.nodes.len()).sum();
-        cp.completed = self
-            .template
-            .completed
-            .saturating_add(u32::try_from(branch_stages).unwrap_or(u32::MAX));
-        cp.parallel = Some(progress.clone());
-        cp
-    }
-}
-
 /// `wait_all` or `first_success`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum JoinPolicy {
@@ -86,20 +58,37 @@ enum JoinPolicy {
     FirstSuccess,
 }
 
-impl Runner<'_> {
-    /// Runs a parallel node's branches and returns the parallel stage's outcome.
-    pub(super) async fn parallel(
-        &mut self,
-        node: &Node,
-        visit: u32,
-        dir: &Path,
-    ) -> Result<Outcome, StoreError> {
-        if self.nesting + 1 > super::run::MAX_NESTING {
-            return Ok(super::run::too_deep("this parallel stage"));
+impl JoinPolicy {
+    /// The name `join_policy` gives it.
+    fn name(self) -> &'static str {
+        match self {
+            JoinPolicy::WaitAll => "wait_all",
+            JoinPolicy::FirstSuccess => "first_success",
         }
-        let graph = self.graph;
-        let recorder = self.recorder;
-        let at = Some((&*node.id, visit));
+    }
+}
+
+/// What a parallel node asks for, read from its edges and attributes.
+#[derive(Debug)]
+struct Fanout {
+    /// Each branch's first node: the distinct targets of the node's edges,
+    /// in edge order.
+    starts: Vec<String>,
+    policy: JoinPolicy,
+    /// Branches running at once (`max_parallel`, at least 1).
+    max_parallel: u32,
+    /// Where the branches meet ([`find_join`]); `None` when they never do.
+    join: Option<String>,
+}
+
+impl Fanout {
+    /// Reads the fan-out of the parallel `node`.
+    ///
+    /// # Errors
+    /// Why the fan-out cannot run, which fails the stage (deterministic): no
+    /// outgoing edges, an unknown `join_policy`, or two branches that both
+    /// reach a node before they join.
+    fn plan(graph: &Graph, node: &Node) -> Result<Fanout, String> {
         let mut starts: Vec<String> = Vec::new();
         for edge in graph.edges.iter().filter(|e| *e.from == *node.id) {
             if !starts.iter().any(|s| *s == *edge.to) {
@@ -107,18 +96,14 @@ impl Runner<'_> {
             }
         }
         if starts.is_empty() {
-            return Ok(Outcome::failed(
-                FailureClass::Deterministic,
-                "parallel node has no outgoing edges to start branches from",
-            ));
+            return Err("parallel node has no outgoing edges to start branches from".into());
         }
         let policy = match node.attrs.text("join_policy").as_deref().map(str::trim) {
             None | Some("wait_all") => JoinPolicy::WaitAll,
             Some("first_success") => JoinPolicy::FirstSuccess,
             Some(other) => {
-                return Ok(Outcome::failed(
-                    FailureClass::Deterministic,
-                    format!("unknown join_policy `{other}`: use wait_all or first_success"),
+                return Err(format!(
+                    "unknown join_policy `{other}`: use wait_all or first_success"
                 ));
             }
         };
@@ -131,18 +116,63 @@ impl Runner<'_> {
             });
         let join = find_join(graph, &node.id, &starts);
         if let Some(problem) = shared_nodes(graph, &node.id, &starts, join.as_deref()) {
-            return Ok(Outcome::failed(FailureClass::Deterministic, problem));
+            return Err(problem);
         }
+        Ok(Fanout {
+            starts,
+            policy,
+            max_parallel,
+            join,
+        })
+    }
+}
 
-        // Resume where the branches were, or start them all.
+impl Runner<'_> {
+    /// Runs a parallel node's branches (see the steps above) and returns
+    /// the parallel stage's outcome. When the whole run is stopping, the
+    /// stage is not over: it fails as cancelled and keeps the branches'
+    /// progress, so a resume continues them. Errs only when the store fails.
+    pub(super) async fn parallel(
+        &mut self,
+        node: &Node,
+        visit: u32,
+        dir: &Path,
+    ) -> Result<Outcome, StoreError> {
+        if self.nesting + 1 > MAX_NESTING {
+            return Ok(too_deep("this parallel stage"));
+        }
+        let fanout = match Fanout::plan(self.graph, node) {
+            Ok(fanout) => fanout,
+            Err(problem) => return Ok(Outcome::failed(FailureClass::Deterministic, problem)),
+        };
+        let progress = self.open_branches(node, visit, &fanout)?;
+        let progress = self.run_branches(node, visit, &fanout, progress).await?;
+        if self.env.cancel.reason().is_some() {
+            self.resume_parallel = Some(progress);
+            return Ok(Outcome::failed(FailureClass::Canceled, "cancelled"));
+        }
+        self.join_branches(node, visit, dir, fanout, &progress)
+    }
+
+    /// Each branch's progress: from a resumed run's checkpoint when it
+    /// names this node with as many branches, else every branch at its
+    /// first node with a copy of the context. Records `parallel.started`,
+    /// then settles the branches that need no more stages.
+    fn open_branches(
+        &mut self,
+        node: &Node,
+        visit: u32,
+        fanout: &Fanout,
+    ) -> Result<ParallelProgress, StoreError> {
         let resumed = self
             .resume_parallel
             .take()
-            .filter(|p| p.node == *node.id && p.branches.len() == starts.len());
-        let progress = resumed.unwrap_or_else(|| ParallelProgress {
+            .filter(|p| p.node == *node.id && p.branches.len() == fanout.starts.len());
+        let mut progress = resumed.unwrap_or_else(|| ParallelProgress {
             node: node.id.to_string(),
             visit,
-            branches: starts
+            branches: fanout
+                .starts
                 .iter()
                 .map(|s| BranchProgress {
                     id: s.clone(),
@@ -153,30 +183,43 @@ impl Runner<'_> {
                 })
                 .collect(),
         });
-        recorder.emit(
+        self.recorder.emit(
             EventKind::ParallelStarted {
-                branches: starts.clone(),
-                join: join.clone(),
-                join_policy: match policy {
-                    JoinPolicy::WaitAll => "wait_all".into(),
-                    JoinPolicy::FirstSuccess => "first_success".into(),
-                },
-                max_parallel,
+                branches: fanout.starts.clone(),
+                join: fanout.join.clone(),
+                join_policy: fanout.policy.name().into(),
+                max_parallel: fanout.max_parallel,
             },
-            at,
+            Some((&node.id, visit)),
         )?;
-
         // A branch that stopped just before the join (or at a dead end) but
         // whose result was not yet recorded when the run was interrupted
         // needs no more stages: settle it from what was committed.
-        let mut progress = progress;
         for branch in &mut progress.branches {
-            if branch.result.is_none() && self.branch_is_over(branch, join.as_deref()) {
+            if branch.result.is_none() && self.branch_is_over(branch, fanout.join.as_deref()) {
                 let status = last_status(&self.state, &branch.nodes);
                 branch.result = Some(self.result_of(branch, status, None));
             }
         }
+        Ok(progress)
+    }
 
+    /// Runs the branches that are not over, each in a runner of its own
+    /// (with its own cancel), at most `max_parallel` at once, and records
+    /// each one's end in the progress and as `parallel.branch.completed`;
+    /// under `first_success` the first success cancels the others. A branch
+    /// stopped because the whole run is stopping stays unfinished. Folds
+    /// the branch runners' history into this runner and returns the final
+    /// progress.
+    async fn run_branches(
+        &mut self,
+        node: &Node,
+        visit: u32,
+        fanout: &Fanout,
+        progress: ParallelProgress,
+    ) -> Result<ParallelProgress, StoreError> {
+        let recorder = self.recorder;
+        let at = Some((&*node.id, visit));
         let template = self.state.checkpoint(Some(&node.id), Some(&node.id));
         let shared = Arc::new(Mutex::new(progress.clone()));
         let envs: Vec<RunEnv> = progress
@@ -187,7 +230,8 @@ impl Runner<'_> {
                 ..self.env.clone()
             })
             .collect();
-        let permits = tokio::sync::Semaphore::new(usize::try_from(max_parallel).unwrap_or(4));
+        let permits =
+            tokio::sync::Semaphore::new(usize::try_from(fanout.max_parallel).unwrap_or(4));
         let mut running = FuturesUnordered::new();
         for (i, branch) in progress.branches.iter().enumerate() {
             if branch.result.is_some() {
@@ -196,35 +240,17 @@ impl Runner<'_> {
             let Some(next) = branch.next.clone() else {
                 continue;
             };
-            let mut state = State {
-                context: Context::from_map(branch.context.clone()),
-                visits: self.state.visits.clone(),
-                retries: self.state.retries.clone(),
-                outcomes: self.state.outcomes.clone(),
-                completed: 0,
-                loop_signatures: self.state.loop_signatures.clone(),
-                restart_signatures: self.state.restart_signatures.clone(),
-            };
-            state.context.set("parallel.branch", branch.id.clone());
-            let mut runner = Runner {
-                graph,
-                env: &envs[i],
-                recorder,
+            let state = self.branch_state(branch);
+            let mut runner = self.for_branch(
+                &envs[i],
                 state,
-                rng: SmallRng::seed_from_u64(self.rng.random()),
-                checkpoint_written: self.checkpoint_written,
-                pending_checkpoint: None,
-                branch: Some(Branch {
+                Branch {
                     id: branch.id.clone(),
-                    join: join.clone(),
+                    join: fanout.join.clone(),
                     progress: shared.clone(),
                     template: template.clone(),
-                }),
-                resume_parallel: None,
-                entered_by: None,
-                resumed: false,
-                nesting: self.nesting + 1,
-            };
+                },
+            );
             let permits = &permits;
             running.push(async move {
                 let finish = match permits.acquire().await {
@@ -239,13 +265,10 @@ impl Runner<'_> {
         let mut failure: Option<StoreError> = None;
         let mut won = false;
         while let Some((i, runner, finish)) = running.next().await {
-            let finish = match finish {
-                Ok(f) => f,
-                Err(e) => {
-                    failure.get_or_insert(e);
-                    Finish::Failed("the run store failed".into())
-                }
-            };
+            let finish = finish.unwrap_or_else(|e| {
+                failure.get_or_insert(e);
+                Finish::Failed("the run store failed".into())
+            });
             if matches!(finish, Finish::Cancelled(_) | Finish::Interrupted(_))
                 && self.env.cancel.reason().is_some()
             {
@@ -267,7 +290,7 @@ impl Runner<'_> {
                     },
                     at,
                 )?;
-                if policy == JoinPolicy::FirstSuccess && is_success(status) && !won {
+                if fanout.policy == JoinPolicy::FirstSuccess && is_success(status) && !won {
                     won = true;
                     for (j, env) in envs.iter().enumerate() {
                         if j != i {
@@ -290,14 +313,44 @@ impl Runner<'_> {
             self.absorb(runner);
         }
         self.checkpoint_written = Some(Instant::now());
-        if self.env.cancel.reason().is_some() {
-            // The whole run is stopping: the parallel stage is not over.
-            // Keep the progress so a resume continues the branches.
-            self.resume_parallel = Some(final_progress);
-            return Ok(Outcome::failed(FailureClass::Canceled, "cancelled"));
-        }
+        Ok(final_progress)
+    }
 
-        let results: Vec<BranchResult> = final_progress
+    /// A branch's starting state: its own context (naming the branch in
+    /// `parallel.branch`) and a copy of this runner's per-node history; it
+    /// counts only its own completed stages.
+    fn branch_state(&self, branch: &BranchProgress) -> State {
+        let mut state = State {
+            context: Context::from_map(branch.context.clone()),
+            visits: self.state.visits.clone(),
+            retries: self.state.retries.clone(),
+            outcomes: self.state.outcomes.clone(),
+            completed: 0,
+            loop_signatures: self.state.loop_signatures.clone(),
+            restart_signatures: self.state.restart_signatures.clone(),
+        };
+        state.context.set("parallel.branch", branch.id.clone());
+        state
+    }
+
+    /// The parallel stage's outcome from its branches' results: under
+    /// `wait_all` succeeded when none failed, partially succeeded when some
+    /// did, failed when all did; under `first_success` succeeded when any
+    /// succeeded. Records `parallel.completed` and parallel_results.json;
+    /// the outcome carries `parallel.results` and `parallel.branch_count`
+    /// and jumps to the join node.
+    fn join_branches(
+        &self,
+        node: &Node,
+        visit: u32,
+        dir: &Path,
+        fanout: Fanout,
+        progress: &ParallelProgress,
+    ) -> Result<Outcome, StoreError> {
+        let recorder = self.recorder;
+        let at = Some((&*node.id, visit));
+        let policy = fanout.policy;
+        let results: Vec<BranchResult> = progress
             .branches
             .iter()
             .filter_map(|b| b.result.clone())
@@ -350,7 +403,7 @@ impl Runner<'_> {
         outcome = outcome
             .update("parallel.results", results_json)
             .update("parallel.branch_count", results.len());
-        outcome.jump_to_node = join;
+        outcome.jump_to_node = fanout.join;
         Ok(outcome)
     }
 
