@@ -43,7 +43,12 @@ where
     let home = home()?;
     tauri::async_runtime::spawn_blocking(move || read(&Views::open(&home)?).map_err(AppError::from))
         .await
-        .map_err(|e| AppError::new("app.internal", format!("a history read failed: {e}")))?
+        .map_err(|e| {
+            AppError::new(
+                weft::model::Code::AppInternal,
+                format!("a history read failed: {e}"),
+            )
+        })?
 }
 
 /// A client of the home's daemon; `daemon.not_running` when none listens.
@@ -89,10 +94,15 @@ pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
     let shown = file.clone();
     tauri::async_runtime::spawn_blocking(move || crate::reveal::reveal(&shown))
         .await
-        .map_err(|e| AppError::new("app.internal", format!("revealing failed: {e}")))?
+        .map_err(|e| {
+            AppError::new(
+                weft::model::Code::AppInternal,
+                format!("revealing failed: {e}"),
+            )
+        })?
         .map_err(|message| {
             AppError::new(
-                "app.reveal_failed",
+                weft::model::Code::AppRevealFailed,
                 format!("{message}; the file is at {}", file.display()),
             )
         })?;
@@ -120,7 +130,7 @@ pub async fn daemon_start() -> Result<DaemonInfo> {
     weft::server::detach::start_detached(&home, &weftd)
         .await
         .map(|(info, _started)| info)
-        .map_err(|message| AppError::new("daemon.start_failed", message))
+        .map_err(|message| AppError::new(weft::model::Code::DaemonStartFailed, message))
 }
 
 /// Starts a run with the app's environment (its keys included) unless the
@@ -182,13 +192,18 @@ pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
             .map(|wf| wf.diagnostics)
             .map_err(|e| {
                 AppError::new(
-                    "workflow.io",
+                    weft::model::Code::WorkflowIo,
                     format!("cannot read the workflow {}: {e}", path.display()),
                 )
             })
     })
     .await
-    .map_err(|e| AppError::new("app.internal", format!("validation failed: {e}")))?
+    .map_err(|e| {
+        AppError::new(
+            weft::model::Code::AppInternal,
+            format!("validation failed: {e}"),
+        )
+    })?
 }
 
 // ----- start-up ----------------------------------------------------------

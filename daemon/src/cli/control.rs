@@ -127,7 +127,7 @@ pub fn answer(args: &AnswerArgs) -> u8 {
                 }
                 EXIT_OK
             }
-            Err(e) if e.code() == "question.closed" => {
+            Err(e) if e.is(crate::model::Code::QuestionClosed) => {
                 report(&e);
                 EXIT_ANSWER_CLOSED
             }

@@ -25,6 +25,7 @@ use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
+use crate::model::Code;
 use crate::model::EnvPolicy;
 use crate::model::{Event, EventKind, ModelChoice, ParentLink, RunStatus};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
@@ -164,13 +165,13 @@ pub enum EngineError {
 impl EngineError {
     /// A stable, machine-readable code.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            EngineError::InvalidWorkflow(_) => "workflow.invalid",
+            EngineError::InvalidWorkflow(_) => Code::WorkflowInvalid,
             EngineError::Store(e) => e.code(),
-            EngineError::NotResumable(_) => "run.not_resumable",
-            EngineError::Io(_) => "workflow.io",
-            EngineError::Config(_) => "run.config",
+            EngineError::NotResumable(_) => Code::RunNotResumable,
+            EngineError::Io(_) => Code::WorkflowIo,
+            EngineError::Config(_) => Code::RunConfig,
         }
     }
 }

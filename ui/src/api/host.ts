@@ -1,7 +1,9 @@
 import type {
   AnswerBy,
+  AppError,
   ArtifactContent,
   CancelRequested,
+  Code,
   DaemonInfo,
   Diagnostic,
   Event,
@@ -90,10 +92,14 @@ export interface Host {
   subscribe(run: string | null, afterSeq: number, onEvent: (event: Event) => void): Promise<Unsubscribe>;
 }
 
-/** An `AppError`-shaped rejection, whatever was thrown. */
-export function appError(e: unknown): { code: string; message: string } {
+/**
+ * An `AppError`-shaped rejection, whatever was thrown; its `code` is a
+ * generated `Code`, so a screen's comparison with a code that does not
+ * exist fails to compile.
+ */
+export function appError(e: unknown): AppError {
   if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
-    return { code: String(e.code), message: String(e.message) };
+    return { code: String(e.code) as Code, message: String(e.message) };
   }
   return { code: 'app.error', message: String(e) };
 }

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-import { appError, type Event, type Host, type RunView, type StageFiles } from '../api';
+import { appError, type Code, type Event, type Host, type RunView, type StageFiles } from '../api';
 
 /** The page size the backend caps `run_events` at. */
 const EVENTS_PAGE = 10_000;
@@ -29,7 +29,7 @@ export type LiveState =
 
 export type RunLoad =
   | { kind: 'loading' }
-  | { kind: 'failed'; code: string; message: string }
+  | { kind: 'failed'; code: Code; message: string }
   | { kind: 'ready'; view: RunView };
 
 /**

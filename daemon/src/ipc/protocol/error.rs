@@ -1,10 +1,11 @@
 //! Errors on the wire: the numeric JSON-RPC codes ([`code`]), the `error`
 //! member of a response ([`RpcError`]) with Weft's stable string code in
-//! `data.code`, and how the store's errors map onto them.
+//! `data.code` ([`Code`]), and which number each code travels with.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::model::Code;
 use crate::store::StoreError;
 
 /// Numeric error codes. The JSON-RPC ones (-32700..-32603) are for protocol
@@ -35,6 +36,58 @@ pub mod code {
     pub const SHUTTING_DOWN: i64 = -32006;
 }
 
+/// The number a code travels with: each code belongs to one group, so the
+/// number never disagrees with the code (docs/protocol.md, "Errors").
+#[must_use]
+pub fn number_of(data_code: Code) -> i64 {
+    match data_code {
+        Code::RpcParseError => code::PARSE_ERROR,
+        Code::RpcInvalidRequest | Code::RpcTooLong => code::INVALID_REQUEST,
+        Code::RpcMethodNotFound => code::METHOD_NOT_FOUND,
+        Code::RpcInvalidParams | Code::ArtifactInvalidPath | Code::QuestionNoSuchOption => {
+            code::INVALID_PARAMS
+        }
+        Code::RunNotFound
+        | Code::StageNotFound
+        | Code::QuestionNotFound
+        | Code::ArtifactNotFound => code::NOT_FOUND,
+        Code::RunAmbiguous => code::AMBIGUOUS,
+        Code::RunNotResumable
+        | Code::RunNotCancellable
+        | Code::QuestionClosed
+        | Code::QuestionNotWaiting
+        | Code::SubscriptionExists
+        | Code::SubscriptionLimit => code::INVALID_STATE,
+        Code::WorkflowInvalid
+        | Code::WorkflowIo
+        | Code::RunConfig
+        | Code::ArtifactInvalidPattern => code::WORKFLOW,
+        Code::StoreSqlite
+        | Code::StoreIo
+        | Code::StoreJson
+        | Code::StoreSchemaTooNew
+        | Code::StoreSchemaTooOld
+        | Code::StoreWalMissing
+        | Code::StoreNoHome
+        | Code::BlobMissing => code::STORE,
+        Code::DaemonShuttingDown => code::SHUTTING_DOWN,
+        // Never sent by the daemon: the client's and the app's own, and
+        // `rpc.error`, which stands for a number Weft does not define.
+        Code::RpcInternal
+        | Code::RpcError
+        | Code::RunNoWorkflowPath
+        | Code::DaemonNotRunning
+        | Code::DaemonConnect
+        | Code::DaemonStartFailed
+        | Code::IpcProtocol
+        | Code::IpcRequest
+        | Code::IpcDisconnected
+        | Code::AppInternal
+        | Code::AppRevealFailed
+        | Code::AppError => code::INTERNAL_ERROR,
+    }
+}
+
 /// The `error` member of a response: a JSON-RPC code, a human message and
 /// Weft's stable machine-readable code in `data.code` (`run.not_found`, ...).
 ///
@@ -59,17 +112,24 @@ pub struct ErrorData {
 }
 
 impl RpcError {
-    /// An error with numeric `code`, stable `data_code` and `message`.
+    /// An error with stable code `data_code` (and the number it travels
+    /// with, [`number_of`]) and `message`.
     #[must_use]
-    pub fn new(code: i64, data_code: impl Into<String>, message: impl Into<String>) -> RpcError {
+    pub fn new(data_code: Code, message: impl Into<String>) -> RpcError {
         RpcError {
-            code,
+            code: number_of(data_code),
             message: message.into(),
             data: Some(ErrorData {
-                code: data_code.into(),
+                code: data_code.as_str().to_string(),
                 details: Map::new(),
             }),
         }
+    }
+
+    /// Whether this error's stable code is `data_code`.
+    #[must_use]
+    pub fn is(&self, data_code: Code) -> bool {
+        self.data_code() == data_code.as_str()
     }
 
     /// Adds a detail to `data` (a no-op on an error without data).
@@ -89,12 +149,12 @@ impl RpcError {
         match &self.data {
             Some(data) => &data.code,
             None => match self.code {
-                code::PARSE_ERROR => "rpc.parse_error",
-                code::INVALID_REQUEST => "rpc.invalid_request",
-                code::METHOD_NOT_FOUND => "rpc.method_not_found",
-                code::INVALID_PARAMS => "rpc.invalid_params",
-                code::INTERNAL_ERROR => "rpc.internal",
-                _ => "rpc.error",
+                code::PARSE_ERROR => Code::RpcParseError.as_str(),
+                code::INVALID_REQUEST => Code::RpcInvalidRequest.as_str(),
+                code::METHOD_NOT_FOUND => Code::RpcMethodNotFound.as_str(),
+                code::INVALID_PARAMS => Code::RpcInvalidParams.as_str(),
+                code::INTERNAL_ERROR => Code::RpcInternal.as_str(),
+                _ => Code::RpcError.as_str(),
             },
         }
     }
@@ -102,21 +162,20 @@ impl RpcError {
     /// `-32700 rpc.parse_error`: the line is not JSON (or not UTF-8).
     #[must_use]
     pub fn parse_error(message: impl Into<String>) -> RpcError {
-        RpcError::new(code::PARSE_ERROR, "rpc.parse_error", message)
+        RpcError::new(Code::RpcParseError, message)
     }
 
     /// `-32600 rpc.invalid_request`: JSON, but not a JSON-RPC request.
     #[must_use]
     pub fn invalid_request(message: impl Into<String>) -> RpcError {
-        RpcError::new(code::INVALID_REQUEST, "rpc.invalid_request", message)
+        RpcError::new(Code::RpcInvalidRequest, message)
     }
 
     /// `-32600 rpc.too_long`: the line exceeded the limit and was discarded.
     #[must_use]
     pub fn too_long(limit: usize) -> RpcError {
         RpcError::new(
-            code::INVALID_REQUEST,
-            "rpc.too_long",
+            Code::RpcTooLong,
             format!("the message exceeds the {limit}-byte limit and was discarded"),
         )
         .with_detail("limit", Value::from(limit))
@@ -125,21 +184,20 @@ impl RpcError {
     /// `-32602 rpc.invalid_params`.
     #[must_use]
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
-        RpcError::new(code::INVALID_PARAMS, "rpc.invalid_params", message)
+        RpcError::new(Code::RpcInvalidParams, message)
     }
 
     /// `-32603 rpc.internal`.
     #[must_use]
     pub fn internal(message: impl Into<String>) -> RpcError {
-        RpcError::new(code::INTERNAL_ERROR, "rpc.internal", message)
+        RpcError::new(Code::RpcInternal, message)
     }
 
     /// `-32006 daemon.shutting_down`.
     #[must_use]
     pub fn shutting_down() -> RpcError {
         RpcError::new(
-            code::SHUTTING_DOWN,
-            "daemon.shutting_down",
+            Code::DaemonShuttingDown,
             "the daemon is shutting down; start it again with `weft daemon start`",
         )
     }
@@ -149,16 +207,7 @@ impl From<&StoreError> for RpcError {
     /// Keeps the store's code (`run.not_found`, `store.sqlite`, ...) and
     /// message; `run.ambiguous` carries the matching ids in `matches`.
     fn from(e: &StoreError) -> RpcError {
-        let number = match e {
-            StoreError::RunNotFound(_)
-            | StoreError::StageNotFound(_)
-            | StoreError::QuestionNotFound(_)
-            | StoreError::ArtifactNotFound { .. } => code::NOT_FOUND,
-            StoreError::AmbiguousRun { .. } => code::AMBIGUOUS,
-            StoreError::InvalidArtifactPath(_) => code::INVALID_PARAMS,
-            _ => code::STORE,
-        };
-        let error = RpcError::new(number, e.code(), e.to_string());
+        let error = RpcError::new(e.code(), e.to_string());
         match e {
             StoreError::AmbiguousRun { matches, .. } => {
                 error.with_detail("matches", Value::from(matches.clone()))

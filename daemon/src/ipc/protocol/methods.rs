@@ -13,10 +13,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::envelope::{Id, Rejection, Request, Version};
-use super::error::{RpcError, code};
+use super::error::RpcError;
 use crate::ipc::codec::MAX_FRAME_BYTES;
-use crate::model::{EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
+use crate::model::{Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
 use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord};
+
+/// The protocol's own version, reported by `daemon.status`. Bumped when a
+/// change would break an existing client (a removed method or field).
+pub const PROTOCOL_VERSION: u32 = 1;
 
 // ----- methods -------------------------------------------------------------
 
@@ -469,7 +473,7 @@ pub struct DaemonStatus {}
 pub struct DaemonInfo {
     /// The weftd crate version.
     pub version: String,
-    /// [`super::PROTOCOL_VERSION`] of the daemon.
+    /// [`PROTOCOL_VERSION`] of the daemon.
     pub protocol: u32,
     pub pid: u32,
     pub uptime_ms: u64,
@@ -565,8 +569,7 @@ impl RpcError {
     #[must_use]
     pub fn method_not_found(method: &str) -> RpcError {
         RpcError::new(
-            code::METHOD_NOT_FOUND,
-            "rpc.method_not_found",
+            Code::RpcMethodNotFound,
             format!(
                 "no method `{method}`; the methods are {}",
                 Call::METHODS.join(", ")

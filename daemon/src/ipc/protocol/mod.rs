@@ -24,9 +24,5 @@ pub use envelope::*;
 pub use error::*;
 pub use methods::*;
 
-/// The protocol's own version, reported by `daemon.status`. Bumped when a
-/// change would break an existing client (a removed method or field).
-pub const PROTOCOL_VERSION: u32 = 1;
-
 #[cfg(test)]
 mod tests;

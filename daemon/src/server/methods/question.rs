@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use super::{Handler, Session, read};
-use crate::ipc::protocol::{QuestionAnswer, QuestionList, RpcError, code};
+use crate::ipc::protocol::{QuestionAnswer, QuestionList, RpcError};
+use crate::model::Code;
 use crate::server::Daemon;
 use crate::server::gates::{self, AnswerError};
 use crate::store::{QuestionRecord, QuestionStatus};
@@ -38,8 +39,7 @@ impl Handler for QuestionAnswer {
 fn answer(daemon: &Daemon, params: &QuestionAnswer) -> Result<QuestionRecord, RpcError> {
     let Some(mut record) = daemon.store().question(&params.question)? else {
         return Err(RpcError::new(
-            code::NOT_FOUND,
-            "question.not_found",
+            Code::QuestionNotFound,
             format!("no question {}", params.question),
         ));
     };
@@ -92,8 +92,7 @@ fn answer(daemon: &Daemon, params: &QuestionAnswer) -> Result<QuestionRecord, Rp
         .run(&record.run_id)?
         .map_or("gone", |run| run.status.as_str());
     Err(RpcError::new(
-        code::INVALID_STATE,
-        "question.not_waiting",
+        Code::QuestionNotWaiting,
         format!(
             "no run is waiting on question {}: run {} is {status}, not running in the daemon; \
              resume it (`weft resume {}`) and answer again",
@@ -138,17 +137,12 @@ fn closed(record: &QuestionRecord) -> RpcError {
             record.id
         ),
     };
-    RpcError::new(code::INVALID_STATE, "question.closed", message).with_detail(
+    RpcError::new(Code::QuestionClosed, message).with_detail(
         "question",
         serde_json::to_value(record).unwrap_or(Value::Null),
     )
 }
 
 fn from_answer_error(e: &AnswerError) -> RpcError {
-    match e {
-        AnswerError::NotWaiting(_) => RpcError::new(code::INVALID_STATE, e.code(), e.to_string()),
-        AnswerError::NoSuchOption { .. } => {
-            RpcError::new(code::INVALID_PARAMS, e.code(), e.to_string())
-        }
-    }
+    RpcError::new(e.code(), e.to_string())
 }

@@ -4,9 +4,9 @@
 use super::{Handler, Session, read};
 use crate::ipc::protocol::{
     CancelRequested, EVENTS_PAGE_BYTES, EventPage, RpcError, RunArchive, RunCancel, RunDetail,
-    RunEvents, RunGet, RunList, RunResume, RunStart, RunStarted, code,
+    RunEvents, RunGet, RunList, RunResume, RunStart, RunStarted,
 };
-use crate::model::{Event, RunStatus, RunSummary};
+use crate::model::{Code, Event, RunStatus, RunSummary};
 use crate::store::{EVENTS_PAGE_MAX, Store, StoreError};
 
 impl Handler for RunStart {
@@ -40,8 +40,7 @@ impl Handler for RunResume {
         let record = daemon.store().find_run(&self.run)?;
         if matches!(record.status, RunStatus::Succeeded | RunStatus::Failed) {
             return Err(RpcError::new(
-                code::INVALID_STATE,
-                "run.not_resumable",
+                Code::RunNotResumable,
                 format!(
                     "run {} already {}; only interrupted or cancelled runs can be resumed",
                     record.id,
@@ -112,8 +111,7 @@ impl Handler for RunCancel {
         let record = daemon.store().find_run(&self.run)?;
         if !daemon.cancel(&record.id) {
             return Err(RpcError::new(
-                code::INVALID_STATE,
-                "run.not_cancellable",
+                Code::RunNotCancellable,
                 format!(
                     "run {} is {}, not queued or running",
                     record.id,

@@ -3,7 +3,8 @@
 //! then live ones) once the `subscribe` reply is queued.
 
 use super::{Handler, Session, Starting};
-use crate::ipc::protocol::{RpcError, Subscribe, Subscribed, Unsubscribe, Unsubscribed, code};
+use crate::ipc::protocol::{RpcError, Subscribe, Subscribed, Unsubscribe, Unsubscribed};
+use crate::model::Code;
 
 /// The most subscriptions one connection may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 64;
@@ -14,8 +15,7 @@ impl Handler for Subscribe {
         session.subscriptions.retain(|_, task| !task.is_finished());
         if session.subscriptions.contains_key(&self.subscription) {
             return Err(RpcError::new(
-                code::INVALID_STATE,
-                "subscription.exists",
+                Code::SubscriptionExists,
                 format!(
                     "subscription {} exists on this connection",
                     self.subscription
@@ -24,8 +24,7 @@ impl Handler for Subscribe {
         }
         if session.subscriptions.len() >= MAX_SUBSCRIPTIONS {
             return Err(RpcError::new(
-                code::INVALID_STATE,
-                "subscription.limit",
+                Code::SubscriptionLimit,
                 format!(
                     "this connection already has {MAX_SUBSCRIPTIONS} subscriptions, the most one \
                      may hold; unsubscribe first"
