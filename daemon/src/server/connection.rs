@@ -211,8 +211,8 @@ pub async fn serve(daemon: Rc<Daemon>, stream: interprocess::local_socket::tokio
                 outcome,
             });
         }
-        // A subscription starts after its reply, which so precedes its
-        // first event.
+        // A subscription starts forwarding only now, so that its reply
+        // (queued above) precedes its first event.
         if let Some(starting) = session.starting.take() {
             let subscription = starting.subscription.clone();
             let task =
