@@ -13,6 +13,7 @@ use weft::ipc::protocol::{
     RunStart, RunStarted, WorkflowSource,
 };
 use weft::lang::{Diagnostic, Severity, Span};
+use weft::model::Code;
 use weft::model::EnvPolicy;
 use weft::model::ModelChoice;
 use weft::model::{EdgeReason, Event, EventKind, Stream};
@@ -95,6 +96,8 @@ fn declarations() -> Vec<Decl> {
         decl::<RunStarted>(),
         decl::<CancelRequested>(),
         decl::<DaemonInfo>(),
+        // Errors.
+        decl::<Code>(),
         // The app.
         decl::<AppError>(),
         decl::<InitialRoute>(),

@@ -17,8 +17,7 @@ use weft::ipc::protocol::{
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::llm::LlmSettings;
-use weft::model::Event;
-use weft::model::RunSummary;
+use weft::model::{Code, Event, RunSummary};
 use weft::store::{Home, QuestionRecord};
 use weft::views::{
     AppError, ArtifactContent, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views,
@@ -46,7 +45,12 @@ where
     let home = home()?;
     tauri::async_runtime::spawn_blocking(move || read(&Views::open(&home)?).map_err(AppError::from))
         .await
-        .map_err(|e| AppError::new("app.internal", format!("a history read failed: {e}")))?
+        .map_err(|e| {
+            AppError::new(
+                weft::model::Code::AppInternal,
+                format!("a history read failed: {e}"),
+            )
+        })?
 }
 
 /// A client of the home's daemon; `daemon.not_running` when none listens.
@@ -86,10 +90,15 @@ pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
     let shown = file.clone();
     tauri::async_runtime::spawn_blocking(move || crate::reveal::reveal(&shown))
         .await
-        .map_err(|e| AppError::new("app.internal", format!("revealing failed: {e}")))?
+        .map_err(|e| {
+            AppError::new(
+                weft::model::Code::AppInternal,
+                format!("revealing failed: {e}"),
+            )
+        })?
         .map_err(|message| {
             AppError::new(
-                "app.reveal_failed",
+                weft::model::Code::AppRevealFailed,
                 format!("{message}; the file is at {}", file.display()),
             )
         })?;
@@ -114,7 +123,7 @@ pub async fn daemon_start() -> Result<DaemonInfo> {
     weft::server::detach::start_detached(&home, &weftd)
         .await
         .map(|(info, _started)| info)
-        .map_err(|message| AppError::new("daemon.start_failed", message))
+        .map_err(|message| AppError::new(weft::model::Code::DaemonStartFailed, message))
 }
 
 /// Starts a run with the app's environment (its keys included) unless the
@@ -169,13 +178,18 @@ pub async fn validate_workflow(path: PathBuf) -> Result<Vec<Diagnostic>> {
             .map(|wf| wf.diagnostics)
             .map_err(|e| {
                 AppError::new(
-                    "workflow.io",
+                    weft::model::Code::WorkflowIo,
                     format!("cannot read the workflow {}: {e}", path.display()),
                 )
             })
     })
     .await
-    .map_err(|e| AppError::new("app.internal", format!("validation failed: {e}")))?
+    .map_err(|e| {
+        AppError::new(
+            weft::model::Code::AppInternal,
+            format!("validation failed: {e}"),
+        )
+    })?
 }
 
 // ----- the app itself ----------------------------------------------------
@@ -185,14 +199,14 @@ pub async fn model_names() -> Result<Vec<String>> {
     let home = home()?;
     tauri::async_runtime::spawn_blocking(move || model_names_in(&home))
         .await
-        .map_err(|e| AppError::new("app.internal", format!("reading the models failed: {e}")))?
+        .map_err(|e| AppError::new(Code::AppInternal, format!("reading the models failed: {e}")))?
 }
 
 /// Every model id and alias of the catalog with `home`'s settings.toml laid
 /// over it (a provider's own `models` list included), sorted, each once.
 fn model_names_in(home: &Home) -> Result<Vec<String>> {
     let settings = LlmSettings::load(&home.settings_path())
-        .map_err(|e| AppError::new(e.code(), e.to_string()))?;
+        .map_err(|e| AppError::new(Code::RunConfig, e.to_string()))?;
     let catalog = settings.catalog();
     let names: BTreeSet<String> = catalog
         .models

@@ -99,7 +99,7 @@ pub fn answer(args: &AnswerArgs) -> CliResult {
             .await
         {
             Ok(record) => record,
-            Err(e) if e.code() == "question.closed" => {
+            Err(e) if e.is(crate::model::Code::QuestionClosed) => {
                 return Err(CliError::AnswerClosed(message(&e)));
             }
             Err(e) => return Err(refused(&e)),

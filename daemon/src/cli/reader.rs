@@ -73,7 +73,7 @@ impl Reader {
                     run: run.to_string(),
                 };
                 client.call(query).await.map_err(|e| {
-                    if e.code() == "run.not_found" {
+                    if e.is(crate::model::Code::RunNotFound) {
                         not_found()
                     } else {
                         message(&e)

@@ -57,7 +57,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     })?;
     let started: RunStarted = match client.call(params).await {
         Ok(s) => s,
-        Err(ClientError::Rpc(e)) if e.data_code() == "workflow.invalid" => {
+        Err(ClientError::Rpc(e)) if e.is(crate::model::Code::WorkflowInvalid) => {
             let (file, text) = shown;
             return Err(CliError::InvalidWorkflow {
                 file,
@@ -211,7 +211,7 @@ pub async fn resume(run: &str, auto_approve: bool, json: bool) -> CliResult {
         // started it, that resume may have gone on, or ended, before this
         // request arrived: the run moved since this command first read it.
         // Show what that resume did, as if this one had done it.
-        Err(e) if e.code() == "run.not_resumable" => {
+        Err(e) if e.is(crate::model::Code::RunNotResumable) => {
             let first = seen.unwrap_or(before);
             let moved = client
                 .call(RunGet {

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
+use crate::model::Code;
 use crate::store::{ArtifactRecord, Blobs, NewArtifact, Store, StoreError};
 
 /// A file larger than this (10 MiB) is never captured.
@@ -75,9 +76,9 @@ pub enum ArtifactError {
 impl ArtifactError {
     /// A stable, machine-readable code.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            ArtifactError::InvalidPattern { .. } => "artifact.invalid_pattern",
+            ArtifactError::InvalidPattern { .. } => Code::ArtifactInvalidPattern,
             ArtifactError::Store(e) => e.code(),
         }
     }

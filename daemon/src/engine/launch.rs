@@ -23,7 +23,7 @@ use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
-use crate::model::{EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus};
+use crate::model::{Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
 use crate::util::lock::lock;
 
@@ -162,13 +162,13 @@ pub enum EngineError {
 impl EngineError {
     /// A stable, machine-readable code.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            EngineError::InvalidWorkflow(_) => "workflow.invalid",
+            EngineError::InvalidWorkflow(_) => Code::WorkflowInvalid,
             EngineError::Store(e) => e.code(),
-            EngineError::NotResumable(_) => NotResumable::CODE,
-            EngineError::Io(_) => "workflow.io",
-            EngineError::Config(_) => "run.config",
+            EngineError::NotResumable(_) => Code::RunNotResumable,
+            EngineError::Io(_) => Code::WorkflowIo,
+            EngineError::Config(_) => Code::RunConfig,
         }
     }
 }
@@ -205,11 +205,6 @@ pub enum NotResumable {
     /// Nothing was committed and the workflow has no start node to begin at.
     #[error("the workflow has no start node")]
     NoStartNode,
-}
-
-impl NotResumable {
-    /// The stable code clients branch on.
-    pub const CODE: &'static str = "run.not_resumable";
 }
 
 fn load(

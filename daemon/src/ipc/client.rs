@@ -26,11 +26,11 @@ use tokio::task::JoinHandle;
 use super::codec::{self, FrameError, FrameReader, MAX_FRAME_BYTES};
 use super::paths::DaemonPaths;
 use super::protocol::{
-    self, Id, Method, NotificationBody, Outcome, Request, RpcError, ServerMessage, Subscribe,
-    Subscribed, Unsubscribe, Unsubscribed, Version,
+    Id, Method, NotificationBody, Outcome, Request, RpcError, ServerMessage, Subscribe, Subscribed,
+    Unsubscribe, Unsubscribed, Version,
 };
 use super::socket;
-use crate::model::Event;
+use crate::model::{Code, Event};
 use crate::store::Home;
 use crate::util::lock::lock;
 
@@ -72,18 +72,26 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// A stable, machine-readable code; for [`ClientError::Rpc`], the
-    /// daemon's code (`run.not_found`, ...).
+    /// A stable, machine-readable code (a [`Code`]'s text); for
+    /// [`ClientError::Rpc`], the daemon's code (`run.not_found`, ...), as
+    /// sent (a newer daemon may send one this build does not know).
     #[must_use]
     pub fn code(&self) -> &str {
         match self {
-            ClientError::DaemonNotRunning { .. } => "daemon.not_running",
-            ClientError::Connect { .. } => "daemon.connect",
+            ClientError::DaemonNotRunning { .. } => Code::DaemonNotRunning.as_str(),
+            ClientError::Connect { .. } => Code::DaemonConnect.as_str(),
             ClientError::Rpc(e) => e.data_code(),
-            ClientError::Protocol(_) => "ipc.protocol",
-            ClientError::Request(_) => "ipc.request",
-            ClientError::Disconnected => "ipc.disconnected",
+            ClientError::Protocol(_) => Code::IpcProtocol.as_str(),
+            ClientError::Request(_) => Code::IpcRequest.as_str(),
+            ClientError::Disconnected => Code::IpcDisconnected.as_str(),
         }
+    }
+
+    /// Whether [`ClientError::code`] is `code`: how callers branch on a
+    /// failure.
+    #[must_use]
+    pub fn is(&self, code: Code) -> bool {
+        self.code() == code.as_str()
     }
 }
 
@@ -388,8 +396,7 @@ impl Client {
             }
             if shared.subscriptions.contains_key(&id) {
                 return Err(ClientError::Rpc(RpcError::new(
-                    protocol::code::INVALID_STATE,
-                    "subscription.exists",
+                    Code::SubscriptionExists,
                     format!("subscription `{id}` is already active on this connection"),
                 )));
             }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::protocol::RpcError;
+use super::protocol::error::RpcError;
 
 /// The longest message accepted or sent, in bytes without the newline:
 /// 8 MiB. Large data (command output, artifacts) lives in the store and is

@@ -3,7 +3,7 @@
 //! Unix domain socket (see docs/protocol.md).
 //!
 //! - [`protocol`]: every message, method, params and result type, defined
-//!   once with serde; error codes.
+//!   once with serde; error codes (`envelope`, `error` and `methods`).
 //! - [`codec`]: line framing with a size limit over any async stream.
 //! - [`paths`]: where a home's daemon keeps its socket, lock and pid files.
 //! - [`socket`]: connecting and binding the socket (`interprocess`).

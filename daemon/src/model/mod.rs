@@ -1,7 +1,8 @@
 //! The records every layer shares: what happened in a run ([`Event`]),
 //! how a stage ended ([`Outcome`]), a run's status and the line that lists
 //! it ([`RunSummary`]), what a run was started with ([`ModelChoice`],
-//! [`EnvPolicy`], [`ParentLink`]) and what it spent ([`Spend`]).
+//! [`EnvPolicy`], [`ParentLink`]), what it spent ([`Spend`]), and the
+//! error [`Code`]s clients branch on.
 //!
 //! This is the bottom layer: plain data with serde and TypeScript (ts-rs)
 //! derives, and the rules that belong to the data itself (a status's name,
@@ -9,12 +10,14 @@
 //! crate but [`crate::secrets`] (for redaction). The store persists these
 //! records, the engine produces them, the wire protocol carries them.
 
+pub mod code;
 pub mod env_policy;
 pub mod event;
 pub mod outcome;
 pub mod run;
 pub mod spend;
 
+pub use code::Code;
 pub use env_policy::EnvPolicy;
 pub use event::{EdgeReason, Event, EventKind, Stream};
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status, failure_signature};

@@ -8,7 +8,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::engine::{EngineError, RunRequest};
-use crate::ipc::protocol::{RpcError, RunStart, WorkflowSource, code};
+use crate::ipc::protocol::{RpcError, RunStart, WorkflowSource};
+use crate::model::Code;
 
 /// The engine request this asks for, reading the workflow file when it
 /// is given by path. (`env` is not part of [`RunRequest`]; the daemon
@@ -31,8 +32,7 @@ pub fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
             let source = crate::limits::read_text_capped(path, crate::limits::MAX_WORKFLOW_BYTES)
                 .map_err(|e| {
                 RpcError::new(
-                    code::WORKFLOW,
-                    "workflow.io",
+                    Code::WorkflowIo,
                     format!("cannot read the workflow {}: {e}", path.display()),
                 )
             })?;
@@ -75,17 +75,13 @@ impl From<&EngineError> for RpcError {
     fn from(e: &EngineError) -> RpcError {
         match e {
             EngineError::Store(store) => RpcError::from(store),
-            EngineError::InvalidWorkflow(diagnostics) => {
-                RpcError::new(code::WORKFLOW, e.code(), e.to_string()).with_detail(
+            EngineError::InvalidWorkflow(diagnostics) => RpcError::new(e.code(), e.to_string())
+                .with_detail(
                     "diagnostics",
                     serde_json::to_value(diagnostics).unwrap_or(Value::Null),
-                )
-            }
-            EngineError::NotResumable(_) => {
-                RpcError::new(code::INVALID_STATE, e.code(), e.to_string())
-            }
-            EngineError::Io(_) | EngineError::Config(_) => {
-                RpcError::new(code::WORKFLOW, e.code(), e.to_string())
+                ),
+            EngineError::NotResumable(_) | EngineError::Io(_) | EngineError::Config(_) => {
+                RpcError::new(e.code(), e.to_string())
             }
         }
     }
@@ -100,6 +96,7 @@ impl From<EngineError> for RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipc::protocol::code;
 
     #[test]
     fn run_start_refuses_a_fifo_or_a_device_as_the_workflow_without_blocking() {

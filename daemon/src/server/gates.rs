@@ -21,6 +21,7 @@ use crate::engine::interviewer::{
     Answer, Choice, Interviewer, Question, match_answer, parse_accelerator,
 };
 use crate::ipc::protocol::AnswerBy;
+use crate::model::Code;
 use crate::store::{QuestionRecord, QuestionStatus, Store};
 use crate::util::lock::lock;
 
@@ -52,10 +53,10 @@ pub enum AnswerError {
 impl AnswerError {
     /// A stable, machine-readable code.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            AnswerError::NotWaiting(_) => "question.not_waiting",
-            AnswerError::NoSuchOption { .. } => "question.no_such_option",
+            AnswerError::NotWaiting(_) => Code::QuestionNotWaiting,
+            AnswerError::NoSuchOption { .. } => Code::QuestionNoSuchOption,
         }
     }
 }

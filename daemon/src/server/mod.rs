@@ -20,6 +20,7 @@ mod connection;
 pub mod convert;
 pub mod detach;
 pub mod gates;
+mod methods;
 pub mod notify;
 mod settings;
 

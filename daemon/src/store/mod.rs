@@ -21,6 +21,8 @@ mod sql;
 mod stages;
 pub mod wal;
 
+use crate::model::Code;
+
 pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
 pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
 pub use connection::{Checkpoint, Store};
@@ -114,22 +116,22 @@ pub enum StoreError {
 impl StoreError {
     /// A stable, machine-readable code.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            StoreError::Sqlite(_) => "store.sqlite",
-            StoreError::Io { .. } => "store.io",
-            StoreError::Json { .. } => "store.json",
-            StoreError::RunNotFound(_) => "run.not_found",
-            StoreError::AmbiguousRun { .. } => "run.ambiguous",
-            StoreError::StageNotFound(_) => "stage.not_found",
-            StoreError::QuestionNotFound(_) => "question.not_found",
-            StoreError::ArtifactNotFound { .. } => "artifact.not_found",
-            StoreError::BlobMissing(_) => "blob.missing",
-            StoreError::SchemaTooNew { .. } => "store.schema_too_new",
-            StoreError::SchemaTooOld { .. } => "store.schema_too_old",
-            StoreError::WalMissing { .. } => "store.wal_missing",
-            StoreError::NoHome => "store.no_home",
-            StoreError::InvalidArtifactPath(_) => "artifact.invalid_path",
+            StoreError::Sqlite(_) => Code::StoreSqlite,
+            StoreError::Io { .. } => Code::StoreIo,
+            StoreError::Json { .. } => Code::StoreJson,
+            StoreError::RunNotFound(_) => Code::RunNotFound,
+            StoreError::AmbiguousRun { .. } => Code::RunAmbiguous,
+            StoreError::StageNotFound(_) => Code::StageNotFound,
+            StoreError::QuestionNotFound(_) => Code::QuestionNotFound,
+            StoreError::ArtifactNotFound { .. } => Code::ArtifactNotFound,
+            StoreError::BlobMissing(_) => Code::BlobMissing,
+            StoreError::SchemaTooNew { .. } => Code::StoreSchemaTooNew,
+            StoreError::SchemaTooOld { .. } => Code::StoreSchemaTooOld,
+            StoreError::WalMissing { .. } => Code::StoreWalMissing,
+            StoreError::NoHome => Code::StoreNoHome,
+            StoreError::InvalidArtifactPath(_) => Code::ArtifactInvalidPath,
         }
     }
 

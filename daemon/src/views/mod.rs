@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::ipc::protocol::RunList;
-use crate::model::Event;
 use crate::model::ModelChoice;
 use crate::model::RunSummary;
+use crate::model::{Code, Event};
 use crate::store::{
     ArtifactRecord, BlobRef, Blobs, EVENTS_PAGE_MAX, Home, QuestionRecord, Result, RunDir,
     StageRecord, Store, StoreError, write_atomic,
@@ -134,20 +134,20 @@ pub struct LogMatch {
 }
 
 /// The error every desktop-app command returns: a stable, machine-readable
-/// `code` the UI matches on (`run.not_found`, `daemon.not_running`, ...)
+/// [`Code`] the UI matches on (`run.not_found`, `daemon.not_running`, ...)
 /// and a `message` for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct AppError {
-    pub code: String,
+    pub code: Code,
     pub message: String,
 }
 
 impl AppError {
     /// An error with this code and message.
     #[must_use]
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> AppError {
+    pub fn new(code: Code, message: impl Into<String>) -> AppError {
         AppError {
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
@@ -167,9 +167,12 @@ impl From<StoreError> for AppError {
 
 impl From<crate::ipc::client::ClientError> for AppError {
     /// Keeps the client's code: `daemon.not_running` (the UI offers to
-    /// start the daemon), or the daemon's own (`run.not_found`, ...).
+    /// start the daemon), or the daemon's own (`run.not_found`, ...); a code
+    /// this build does not know (a newer daemon's) is `rpc.error`, with the
+    /// daemon's message.
     fn from(e: crate::ipc::client::ClientError) -> AppError {
-        AppError::new(e.code(), e.to_string())
+        let code = Code::parse(e.code()).unwrap_or(Code::RpcError);
+        AppError::new(code, e.to_string())
     }
 }
 

@@ -1,5 +1,5 @@
 import type { CommandMethods } from './commands';
-import type { Event, InitialRoute, RunsPage } from './wire';
+import type { AppError, Code, Event, InitialRoute, RunsPage } from './wire';
 
 export type * from './wire';
 
@@ -42,10 +42,14 @@ export interface Host extends CommandMethods {
   subscribe(run: string | null, afterSeq: number, onEvent: (event: Event) => void): Promise<Unsubscribe>;
 }
 
-/** An `AppError`-shaped rejection, whatever was thrown. */
-export function appError(e: unknown): { code: string; message: string } {
+/**
+ * An `AppError`-shaped rejection, whatever was thrown; its `code` is a
+ * generated `Code`, so a screen's comparison with a code that does not
+ * exist fails to compile.
+ */
+export function appError(e: unknown): AppError {
   if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
-    return { code: String(e.code), message: String(e.message) };
+    return { code: String(e.code) as Code, message: String(e.message) };
   }
   return { code: 'app.error', message: String(e) };
 }

@@ -2,7 +2,7 @@ import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
 import { LIVE_METHODS, type LiveMethod } from './commands';
-import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
+import type { AnswerBy, AppError, ArtifactContent, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -10,12 +10,17 @@ import type { AnswerBy, ArtifactContent, Event, Host, LogMatch, LogStream, Quest
  */
 export const TEST_APP_VERSION = '0.0.0-test';
 
+/** A rejection as the Tauri host's: an `AppError` with a real `Code`. */
+function fail(code: Code, message: string): Promise<never> {
+  return Promise.reject({ code, message } satisfies AppError);
+}
+
 function notFound(what: string): Promise<never> {
-  return Promise.reject({ code: 'run.not_found', message: `no run matches ${what}` });
+  return fail('run.not_found', `no run matches ${what}`);
 }
 
 function artifactNotFound(run: string, path: string): Promise<never> {
-  return Promise.reject({ code: 'artifact.not_found', message: `run ${run} captured no artifact \`${path}\`` });
+  return fail('artifact.not_found', `run ${run} captured no artifact \`${path}\``);
 }
 
 /**
@@ -99,7 +104,7 @@ function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Hos
       return Promise.resolve(`${view.run.run_dir}/artifacts/${path}`);
     },
 
-    daemonStart: () => Promise.reject({ code: 'daemon.start_failed', message: 'the test host has no daemon' }),
+    daemonStart: () => fail('daemon.start_failed', 'the test host has no daemon'),
     runArchive: (run, archived) => {
       const view = find(run);
       if (!view) return notFound(run);
@@ -111,7 +116,7 @@ function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Hos
     questionAnswer: (id, answer) => {
       const index = fixtures.questions.findIndex((q) => q.id === id);
       const question = fixtures.questions[index];
-      if (!question) return Promise.reject({ code: 'question.not_found', message: `no question ${id}` });
+      if (!question) return fail('question.not_found', `no question ${id}`);
       // Idempotent, as weftd's: an answered question stays as answered.
       if (question.status !== 'pending') return Promise.resolve(question);
       const selected = selectedOption(question.options, answer);

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 
-import { appError, type Diagnostic, type Host, type RunStart } from '../api';
+import { appError, type AppError, type Diagnostic, type Host, type RunStart } from '../api';
 import { navigate } from '../app/route';
 import './launch.css';
 
@@ -83,7 +83,7 @@ export function LaunchScreen({ host }: { host: Host }) {
   const [autoApprove, setAutoApprove] = useState(false);
   const [dryRun, setDryRun] = useState(false);
   const [validation, setValidation] = useState<Validation>({ state: 'idle' });
-  const [startError, setStartError] = useState<{ code: string; message: string } | null>(null);
+  const [startError, setStartError] = useState<AppError | null>(null);
   const [starting, setStarting] = useState(false);
   const [recent, setRecent] = useState<string[]>(() => recentWorkflows());
   const [models, setModels] = useState<string[]>([]);

@@ -1,4 +1,4 @@
-import type { Host, RunView } from '../api';
+import type { AppError, Host, RunView } from '../api';
 import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
 import { formatCost, formatDateTime, formatDuration } from '../format';
 import type { FailureSummary } from './derive';
@@ -67,7 +67,7 @@ export function RunHeader({
     });
   const rerun = () =>
     action.run('Re-running', async () => {
-      if (!run.workflow_path) throw { code: 'run.no_workflow_path', message: 'this run has no workflow file to re-run' };
+      if (!run.workflow_path) throw { code: 'run.no_workflow_path', message: 'this run has no workflow file to re-run' } satisfies AppError;
       const inputs: Record<string, string> = {};
       for (const [k, v] of Object.entries(view.inputs)) inputs[k] = typeof v === 'string' ? v : JSON.stringify(v);
       const started = await host.runStart({

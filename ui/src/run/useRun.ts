@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-import { appError, EVENTS_PAGE_MAX, type Event, type Host, type RunView, type StageFiles } from '../api';
+import { appError, EVENTS_PAGE_MAX, type Code, type Event, type Host, type RunView, type StageFiles } from '../api';
 
 /** Events read per `runEvents` call: the most the backend returns (declared in Rust). */
 const EVENTS_PAGE = EVENTS_PAGE_MAX;
@@ -29,7 +29,7 @@ export type LiveState =
 
 export type RunLoad =
   | { kind: 'loading' }
-  | { kind: 'failed'; code: string; message: string }
+  | { kind: 'failed'; code: Code; message: string }
   | { kind: 'ready'; view: RunView };
 
 /**

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 
-import { appError, type Host, type RunList, type RunsPage, type RunSummary } from '../api/host';
+import { appError, type AppError, type Host, type RunList, type RunsPage, type RunSummary } from '../api/host';
 
 /** Runs fetched per `runsPage` call as the list scrolls. */
 export const PAGE_SIZE = 200;
@@ -20,7 +20,7 @@ interface Pages {
   open: Record<string, number>;
   /** Null until the first page answers. */
   total: number | null;
-  error: { code: string; message: string } | null;
+  error: AppError | null;
 }
 
 const fresh = (key: string): Pages => ({

@@ -1,11 +1,11 @@
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::model::EventKind;
-use crate::store::QuestionStatus;
+use crate::model::{Event, EventKind, RunStatus, RunSummary};
+use crate::store::{QuestionRecord, QuestionStatus, RunRecord, StageRecord, StoreError};
 
 fn event(seq: u64) -> Event {
     Event {
@@ -500,67 +500,4 @@ fn any_id_json_rpc_allows_is_echoed_exactly_as_given() {
         let reply = serde_json::to_value(Response::success(Some(got), &json!({}))).expect("json");
         assert_eq!(reply["id"], id, "the reply carries the id as sent");
     }
-}
-
-#[test]
-fn errors_from_a_peer_without_data_still_have_a_stable_code() {
-    let error: RpcError =
-        serde_json::from_value(json!({"code": -32601, "message": "nope"})).expect("reads");
-    assert_eq!(error.data_code(), "rpc.method_not_found");
-    let error: RpcError =
-        serde_json::from_value(json!({"code": 17, "message": "custom"})).expect("reads");
-    assert_eq!(error.data_code(), "rpc.error");
-}
-
-#[test]
-fn store_errors_keep_their_codes_and_details() {
-    let ambiguous = RpcError::from(StoreError::AmbiguousRun {
-        prefix: "01".into(),
-        matches: vec!["01A".into(), "01B".into()],
-    });
-    assert_eq!(ambiguous.code, code::AMBIGUOUS);
-    assert_eq!(ambiguous.data_code(), "run.ambiguous");
-    let details = &ambiguous.data.as_ref().expect("data").details;
-    assert_eq!(
-        details["matches"],
-        json!(["01A", "01B"]),
-        "the UI can offer the choices"
-    );
-}
-
-#[test]
-fn the_caller_env_debug_output_hides_values() {
-    let env = CallerEnv(vec![("ANTHROPIC_API_KEY".into(), "sk-secret".into())]);
-    let shown = format!(
-        "{:?}",
-        RunStart {
-            env,
-            ..RunStart::new(WorkflowSource::Source(String::new()), "/w")
-        }
-    );
-    assert!(shown.contains("ANTHROPIC_API_KEY"), "{shown}");
-    assert!(
-        !shown.contains("sk-secret"),
-        "a logged request must not leak secrets: {shown}"
-    );
-}
-
-#[test]
-fn run_list_filters_map_onto_the_store_filter() {
-    let list = RunList {
-        status: Some(RunStatus::Blocked),
-        workflow: Some("ship".into()),
-        label: Some("nightly".into()),
-        text: Some("x".into()),
-        limit: Some(5),
-        offset: Some(10),
-        archived: Some(true),
-    };
-    let filter = list.filter();
-    assert_eq!(filter.status, Some(RunStatus::Blocked));
-    assert_eq!(filter.workflow.as_deref(), Some("ship"));
-    assert_eq!(filter.label.as_deref(), Some("nightly"));
-    assert_eq!(filter.archived, Some(true));
-    assert_eq!(filter.text.as_deref(), Some("x"));
-    assert_eq!((filter.limit, filter.offset), (Some(5), Some(10)));
 }

@@ -507,7 +507,9 @@ version: string,
  */
 protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, };
 
-export type AppError = { code: string, message: string, };
+export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.config" | "run.no_workflow_path" | "stage.not_found" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
+
+export type AppError = { code: Code, message: string, };
 
 export type InitialRoute = { run: string, question: string, };
 
