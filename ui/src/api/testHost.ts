@@ -29,7 +29,7 @@ function artifactNotFound(run: string, path: string): Promise<never> {
  * does not model, so a new live command needs nothing here.
  */
 function withoutDaemon(): Pick<Host, LiveMethod> {
-  const refuse = () => Promise.reject({ code: 'daemon.not_running', message: 'the test host has no daemon' });
+  const refuse = () => fail('daemon.not_running', 'the test host has no daemon');
   // One entry per name of the generated list, which is every live command.
   return Object.fromEntries(LIVE_METHODS.map((method) => [method, refuse])) as unknown as Pick<Host, LiveMethod>;
 }
