@@ -6,6 +6,7 @@
 //! `cargo test -p weft --test it wire_types`.
 
 mod engine;
+mod harness;
 mod imports;
 mod llm_providers;
 mod prompt;
