@@ -1,4 +1,4 @@
-//! Support for the end-to-end tests in `tests/tests/`: locating the real
+//! Support for the end-to-end tests in `tests/tests/it/`: locating the real
 //! binaries and running them in a sandbox with its own `WEFT_HOME`.
 
 use std::path::{Path, PathBuf};
