@@ -11,4 +11,5 @@ mod imports;
 mod llm_providers;
 mod prompt;
 mod properties;
+mod server;
 mod wire_types;
