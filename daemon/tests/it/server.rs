@@ -2,10 +2,10 @@
 //! WEFT_HOME's socket, on a thread of its own (a current-thread runtime and
 //! a `LocalSet`, as `weftd --foreground` runs it), driven by the real client
 //! (`weft::ipc::Client`), by raw lines on the socket, and by the CLI's
-//! `weft run` (`weft::cli::main_from`). No prebuilt binary takes part, so
-//! these tests see the connection handling and the CLI's daemon path as
-//! the compiler built them for this test run; `tests/tests/it/` drives the
-//! same paths through the real binaries.
+//! `weft run` (`weft::cli::main_from`). No prebuilt binary takes part: a
+//! failure points at the connection handling or the CLI's daemon path
+//! directly, with its backtrace, and coverage sees them. `tests/tests/it/`
+//! drives the same paths through the real binaries.
 
 // A test that cannot set itself up should stop there, with the reason.
 #![allow(clippy::expect_used)]
