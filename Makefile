@@ -28,12 +28,13 @@ APT_PACKAGES := \
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 
 .PHONY: help deps deps-apt deps-npm deps-cargo ui build build-app demo test \
-	test-rust test-ui test-app lint fuzz-build bench clean
+	test-rust test-ui test-app lint fuzz-build bench clean regenerate
 
 help:
 	@echo "make demo   - install what is missing, build, validate and summarise the examples"
 	@echo "make test   - install what is missing and run every test"
 	@echo "make bench  - run the parse benchmark (release build)"
+	@echo "make regenerate - rewrite the generated files the tests check (wire types, UI fixtures)"
 
 ## ---- installing what is missing -------------------------------------------
 
@@ -149,6 +150,14 @@ test-app: ui
 	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/smoke.py $(APP) $(CARGO_TARGET_DIR)/app-smoke.png; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/e2e.py $(APP) docs/screenshots
+
+# The files generated from the Rust side that the tests check
+# (docs/app.md): the TypeScript wire types and the UI's recorded run
+# history. Each is a filter on its crate's one integration-test binary.
+regenerate: deps-cargo
+	WEFT_UPDATE_WIRE=1 $(CARGO) test -p weft --test it wire_types
+	$(CARGO) build -p weft --bins
+	WEFT_UPDATE_FIXTURES=1 $(CARGO) nextest run -p weft-tests --test it ui_fixtures
 
 # Fuzz targets are built, not run, in CI (running needs nightly + cargo-fuzz).
 fuzz-build:

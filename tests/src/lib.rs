@@ -1,4 +1,4 @@
-//! Support for the end-to-end tests in `tests/tests/`: locating the real
+//! Support for the end-to-end tests in `tests/tests/it/`: locating the real
 //! binaries and running them in a sandbox with its own `WEFT_HOME`.
 
 use std::path::{Path, PathBuf};
@@ -364,6 +364,24 @@ impl RawClient {
         let _ = self.reader.get_ref().set_nonblocking(false);
         ready
     }
+}
+
+/// `text`, trimmed, as JSON (a command's `--json` output).
+///
+/// # Panics
+/// When it is not JSON, showing it.
+#[must_use]
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// A tiny deterministic generator, so that each seed of a crash test
+/// kills at the same moment every time.
+#[must_use]
+pub fn lcg(seed: u64) -> u64 {
+    seed.wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407)
+        >> 33
 }
 
 /// The captured result of one command.

@@ -593,7 +593,21 @@ pub(crate) fn home() -> Result<crate::store::Home, CliError> {
 /// Runs the CLI with the process's arguments.
 #[must_use]
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    main_from(std::env::args_os())
+}
+
+/// Runs the CLI with `args` (the first is the program name, as in
+/// `std::env::args_os`) as [`main`] does with the process's: the in-process
+/// tests call it beside a daemon served by the same process. Everything
+/// else (WEFT_HOME, the caller's environment, stdin and stdout) is the
+/// process's.
+#[must_use]
+pub fn main_from<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -84,7 +84,7 @@ describe('the media switch', () => {
 });
 
 describe('reveal in folder', () => {
-  // The recorded release run captured reports (tests/tests/ui_fixtures.rs).
+  // The recorded release run captured reports (tests/tests/it/ui_fixtures.rs).
   const view = recorded.views.find((v) => v.artifacts.length > 0);
   let root: Root | null = null;
   let container: HTMLElement | null = null;

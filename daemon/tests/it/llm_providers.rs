@@ -9,8 +9,6 @@
 #![allow(clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -19,22 +17,9 @@ use weft::llm::{
     ReasoningEffort, Request, RetryPolicy, Sleeper, StreamEvent, Timeouts, ToolResult, ToolSpec,
     Usage,
 };
-use weft_fakellm::{FakeLlm, Recorded, Reply, ToolCall as FakeCall, Usage as FakeUsage};
+use weft_fakellm::{Recorded, Reply, ToolCall as FakeCall, Usage as FakeUsage};
 
-fn server() -> &'static FakeLlm {
-    static SERVER: OnceLock<FakeLlm> = OnceLock::new();
-    SERVER.get_or_init(FakeLlm::start)
-}
-
-/// A key no other test uses, so tests share the server without interfering.
-fn fresh_key(tag: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "sk-{tag}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use super::harness::{fake_llm, fresh_key};
 
 /// The four APIs, each as a provider pointed at the fake server.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,7 +53,7 @@ impl Api {
     /// The run's environment: this API's key and base URL, in each
     /// provider's convention.
     fn env(self, key: &str, env: &mut BTreeMap<String, String>) {
-        let url = server().url();
+        let url = fake_llm().url();
         let (key_var, url_var, base) = match self {
             Api::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", url),
             Api::OpenAi => ("OPENAI_API_KEY", "OPENAI_BASE_URL", format!("{url}/v1")),
@@ -132,11 +117,11 @@ impl Fixture {
     }
 
     fn script(&self, replies: impl IntoIterator<Item = Reply>) {
-        server().script(&self.key, replies);
+        fake_llm().script(&self.key, replies);
     }
 
     fn requests(&self) -> Vec<Recorded> {
-        server().requests(&self.key)
+        fake_llm().requests(&self.key)
     }
 
     fn request(&self, prompt: &str, stream: bool) -> Request {
@@ -579,8 +564,8 @@ async fn exhausted_server_errors_fail_over_to_the_next_provider() {
         retry_after: None,
         message: "down".into(),
     };
-    server().script(&primary, [error(), error(), error(), error()]);
-    server().script(&fallback, [Reply::Text("from the fallback".into())]);
+    fake_llm().script(&primary, [error(), error(), error(), error()]);
+    fake_llm().script(&fallback, [Reply::Text("from the fallback".into())]);
     let client = client.with_fallbacks(vec!["gemini".into(), "openai".into()]);
     let request = Request {
         model: Some("sonnet".into()),
@@ -598,7 +583,7 @@ async fn exhausted_server_errors_fail_over_to_the_next_provider() {
         "a bare provider means its default model"
     );
     assert_eq!(
-        server().requests(&primary).len(),
+        fake_llm().requests(&primary).len(),
         4,
         "the primary got its retries first"
     );
@@ -632,7 +617,7 @@ async fn exhausted_server_errors_fail_over_to_the_next_provider() {
 #[tokio::test]
 async fn permanent_errors_do_not_fail_over() {
     let (primary, fallback, client, _) = two_providers();
-    server().script(
+    fake_llm().script(
         &primary,
         [Reply::Error {
             status: 400,
@@ -651,7 +636,7 @@ async fn permanent_errors_do_not_fail_over() {
         .expect_err("400 is final");
     assert_eq!(error.code(), "llm.bad_request");
     assert!(
-        server().requests(&fallback).is_empty(),
+        fake_llm().requests(&fallback).is_empty(),
         "no failover for a bad request"
     );
 }
@@ -659,7 +644,7 @@ async fn permanent_errors_do_not_fail_over() {
 #[tokio::test]
 async fn retry_after_beyond_the_cap_fails_over_at_once() {
     let (primary, fallback, client, sleeper) = two_providers();
-    server().script(
+    fake_llm().script(
         &primary,
         [Reply::Error {
             status: 429,
@@ -667,7 +652,7 @@ async fn retry_after_beyond_the_cap_fails_over_at_once() {
             message: "come back in an hour".into(),
         }],
     );
-    server().script(&fallback, [Reply::Text("ok".into())]);
+    fake_llm().script(&fallback, [Reply::Text("ok".into())]);
     let client = client.with_fallbacks(vec!["openai/gpt-5.4-mini".into()]);
     let done = client
         .complete(&Request::prompt("hi"), |_| {})
@@ -676,7 +661,7 @@ async fn retry_after_beyond_the_cap_fails_over_at_once() {
     assert!(sleeper.waits().is_empty(), "an hour is not waited for");
     assert_eq!(done.target.to_string(), "openai/gpt-5.4-mini");
     assert_eq!(
-        server().requests(&fallback)[0].body["model"],
+        fake_llm().requests(&fallback)[0].body["model"],
         "gpt-5.4-mini"
     );
 }
@@ -738,8 +723,8 @@ async fn without_model_or_provider_the_first_configured_key_wins() {
         .await
         .expect("ok");
     assert_eq!(done.target.to_string(), "openai/gpt-5.5");
-    assert_eq!(server().requests(&o).len(), 1);
-    assert!(server().requests(&g).is_empty());
+    assert_eq!(fake_llm().requests(&o).len(), 1);
+    assert!(fake_llm().requests(&g).is_empty());
 }
 
 #[tokio::test]

@@ -5,88 +5,25 @@
 //! retries, failover) and what never is (the API key).
 //!
 //! Hermetic: keys and base URLs are given to each run as its caller
-//! environment; each test scripts its own random key.
+//! environment; each test scripts its own random key. The run harness and
+//! the fake server are shared with the other tests (`harness.rs`).
 
 #![allow(clippy::expect_used)]
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use weft::engine::cancel::Cancel;
-use weft::engine::clock::Clock;
-use weft::engine::interviewer::{Interviewer, Scripted};
-use weft::engine::{Conclusion, RunRequest, Services};
+use weft::model::EventKind;
 use weft::model::ModelChoice;
 use weft::model::RunStatus;
-use weft::model::{Event, EventKind};
-use weft::store::{Home, Store};
-use weft_fakellm::{FakeLlm, Recorded, Reply, Usage as FakeUsage};
 
-fn server() -> &'static FakeLlm {
-    static SERVER: OnceLock<FakeLlm> = OnceLock::new();
-    SERVER.get_or_init(FakeLlm::start)
-}
+use weft_fakellm::{Recorded, Reply, Usage as FakeUsage};
 
-fn fresh_key(tag: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "sk-{tag}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-struct Run {
-    conclusion: Conclusion,
-    events: Vec<Event>,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-impl Run {
-    fn sequence(&self) -> Vec<String> {
-        self.conclusion
-            .stages
-            .iter()
-            .map(|s| s.node_id.clone())
-            .collect()
-    }
-
-    fn named(&self, name: &str) -> Vec<&Event> {
-        self.events
-            .iter()
-            .filter(|e| e.kind.name() == name)
-            .collect()
-    }
-
-    /// The committed outcome of `node`'s (last) stage.
-    fn outcome(&self, node: &str) -> weft::model::Outcome {
-        self.events
-            .iter()
-            .rev()
-            .find_map(|e| match &e.kind {
-                EventKind::StageCompleted { outcome, .. }
-                | EventKind::StageFailed { outcome, .. }
-                    if e.node_id.as_deref() == Some(node) =>
-                {
-                    Some(outcome.clone())
-                }
-                _ => None,
-            })
-            .expect("the node ran")
-    }
-
-    fn stage_file(&self, node: &str, file: &str) -> String {
-        std::fs::read_to_string(self.conclusion.run_dir.join("nodes").join(node).join(file))
-            .unwrap_or_default()
-    }
-}
+use super::harness::{Options, Run, fake_llm, fresh_key, run_in};
 
 /// Who the run's caller is: keys and base URLs of the fake server.
 fn caller(key: &str) -> Vec<(String, String)> {
-    let url = server().url();
+    let url = fake_llm().url();
     vec![
         ("ANTHROPIC_API_KEY".into(), key.into()),
         ("ANTHROPIC_BASE_URL".into(), url.clone()),
@@ -118,46 +55,17 @@ async fn run_with(
     }
     let path = work.path().join("flow.fabro");
     std::fs::write(&path, source).expect("workflow");
-    let weft_home = Home::at(home.path());
-    let store = Store::open(&weft_home).expect("store");
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let interviewer: Arc<dyn Interviewer> = Arc::new(Scripted::new(Vec::<&str>::new()));
-    let services = Services {
-        caller_env: None,
-        home: weft_home,
-        store: Arc::new(Mutex::new(store)),
-        interviewer,
-        clock: Clock::fake(),
-        cancel: Cancel::new(),
-        observer: Some(Arc::new(move |e: &Event| {
-            sink.lock().expect("events").push(e.clone());
-        })),
-        nesting: 0,
-    };
-    let request = RunRequest {
-        workflow_path: Some(path),
-        source: source.to_string(),
+    let options = Options {
         seed: Some(1),
-        work_dir: work.path().to_path_buf(),
         env: Some(caller(key)),
         model,
-        ..RunRequest::default()
+        ..Options::default()
     };
-    let conclusion = weft::engine::start(request, &services)
-        .await
-        .expect("the run starts");
-    let events = events.lock().expect("events").clone();
-    Run {
-        conclusion,
-        events,
-        home,
-        work,
-    }
+    run_in(path, options, home, work).await
 }
 
 fn bodies(key: &str) -> Vec<Value> {
-    server()
+    fake_llm()
         .requests(key)
         .into_iter()
         .map(|r: Recorded| r.body)
@@ -192,7 +100,7 @@ const REVIEW: &str = r##"digraph Review {
 #[tokio::test]
 async fn a_prompt_node_sends_the_styled_model_and_preamble_and_records_the_response_and_usage() {
     let key = fresh_key("basic");
-    server().script(
+    fake_llm().script(
         &key,
         [Reply::Turn {
             text: Some("Looks good.\n{\"preferred_next_label\": \"Ship\"}".into()),
@@ -267,7 +175,7 @@ async fn a_prompt_node_sends_the_styled_model_and_preamble_and_records_the_respo
 #[tokio::test]
 async fn routing_schema_output_is_repaired_in_the_same_conversation() {
     let key = fresh_key("repair");
-    server().script(
+    fake_llm().script(
         &key,
         [
             Reply::Text("I think we should fix it.".into()),
@@ -306,7 +214,7 @@ async fn routing_schema_output_is_repaired_in_the_same_conversation() {
 #[tokio::test]
 async fn schema_output_still_invalid_after_the_repairs_fails_the_node() {
     let key = fresh_key("norepair");
-    server().script(
+    fake_llm().script(
         &key,
         [
             Reply::Text("no json here".into()),
@@ -334,7 +242,7 @@ async fn schema_output_still_invalid_after_the_repairs_fails_the_node() {
 #[tokio::test]
 async fn a_custom_schema_puts_the_parsed_output_in_context() {
     let key = fresh_key("custom");
-    server().script(
+    fake_llm().script(
         &key,
         [Reply::Text(
             "Audit done: {\"risk\": \"low\", \"findings\": 2}".into(),
@@ -365,7 +273,7 @@ async fn a_custom_schema_puts_the_parsed_output_in_context() {
 #[tokio::test]
 async fn an_auth_error_fails_the_stage_once_and_the_key_is_never_recorded() {
     let key = fresh_key("auth");
-    server().script(
+    fake_llm().script(
         &key,
         [Reply::Error {
             status: 401,
@@ -399,7 +307,7 @@ async fn an_auth_error_fails_the_stage_once_and_the_key_is_never_recorded() {
 #[tokio::test]
 async fn a_provider_that_keeps_failing_fails_over_to_the_fallback_and_says_so() {
     let key = fresh_key("failover");
-    server().script(
+    fake_llm().script(
         &key,
         [
             Reply::Error {
@@ -426,7 +334,7 @@ async fn a_provider_that_keeps_failing_fails_over_to_the_fallback_and_says_so() 
         "{:?}",
         r.conclusion
     );
-    let sent = server().requests(&key);
+    let sent = fake_llm().requests(&key);
     assert_eq!(sent.len(), 2);
     assert!(sent[0].path.ends_with("/v1/messages"));
     assert!(sent[1].path.ends_with("/v1/responses"), "{}", sent[1].path);
@@ -447,7 +355,7 @@ async fn a_provider_that_keeps_failing_fails_over_to_the_fallback_and_says_so() 
 #[tokio::test]
 async fn the_run_model_applies_to_nodes_without_one_and_truncate_fidelity_sends_only_the_goal() {
     let key = fresh_key("runmodel");
-    server().script(&key, [Reply::Text("ok".into())]);
+    fake_llm().script(&key, [Reply::Text("ok".into())]);
     let source = r#"digraph T { graph [goal="Tidy up"]
         start [shape=Mdiamond]; exit [shape=Msquare]
         build [shape=parallelogram, script="echo secret-build-log"]
@@ -464,7 +372,7 @@ async fn the_run_model_applies_to_nodes_without_one_and_truncate_fidelity_sends_
     )
     .await;
     assert_eq!(r.conclusion.status, RunStatus::Succeeded);
-    let sent = server().requests(&key);
+    let sent = fake_llm().requests(&key);
     assert!(
         sent[0].path.ends_with("/v1/responses"),
         "gpt-5.2 is OpenAI's"
@@ -481,7 +389,7 @@ async fn the_run_model_applies_to_nodes_without_one_and_truncate_fidelity_sends_
 #[tokio::test]
 async fn nodes_sharing_a_thread_at_full_fidelity_continue_one_conversation() {
     let key = fresh_key("thread");
-    server().script(
+    fake_llm().script(
         &key,
         [
             Reply::Text("Plan: add the route.".into()),
@@ -521,7 +429,7 @@ async fn nodes_sharing_a_thread_at_full_fidelity_continue_one_conversation() {
 async fn context_updates_from_a_response_reach_the_next_conditions_and_outcome_failed_fails_the_stage()
  {
     let key = fresh_key("ctx");
-    server().script(
+    fake_llm().script(
         &key,
         [
             Reply::Text("Tests pass. {\"context_updates\": {\"tests_passed\": true}}".into()),
@@ -557,7 +465,7 @@ async fn context_updates_from_a_response_reach_the_next_conditions_and_outcome_f
 #[tokio::test]
 async fn a_stylesheet_sends_two_nodes_to_two_providers() {
     let key = fresh_key("twoproviders");
-    server().script(&key, [Reply::Text("one".into()), Reply::Text("two".into())]);
+    fake_llm().script(&key, [Reply::Text("one".into()), Reply::Text("two".into())]);
     let source = r##"digraph S {
         graph [model_stylesheet=".cheap { model: claude-haiku-4-5; } #critic { model: gpt-5.2; }"]
         start [shape=Mdiamond]; exit [shape=Msquare]
@@ -566,7 +474,7 @@ async fn a_stylesheet_sends_two_nodes_to_two_providers() {
         start -> draft -> critic -> exit }"##;
     let r = run(source, &key, "", ModelChoice::default()).await;
     assert_eq!(r.conclusion.status, RunStatus::Succeeded);
-    let sent = server().requests(&key);
+    let sent = fake_llm().requests(&key);
     assert_eq!(sent.len(), 2);
     assert!(
         sent[0].path.ends_with("/v1/messages"),

@@ -5,11 +5,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use weft_tests::Sandbox;
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use weft_tests::{Sandbox, json};
 
 const QUICK: &str = r#"digraph Quick { start [shape=Mdiamond]; exit [shape=Msquare]
   say [shape=parallelogram, script="echo said $WEFT_RUN_ID"]

@@ -21,7 +21,7 @@ use weft::views::Views;
 use weft_fakellm::{FakeLlm, Reply, Usage};
 use weft_tests::{Run, Sandbox};
 
-const STALE: &str = "UI fixtures are stale: run `WEFT_UPDATE_FIXTURES=1 cargo nextest run -p weft-tests --test ui_fixtures`";
+const STALE: &str = "UI fixtures are stale: run `WEFT_UPDATE_FIXTURES=1 cargo nextest run -p weft-tests --test it ui_fixtures`";
 
 /// Provider variables of the real environment that must not leak in.
 const PROVIDER_VARS: &[&str] = &[

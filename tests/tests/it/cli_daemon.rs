@@ -5,12 +5,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use weft_tests::Sandbox;
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use weft_tests::{Sandbox, json};
 
 #[test]
 fn weft_run_goes_through_the_daemon_with_the_callers_directory_and_environment() {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use weft::model::EventKind;
 use weft::model::RunStatus;
 use weft::store::{Home, RunRecord, Store};
-use weft_tests::{Run, Sandbox, binary, side_effect_chain};
+use weft_tests::{Run, Sandbox, binary, lcg, side_effect_chain};
 
 fn home(sb: &Sandbox) -> Home {
     Home::at(sb.path().join("home"))
@@ -373,13 +373,6 @@ fn side_lines(dir: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-/// A tiny deterministic generator, so each trial kills at the same moment.
-fn lcg(seed: u64) -> u64 {
-    seed.wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407)
-        >> 33
 }
 
 #[test]

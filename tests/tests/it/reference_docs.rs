@@ -17,8 +17,15 @@
 //! - [`EXPECTED_REJECTIONS`] lists blocks that use something we reject on
 //!   purpose; for those the named diagnostic must be present instead.
 //!
-//! The docs live outside this repository (`../shared/reference/fabro-docs`
-//! from the workspace root); CI has them, so their absence is a failure.
+//! The blocks are read from `tests/fixtures/reference/`, where they are
+//! kept verbatim, one file per docs page (same path, same block order), so
+//! that the test needs nothing outside the repository. To take in a new
+//! version of the docs, point `WEFT_UPDATE_REFERENCE` at it: the test then
+//! rewrites the fixtures from the pages before checking them.
+//!
+//! ```sh
+//! WEFT_UPDATE_REFERENCE=/path/to/fabro-docs cargo nextest run -p weft-tests --test it reference_docs
+//! ```
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -134,6 +141,8 @@ struct Block {
     index: usize,
     /// 1-based line of the opening fence.
     line: usize,
+    /// 1-based line of the closing fence.
+    last_line: usize,
     text: String,
 }
 
@@ -143,20 +152,72 @@ impl Block {
     }
 
     fn describe(&self) -> String {
-        format!("{} block {} (line {})", self.file, self.index, self.line)
+        format!(
+            "{} block {} (tests/fixtures/reference/{}:{})",
+            self.file, self.index, self.file, self.line
+        )
     }
 }
 
-fn docs_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/fabro-docs");
-    let root = std::fs::canonicalize(&root).unwrap_or(root);
+/// Where the docs' ```dot blocks are kept (`tests/fixtures/reference/`).
+fn fixtures_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/reference")
+}
+
+/// Rewrites the fixtures from the docs at `docs`: for every page with a
+/// ```dot block, a file of the same relative path holding those blocks,
+/// fences included, exactly as the page has them, each after a line saying
+/// where on the page it starts. Files of pages that no longer have a block
+/// are removed.
+fn update_fixtures(docs: &Path, fixtures: &Path) {
     assert!(
-        root.is_dir(),
-        "the Fabro reference docs are missing at {}; they are the specification these tests check \
-         (CI provides them; locally, place them at ../shared/reference/fabro-docs next to the workspace)",
-        root.display()
+        docs.is_dir(),
+        "WEFT_UPDATE_REFERENCE={} is not a directory",
+        docs.display()
     );
-    root
+    if fixtures.is_dir() {
+        for old in mdx_files(fixtures) {
+            std::fs::remove_file(&old)
+                .unwrap_or_else(|e| panic!("cannot remove {}: {e}", old.display()));
+        }
+    }
+    for page in mdx_files(docs) {
+        let rel = relative(&page, docs);
+        let source = std::fs::read_to_string(&page)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", page.display()));
+        let blocks = dot_blocks(&rel, &source);
+        if blocks.is_empty() {
+            continue;
+        }
+        let lines: Vec<&str> = source.lines().collect();
+        // No backticks in the prose lines: only the copied fences open blocks.
+        let mut out = format!(
+            "The dot code blocks of Fabro's docs page {rel}, verbatim and in order\n\
+             (Fabro's examples; see README.md).\n"
+        );
+        for block in &blocks {
+            out.push_str(&format!("\nPage line {}:\n", block.line));
+            for line in &lines[block.line - 1..block.last_line] {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        let target = fixtures.join(&rel);
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir)
+                .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        }
+        std::fs::write(&target, out)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", target.display()));
+    }
+}
+
+/// `path` under `root`, with `/` separators.
+fn relative(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
 }
 
 /// Every `.mdx` file under `dir`, recursively, sorted.
@@ -184,25 +245,27 @@ fn dot_blocks(file: &str, source: &str) -> Vec<Block> {
             .next()
             .unwrap_or("");
         let mut body = Vec::new();
-        let mut closed = false;
-        for (_, inner) in lines.by_ref() {
+        let mut closed = None;
+        for (m, inner) in lines.by_ref() {
             let t = inner.trim_start();
             if t.len() >= ticks
                 && t.chars().take(ticks).all(|c| c == '`')
                 && t[ticks..].trim().is_empty()
             {
-                closed = true;
+                closed = Some(m + 1);
                 break;
             }
             let strip = inner.len() - inner.trim_start().len();
             body.push(&inner[strip.min(indent)..]);
         }
-        assert!(closed, "{file}:{}: unterminated code fence", n + 1);
+        let last_line =
+            closed.unwrap_or_else(|| panic!("{file}:{}: unterminated code fence", n + 1));
         if language == "dot" {
             blocks.push(Block {
                 file: file.to_string(),
                 index: blocks.len(),
                 line: n + 1,
+                last_line,
                 text: body.join("\n"),
             });
         }
@@ -253,7 +316,10 @@ fn sorted_unique<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
 
 #[test]
 fn every_dot_block_in_the_reference_docs_parses_and_validates_as_expected() {
-    let root = docs_root();
+    let root = fixtures_root();
+    if let Some(docs) = std::env::var_os("WEFT_UPDATE_REFERENCE").filter(|v| !v.is_empty()) {
+        update_fixtures(Path::new(&docs), &root);
+    }
     let options = LoadOptions {
         inputs: DOC_INPUTS
             .iter()
@@ -265,11 +331,7 @@ fn every_dot_block_in_the_reference_docs_parses_and_validates_as_expected() {
     let mut blocks = Vec::new();
     let mut base_dirs = Vec::new();
     for path in mdx_files(&root) {
-        let rel = path
-            .strip_prefix(&root)
-            .unwrap_or(&path)
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&path, &root);
         let source = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
         let dir = path.parent().unwrap_or(&root).to_path_buf();
@@ -426,14 +488,14 @@ y -> z
     let blocks = dot_blocks("page.mdx", page);
     let texts: Vec<_> = blocks
         .iter()
-        .map(|b| (b.index, b.line, b.text.as_str()))
+        .map(|b| (b.index, b.line, b.last_line, b.text.as_str()))
         .collect();
     assert_eq!(
         texts,
         vec![
-            (0, 2, "digraph A { }"),
-            (1, 10, "x -> y"),
-            (2, 13, "y -> z")
+            (0, 2, 4, "digraph A { }"),
+            (1, 10, 12, "x -> y"),
+            (2, 13, 15, "y -> z")
         ]
     );
     assert!(is_complete(&blocks[0]));

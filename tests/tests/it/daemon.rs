@@ -15,10 +15,9 @@ use weft::ipc::protocol::{
     AnswerBy, DaemonStatus, QuestionAnswer, QuestionList, RunArchive, RunCancel, RunEvents, RunGet,
     RunList, RunResume, RunStart, WorkflowSource,
 };
-use weft::model::EventKind;
-use weft::model::RunStatus;
+use weft::model::{EventKind, RunStatus};
 use weft::store::{Home, QuestionStatus};
-use weft_tests::{Sandbox, binary, side_effect_chain, wait_for_status};
+use weft_tests::{Sandbox, binary, lcg, side_effect_chain, wait_for_status};
 
 /// A weftd in the foreground on a sandbox's home; killed when dropped.
 struct Daemon {
@@ -484,12 +483,6 @@ fn stopping_the_daemon_interrupts_runs_and_the_next_start_resumes_them() {
         "first\ndone\n",
         "resumed, not restarted"
     );
-}
-
-fn lcg(seed: u64) -> u64 {
-    seed.wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407)
-        >> 33
 }
 
 #[test]

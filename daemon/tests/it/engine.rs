@@ -2,161 +2,21 @@
 //! (`tests/fixtures/engine/`), each test asserting the exact stage sequence
 //! and final status. Everything is real — SQLite, the run directory, the
 //! blob store, child processes — except the clock, which is fake so that
-//! retry backoff and wait stages do not sleep.
+//! retry backoff and wait stages do not sleep (the harness, shared with the
+//! prompt-node tests: `harness.rs`).
 
 // A test that cannot set itself up should stop there, with the reason.
 #![allow(clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use weft::engine::cancel::Cancel;
-use weft::engine::clock::Clock;
-use weft::engine::interviewer::{Interviewer, Scripted};
-use weft::engine::{Conclusion, RunRequest, Services};
+use weft::model::EventKind;
 use weft::model::RunStatus;
-use weft::model::{Event, EventKind};
 use weft::store::{Home, Store};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/engine")
-        .join(name)
-}
-
-/// One run of a fixture in a fresh WEFT_HOME and working directory.
-struct Run {
-    conclusion: Conclusion,
-    events: Vec<Event>,
-    clock: Clock,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-impl Run {
-    /// `node` or `node@visit`, in execution order.
-    fn sequence(&self) -> Vec<String> {
-        self.conclusion
-            .stages
-            .iter()
-            .map(|s| {
-                if s.visit > 1 {
-                    format!("{}@{}", s.node_id, s.visit)
-                } else {
-                    s.node_id.clone()
-                }
-            })
-            .collect()
-    }
-
-    fn status(&self) -> RunStatus {
-        self.conclusion.status
-    }
-
-    fn reason(&self) -> String {
-        self.conclusion.failure_reason.clone().unwrap_or_default()
-    }
-
-    fn outcome_of(&self, node: &str) -> String {
-        self.conclusion
-            .stages
-            .iter()
-            .rev()
-            .find(|s| s.node_id == node)
-            .map(|s| s.outcome.clone())
-            .unwrap_or_default()
-    }
-
-    fn named(&self, name: &str) -> Vec<&Event> {
-        self.events
-            .iter()
-            .filter(|e| e.kind.name() == name)
-            .collect()
-    }
-
-    /// The last checkpoint's context.
-    fn context(&self) -> serde_json::Map<String, Value> {
-        let store = Store::open(&Home::at(self.home.path())).expect("store");
-        let run = store.find_run(&self.conclusion.run_id).expect("run");
-        let cp: Value = serde_json::from_str(run.checkpoint.as_deref().expect("checkpoint"))
-            .expect("checkpoint json");
-        cp["context_values"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default()
-    }
-}
-
-#[derive(Default)]
-struct Options {
-    answers: Vec<&'static str>,
-    seed: Option<u64>,
-    dry_run: bool,
-    inputs: BTreeMap<String, String>,
-}
-
-async fn run(name: &str, options: Options) -> Run {
-    let home = tempfile::tempdir().expect("home");
-    let work = tempfile::tempdir().expect("work");
-    run_in(fixture(name), options, home, work).await
-}
-
-/// Runs the workflow at `path` in the given WEFT_HOME and working directory.
-async fn run_in(
-    path: PathBuf,
-    options: Options,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-) -> Run {
-    let source = std::fs::read_to_string(&path).expect("workflow");
-    let weft_home = Home::at(home.path());
-    let store = Store::open(&weft_home).expect("store");
-    let clock = Clock::fake();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let interviewer: Arc<dyn Interviewer> = Arc::new(Scripted::new(options.answers.clone()));
-    let services = Services {
-        caller_env: None,
-        home: weft_home,
-        store: Arc::new(Mutex::new(store)),
-        interviewer,
-        clock: clock.clone(),
-        cancel: Cancel::new(),
-        observer: Some(Arc::new(move |e: &Event| {
-            sink.lock().expect("events").push(e.clone());
-        })),
-        nesting: 0,
-    };
-    let request = RunRequest {
-        workflow_path: Some(path),
-        source,
-        goal: None,
-        inputs: options.inputs,
-        dry_run: options.dry_run,
-        auto_approve: false,
-        seed: Some(options.seed.unwrap_or(7)),
-        work_dir: work.path().to_path_buf(),
-        ..RunRequest::default()
-    };
-    let conclusion = weft::engine::start(request, &services)
-        .await
-        .expect("the run starts");
-    let events = events.lock().expect("events").clone();
-    Run {
-        conclusion,
-        events,
-        clock,
-        home,
-        work,
-    }
-}
-
-fn seq(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_string()).collect()
-}
+use super::harness::{Options, Run, run, run_in, seq};
 
 #[tokio::test]
 async fn condition_match_beats_weight() {

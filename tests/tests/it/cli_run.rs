@@ -10,11 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weft::model::RunStatus;
 use weft::store::{Home, RunRecord, Store};
-use weft_tests::{Sandbox, side_effect_chain};
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use weft_tests::{Sandbox, json, lcg, side_effect_chain};
 
 fn home(sandbox: &Sandbox) -> Home {
     Home::at(sandbox.path().join("home"))
@@ -399,13 +395,6 @@ fn lines(path: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-/// A tiny deterministic generator, so each seed kills at the same moment.
-fn lcg(seed: u64) -> u64 {
-    seed.wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407)
-        >> 33
 }
 
 #[test]

@@ -9,11 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weft::model::EventKind;
 use weft::store::{Home, Store};
-use weft_tests::Sandbox;
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use weft_tests::{Sandbox, json};
 
 fn store(sb: &Sandbox) -> Store {
     Store::open_read_only(&Home::at(sb.path().join("home"))).unwrap_or_else(|e| panic!("{e}"))

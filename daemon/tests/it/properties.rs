@@ -151,8 +151,22 @@ fn workflow_text() -> impl Strategy<Value = String> {
         .prop_map(|stmts| format!("digraph Generated {{\n{}\n}}\n", stmts.join(";\n")))
 }
 
+/// 300 cases; failures found are kept in `properties.proptest-regressions`
+/// beside this file and tried first on every run. (Proptest's default would
+/// look under `tests/proptest-regressions/`, since `it/main.rs` makes this
+/// directory a crate root.)
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 300,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+        )),
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn printing_a_parsed_graph_and_parsing_it_again_gives_the_same_graph(src in workflow_text()) {

@@ -1,0 +1,15 @@
+//! The integration tests of the `weft` crate, in one test binary so that
+//! `weft` is linked once rather than once per file: one module per area.
+//!
+//! Run one area with a filter on the module path, e.g.
+//! `cargo nextest run -p weft --test it engine::` or
+//! `cargo test -p weft --test it wire_types`.
+
+mod engine;
+mod harness;
+mod imports;
+mod llm_providers;
+mod prompt;
+mod properties;
+mod server;
+mod wire_types;
