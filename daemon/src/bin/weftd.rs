@@ -61,11 +61,17 @@ fn foreground(home: weft::store::Home) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let local = tokio::task::LocalSet::new();
-    let result = local.block_on(&rt, weft::server::serve(home));
+    let result = local.block_on(&rt, weft::server::serve_holding_lock(home));
     // Commands may still hold blocking reads; do not wait for them.
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(lock) => {
+            // Released by the kernel as the process exits, not before:
+            // `weft daemon stop` returns when the lock is free, and must
+            // not return while this process still runs.
+            std::mem::forget(lock);
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("weftd: {e}");
             ExitCode::FAILURE

@@ -688,7 +688,16 @@ pub fn lock_released(paths: &DaemonPaths) -> bool {
 
 /// Runs the daemon in the foreground until it is stopped (SIGTERM, SIGINT
 /// or `daemon.stop`). Call inside a `LocalSet` on a current-thread runtime.
+/// The instance lock is released when this returns.
 pub async fn serve(home: Home) -> Result<(), DaemonError> {
+    serve_holding_lock(home).await.map(drop)
+}
+
+/// [`serve`], handing the instance lock back instead of releasing it, for
+/// a process that exits next: `weft daemon stop` takes the lock's release
+/// to mean the daemon is gone, so the binary keeps it until the kernel
+/// drops it at exit, after the runtime has shut down.
+pub async fn serve_holding_lock(home: Home) -> Result<InstanceLock, DaemonError> {
     let paths = DaemonPaths::for_home(&home);
     let lock = take_lock(&home, &paths)?;
     let wal = crate::store::wal::inspect(&home)?;
@@ -742,7 +751,7 @@ pub async fn serve(home: Home) -> Result<(), DaemonError> {
         "weftd stopped ({} interrupted, to resume at the next start)",
         runs(interrupted, "run")
     );
-    Ok(())
+    Ok(lock)
 }
 
 /// Milliseconds from the RFC 3339 time `started` until now (0 if unknown).
