@@ -25,18 +25,19 @@ use crate::model::Code;
 use crate::store::{ArtifactRecord, Blobs, NewArtifact, Store, StoreError};
 
 /// A file larger than this (10 MiB) is never captured.
-pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 /// At most this many files are captured per collection (one scan).
-pub const MAX_FILES: usize = 100;
+pub(crate) const MAX_FILES: usize = 100;
 /// At most this many bytes (50 MiB) are captured per collection.
-pub const MAX_TOTAL_BYTES: u64 = 50 * 1024 * 1024;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 50 * 1024 * 1024;
 /// Dependency, cache and build folders that are never entered, at any depth
 /// and whatever the patterns say: they are large and never the point.
-pub const PRUNED_DIRS: [&str; 6] = [".git", "node_modules", "target", ".venv", ".cache", "dist"];
+pub(crate) const PRUNED_DIRS: [&str; 6] =
+    [".git", "node_modules", "target", ".venv", ".cache", "dist"];
 
 /// The `[run.artifacts]` section of a run configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArtifactsConfig {
+pub(crate) struct ArtifactsConfig {
     /// Globs rooted at the working directory; empty means no scan at all.
     #[serde(default)]
     pub include: Vec<String>,
@@ -182,7 +183,7 @@ impl ArtifactRules {
     /// empty or absolute pattern, one with a `..` segment (it could only
     /// ever match outside the working directory) and one that is not a
     /// valid glob.
-    pub fn with_limits(
+    pub(crate) fn with_limits(
         include: &[String],
         limits: ArtifactLimits,
     ) -> Result<ArtifactRules, ArtifactError> {

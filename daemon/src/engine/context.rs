@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 /// Serialised size above which a context value moves to the blob store.
-pub const OFFLOAD_BYTES: usize = 100 * 1024;
+pub(crate) const OFFLOAD_BYTES: usize = 100 * 1024;
 
 /// The run context.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -21,7 +21,7 @@ impl Context {
 
     /// A context holding `values` (from a checkpoint).
     #[must_use]
-    pub fn from_map(values: Map<String, Value>) -> Context {
+    pub(crate) fn from_map(values: Map<String, Value>) -> Context {
         Context { values }
     }
 

@@ -17,7 +17,7 @@ use crate::secrets::{is_internal, is_secret};
 
 /// The environment commands get, and the names of what was left out.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct StageEnv {
+pub(crate) struct StageEnv {
     /// Sorted by name.
     pub vars: Vec<(String, String)>,
     /// Withheld variables' names, sorted (secrets and `deny` matches).
@@ -40,7 +40,7 @@ impl std::fmt::Debug for StageEnv {
 /// Splits `env` into what commands get and what they do not, by the rules
 /// of this module. A name given twice keeps its last value.
 #[must_use]
-pub fn stage_env(env: &[(String, String)], policy: &EnvPolicy) -> StageEnv {
+pub(crate) fn stage_env(env: &[(String, String)], policy: &EnvPolicy) -> StageEnv {
     let unique: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut out = StageEnv::default();
     for (name, value) in unique {
@@ -61,7 +61,7 @@ pub fn stage_env(env: &[(String, String)], policy: &EnvPolicy) -> StageEnv {
 /// that does not look like a secret (a passed token is not stored; a
 /// resume takes it from whoever resumes).
 #[must_use]
-pub fn storable(vars: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn storable(vars: &[(String, String)]) -> Vec<(String, String)> {
     vars.iter()
         .filter(|(k, v)| !is_secret(k, v))
         .cloned()
@@ -73,7 +73,7 @@ pub fn storable(vars: &[(String, String)]) -> Vec<(String, String)> {
 /// were not stored because they look like secrets, from `live` (the
 /// environment of whoever resumes).
 #[must_use]
-pub fn resumed_env(
+pub(crate) fn resumed_env(
     stored: &[(String, String)],
     live: &[(String, String)],
     policy: &EnvPolicy,

@@ -95,7 +95,7 @@ impl Question {
     /// then takes "Hold"`, `times out in 30s, then fails (no default
     /// choice)`; `None` for a gate without a timeout, which waits for good.
     #[must_use]
-    pub fn wait_note(&self) -> Option<String> {
+    pub(crate) fn wait_note(&self) -> Option<String> {
         let after =
             crate::util::duration::setting(std::time::Duration::from_millis(self.timeout_ms?));
         Some(match &self.default_choice {
@@ -116,7 +116,7 @@ impl Question {
     /// True when nothing can answer the question: no choices, no freeform
     /// edge.
     #[must_use]
-    pub fn is_unanswerable(&self) -> bool {
+    pub(crate) fn is_unanswerable(&self) -> bool {
         self.choices.is_empty() && !self.freeform
     }
 }
@@ -148,7 +148,7 @@ const MAX_KEY_CHARS: usize = 3;
 /// and comes back as `(None, label trimmed)`. Keys keep their case; matching
 /// ignores it.
 #[must_use]
-pub fn parse_accelerator(label: &str) -> (Option<String>, String) {
+pub(crate) fn parse_accelerator(label: &str) -> (Option<String>, String) {
     let trimmed = label.trim();
     let forms: [Form; 3] = [bracketed, parenthesised, dashed];
     forms
@@ -250,7 +250,7 @@ pub fn choices(graph: &Graph, node_id: &str) -> (Vec<Choice>, bool) {
 /// Anything else is [`Answer::Freeform`] when the gate has a freeform edge,
 /// and `None` otherwise.
 #[must_use]
-pub fn match_answer(question: &Question, input: &str) -> Option<Answer> {
+pub(crate) fn match_answer(question: &Question, input: &str) -> Option<Answer> {
     let input = input.trim();
     if input.is_empty() {
         return None;
@@ -319,7 +319,7 @@ type ReadResult = std::io::Result<Option<(Instant, String)>>;
 /// that read stays pending and the next `ask` takes it over; a line that
 /// arrived before the next question was printed was typed for the old one
 /// and is ignored, so a late answer never answers a different gate.
-pub struct Console {
+pub(crate) struct Console {
     reader: Arc<Mutex<Box<dyn BufRead + Send>>>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
     tty: bool,
@@ -338,7 +338,7 @@ impl Console {
     /// A console on stdin, writing to stderr (stdout stays free for the
     /// run's own output). TTY or piped is decided by stdin.
     #[must_use]
-    pub fn stdio() -> Console {
+    pub(crate) fn stdio() -> Console {
         let tty = std::io::stdin().is_terminal();
         Console::new(
             std::io::BufReader::new(std::io::stdin()),
@@ -542,14 +542,14 @@ fn valid_answers(question: &Question) -> String {
 /// whole word, in any case: `Approve`, `Yes - ship it`, `OK!`, `Ship it`,
 /// `Continue to deploy`. `Go back` or `Shipment hold` do not count: `go` is
 /// not listed and `shipment` is not the word `ship`.
-pub const APPROVE_WORDS: [&str; 13] = [
+pub(crate) const APPROVE_WORDS: [&str; 13] = [
     "approve", "approved", "accept", "yes", "ok", "okay", "lgtm", "ship", "continue", "proceed",
     "confirm", "allow", "y",
 ];
 
 /// Whether an option's text starts with one of [`APPROVE_WORDS`].
 #[must_use]
-pub fn approves(text: &str) -> bool {
+pub(crate) fn approves(text: &str) -> bool {
     let word: String = text
         .trim_start_matches(|c: char| !c.is_alphanumeric())
         .chars()

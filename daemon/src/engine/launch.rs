@@ -65,7 +65,7 @@ pub struct RunRequest {
 
 /// The options stored with a run, so a resume behaves like the start.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     #[serde(default)]
     pub dry_run: bool,
     #[serde(default)]
@@ -464,7 +464,7 @@ pub async fn resume(run: &RunRecord, services: &Services) -> Result<Conclusion, 
 /// A run about to resume: its workflow loaded again and its state restored
 /// from the last checkpoint, with nothing executed yet.
 #[derive(Debug)]
-pub struct Resumable {
+pub(crate) struct Resumable {
     run_id: String,
     graph: Graph,
     base_dir: PathBuf,
@@ -501,7 +501,10 @@ impl Resumable {
 ///
 /// # Errors
 /// As for [`resume`]; the run is left as it was.
-pub fn prepare_resume(run: &RunRecord, services: &Services) -> Result<Resumable, EngineError> {
+pub(crate) fn prepare_resume(
+    run: &RunRecord,
+    services: &Services,
+) -> Result<Resumable, EngineError> {
     resumable(run)?;
     check_work_dir(&run.work_dir)?;
     let options: RunOptions = serde_json::from_value(run.options.clone()).unwrap_or_default();
@@ -637,7 +640,7 @@ fn reap_leftover_groups(run_dir: &RunDir, stages: &[crate::store::StageRecord]) 
 ///
 /// # Errors
 /// When the store cannot be read or written.
-pub fn record_execution_error(
+pub(crate) fn record_execution_error(
     store: &Mutex<Store>,
     run_id: &str,
     error: &EngineError,
@@ -766,7 +769,6 @@ async fn execute(
         artifacts: std::sync::Arc::new(artifacts),
         home: services.home.clone(),
         inputs: inputs_of(services, run_id),
-        seed: options.seed,
         env: Some(command_env),
         env_policy: options.env_policy.clone(),
         redactor,

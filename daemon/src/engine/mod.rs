@@ -15,17 +15,15 @@ pub mod context;
 pub mod environment;
 pub mod handlers;
 pub mod interviewer;
-pub mod launch;
+pub(crate) mod launch;
 pub mod models;
 pub mod output;
 pub mod preamble;
 pub mod process;
 pub mod reaper;
-pub mod recorder;
+pub(crate) mod recorder;
 pub mod retry;
 pub mod routing;
 pub mod run;
 
-pub use launch::{
-    Conclusion, EngineError, RunOptions, RunRequest, Services, StageSummary, resume, start,
-};
+pub use launch::{Conclusion, EngineError, RunRequest, Services, StageSummary, resume, start};

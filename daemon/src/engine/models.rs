@@ -19,7 +19,7 @@ use crate::util::lock::lock;
 
 /// The models of one run. Cheap to clone (shared).
 #[derive(Clone)]
-pub struct Models {
+pub(crate) struct Models {
     inner: Arc<Inner>,
 }
 
@@ -84,7 +84,7 @@ impl Models {
     }
 
     /// Adds a finished exchange to thread `id`.
-    pub fn extend_thread(&self, id: &str, messages: impl IntoIterator<Item = Message>) {
+    pub(crate) fn extend_thread(&self, id: &str, messages: impl IntoIterator<Item = Message>) {
         self.threads()
             .entry(id.to_string())
             .or_default()

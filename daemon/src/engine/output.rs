@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::model::{FailureClass, Outcome, Status};
 
 /// The fields that make a JSON object a routing directive.
-pub const ROUTING_FIELDS: [&str; 5] = [
+pub(crate) const ROUTING_FIELDS: [&str; 5] = [
     "outcome",
     "failure_reason",
     "preferred_next_label",
@@ -19,7 +19,7 @@ pub const ROUTING_FIELDS: [&str; 5] = [
 /// Braces inside JSON strings do not count; nested objects are returned as
 /// part of their outermost object only.
 #[must_use]
-pub fn json_objects(text: &str) -> Vec<Map<String, Value>> {
+pub(crate) fn json_objects(text: &str) -> Vec<Map<String, Value>> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut i = 0;
@@ -78,13 +78,13 @@ fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
 
 /// The last JSON object in `text`.
 #[must_use]
-pub fn last_object(text: &str) -> Option<Map<String, Value>> {
+pub(crate) fn last_object(text: &str) -> Option<Map<String, Value>> {
     json_objects(text).pop()
 }
 
 /// The last JSON object with at least one routing field.
 #[must_use]
-pub fn last_routing_object(text: &str) -> Option<Map<String, Value>> {
+pub(crate) fn last_routing_object(text: &str) -> Option<Map<String, Value>> {
     json_objects(text)
         .into_iter()
         .rev()
@@ -93,7 +93,10 @@ pub fn last_routing_object(text: &str) -> Option<Map<String, Value>> {
 
 /// Applies a routing directive to `outcome`, checking field types.
 /// Fails (with a message naming the field) on a malformed directive.
-pub fn apply_routing(directive: &Map<String, Value>, outcome: &mut Outcome) -> Result<(), String> {
+pub(crate) fn apply_routing(
+    directive: &Map<String, Value>,
+    outcome: &mut Outcome,
+) -> Result<(), String> {
     if let Some(v) = directive.get("outcome") {
         let status = v.as_str().and_then(Status::parse).ok_or_else(|| {
             format!(
@@ -151,7 +154,7 @@ pub fn apply_routing(directive: &Map<String, Value>, outcome: &mut Outcome) -> R
 
 /// Why output failed a custom `output_schema`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SchemaProblem {
+pub(crate) enum SchemaProblem {
     /// The schema itself cannot be used (missing, not JSON, not a schema):
     /// asking the model again cannot help.
     Schema(String),
@@ -162,7 +165,7 @@ pub enum SchemaProblem {
 impl SchemaProblem {
     /// The message, whichever kind.
     #[must_use]
-    pub fn into_message(self) -> String {
+    pub(crate) fn into_message(self) -> String {
         match self {
             SchemaProblem::Schema(m) | SchemaProblem::Invalid(m) => m,
         }
@@ -172,7 +175,7 @@ impl SchemaProblem {
 /// Checks the last JSON object of `text` against the schema file `schema`
 /// (`@path`, relative to `base_dir`) and returns it. `source` says where
 /// the text came from ("the command printed", "the response has").
-pub fn check_schema(
+pub(crate) fn check_schema(
     base_dir: &std::path::Path,
     schema: &str,
     text: &str,

@@ -128,7 +128,7 @@ impl Fidelity {
     /// `summary:high`, because the conversation thread it would continue is
     /// gone (execution/context.mdx, "Fidelity on resume").
     #[must_use]
-    pub fn after_resume(self) -> Fidelity {
+    pub(crate) fn after_resume(self) -> Fidelity {
         match self {
             Fidelity::Full => Fidelity::SummaryHigh,
             other => other,
@@ -186,10 +186,10 @@ pub struct StageSummary {
 
 /// The character budget of `summary:medium` (about 1,500 tokens at 4
 /// characters a token).
-pub const MEDIUM_BUDGET_CHARS: usize = 6_000;
+pub(crate) const MEDIUM_BUDGET_CHARS: usize = 6_000;
 
 /// The character budget of `summary:low` (about 600 tokens).
-pub const LOW_BUDGET_CHARS: usize = 2_400;
+pub(crate) const LOW_BUDGET_CHARS: usize = 2_400;
 
 /// The preamble for `fidelity`: empty for [`Fidelity::Full`], otherwise text
 /// ending with a newline (empty when there is nothing to say). The engine
@@ -215,7 +215,7 @@ pub fn render(fidelity: Fidelity, input: &PreambleInput) -> String {
 /// `parallel.branch`, `parallel.branch_count`). `parallel.fan_in.*` (which
 /// branch won) is shown: no stage bullet carries it.
 #[must_use]
-pub fn shows_in_preamble(key: &str) -> bool {
+pub(crate) fn shows_in_preamble(key: &str) -> bool {
     const HIDDEN_PREFIXES: &[&str] = &[
         "internal.",
         "current",

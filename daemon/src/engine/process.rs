@@ -39,7 +39,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// How much of each stream (and of the two merged) [`run`] keeps in memory
 /// for its result: the last 1 MiB. The whole output is in the log files;
 /// keeping all of it made 200 MB of output cost 820 MB of memory.
-pub const OUTPUT_TAIL: usize = 1024 * 1024;
+pub(crate) const OUTPUT_TAIL: usize = 1024 * 1024;
 
 /// The language a script is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub struct Script {
 
 /// The file, in a command stage's directory, recording its process group:
 /// `PGID START`, START being the group leader's start time.
-pub const GROUP_RECORD: &str = "process_group";
+pub(crate) const GROUP_RECORD: &str = "process_group";
 
 /// Kills the process group recorded at `record` if its leader is still the
 /// process that was recorded (same pid, same start time, not a zombie), and
@@ -115,7 +115,7 @@ pub const GROUP_RECORD: &str = "process_group";
 /// runs another instruction, so the stage cannot overlap its re-run. A
 /// missing or malformed record, or a recycled pid, kills nothing.
 #[must_use]
-pub fn reap_recorded_group(record: &Path) -> Option<u32> {
+pub(crate) fn reap_recorded_group(record: &Path) -> Option<u32> {
     let text = crate::limits::read_text_capped(record, 64).ok()?;
     let mut fields = text.split_whitespace();
     let pgid: u32 = fields.next()?.parse().ok()?;
@@ -160,7 +160,7 @@ pub struct ProcessResult {
 ///
 /// `extra` is not filtered: a workflow that names a variable for a node
 /// means the node to have it, key or not. The result is sorted by name.
-pub fn child_env(
+pub(crate) fn child_env(
     base: impl IntoIterator<Item = (OsString, OsString)>,
     extra: &[(String, String)],
 ) -> Vec<(OsString, OsString)> {

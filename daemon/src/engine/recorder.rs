@@ -13,12 +13,12 @@ use crate::store::{RunDir, StageCommit, Store, StoreError};
 use crate::util::lock::lock;
 
 /// Receives every event as soon as it is recorded.
-pub type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
+pub(crate) type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// Records one run's events. Cheap to share between the run loop and the
 /// stage handlers (`&Recorder`); the store and files sit behind mutexes held
 /// only for one write.
-pub struct Recorder {
+pub(crate) struct Recorder {
     run_id: String,
     store: Arc<Mutex<Store>>,
     run_dir: Mutex<RunDir>,
@@ -115,7 +115,7 @@ impl Recorder {
 
     /// The shared store handle (child runs record through it too).
     #[must_use]
-    pub fn store_handle(&self) -> Arc<Mutex<Store>> {
+    pub(crate) fn store_handle(&self) -> Arc<Mutex<Store>> {
         self.store.clone()
     }
 
@@ -143,7 +143,7 @@ impl Recorder {
 
     /// Seconds since the last recorded event; 0 while a human gate waits.
     #[must_use]
-    pub fn idle_secs(&self) -> u64 {
+    pub(crate) fn idle_secs(&self) -> u64 {
         if self.gates_open.load(std::sync::atomic::Ordering::Relaxed) > 0 {
             return 0;
         }
@@ -152,7 +152,7 @@ impl Recorder {
 
     /// A human gate starts waiting; true when it is the only one (the run
     /// becomes blocked).
-    pub fn gate_opened(&self) -> bool {
+    pub(crate) fn gate_opened(&self) -> bool {
         *lock(&self.last_activity) = Instant::now();
         self.gates_open
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -161,7 +161,7 @@ impl Recorder {
 
     /// A human gate stops waiting; true when no other gate still waits (the
     /// run is running again).
-    pub fn gate_closed(&self) -> bool {
+    pub(crate) fn gate_closed(&self) -> bool {
         *lock(&self.last_activity) = Instant::now();
         self.gates_open
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed)
@@ -208,7 +208,7 @@ impl Recorder {
     }
 
     /// Commits a checkpoint with events but no stage (a goal-gate jump).
-    pub fn save_checkpoint(
+    pub(crate) fn save_checkpoint(
         &self,
         checkpoint: &str,
         events: &[(EventKind, Option<(&str, u32)>)],

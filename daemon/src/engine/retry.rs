@@ -15,11 +15,11 @@ use std::time::Duration;
 use crate::lang::graph::{Graph, Node};
 
 /// No single backoff delay exceeds this.
-pub const MAX_DELAY: Duration = Duration::from_secs(60);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(60);
 
 /// The retry count every node gets unless it (or the graph) says otherwise
 /// (see the module's note on the choice).
-pub const DEFAULT_MAX_RETRIES: u32 = 0;
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 0;
 
 /// Where a node's retry policy comes from, in the order they are tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// A named preset: `none`, `standard`, `aggressive`, `linear`, `patient`.
     #[must_use]
-    pub fn preset(name: &str) -> Option<RetryPolicy> {
+    pub(crate) fn preset(name: &str) -> Option<RetryPolicy> {
         let (max_attempts, initial_ms, factor) = match name.trim() {
             "none" => (1, 0, 1.0),
             "standard" => (5, 200, 2.0),

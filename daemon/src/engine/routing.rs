@@ -49,7 +49,7 @@ pub enum Route {
 
 /// What `on_failure` resolves to for a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailurePolicy {
+pub(crate) enum FailurePolicy {
     Route,
     Exit,
     Succeed,
@@ -101,7 +101,7 @@ impl FailurePolicy {
 /// conditional (diamond) node always succeeds, so its edges read the
 /// previous stage's outcome instead, from the context (see docs/engine.md).
 #[derive(Debug, Clone, Copy)]
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     pub outcome: &'a str,
     pub preferred_label: &'a str,
 }
@@ -111,7 +111,7 @@ pub struct Subject<'a> {
 /// May rewrite `outcome`: under `on_failure="succeed"` a failed outcome with
 /// no explicit route is promoted to `succeeded` (its failure details kept,
 /// a note added) before the second selection.
-pub fn select(
+pub(crate) fn select(
     graph: &Graph,
     node: &Node,
     outcome: &mut Outcome,
@@ -324,7 +324,7 @@ fn pick(graph: &Graph, candidates: &[usize], random: bool, rng: &mut impl Rng) -
 
 /// A label as compared for matching: accelerator stripped, trimmed, lower case.
 #[must_use]
-pub fn normalise_label(label: &str) -> String {
+pub(crate) fn normalise_label(label: &str) -> String {
     let (_, text) = parse_accelerator(label);
     text.trim().to_lowercase()
 }

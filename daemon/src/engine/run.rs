@@ -36,13 +36,13 @@ use crate::model::{FailureClass, Outcome};
 use crate::store::{StageRecord, StoreError};
 
 /// The circuit breaker's default limit (execution/failures.mdx).
-pub const DEFAULT_SIGNATURE_LIMIT: u32 = 3;
+pub(crate) const DEFAULT_SIGNATURE_LIMIT: u32 = 3;
 
 /// The graph-wide visit limit of a dry run.
-pub const DRY_RUN_VISIT_LIMIT: u32 = 10;
+pub(crate) const DRY_RUN_VISIT_LIMIT: u32 = 10;
 
 /// The stall watchdog's default, in seconds.
-pub const DEFAULT_STALL_TIMEOUT_SECS: u64 = 1800;
+pub(crate) const DEFAULT_STALL_TIMEOUT_SECS: u64 = 1800;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +74,7 @@ pub struct State {
 impl State {
     /// The state a checkpoint and the run's committed stages describe.
     #[must_use]
-    pub fn restore(cp: Checkpoint, stages: &[StageRecord]) -> State {
+    pub(crate) fn restore(cp: Checkpoint, stages: &[StageRecord]) -> State {
         let mut state = State {
             context: Context::from_map(cp.context_values),
             completed: cp.completed,
@@ -118,7 +118,7 @@ impl State {
 /// One execution of a graph: a run's own ([`Runner::new`], then
 /// [`Runner::resuming`] for a resumed run), or one branch of a parallel
 /// stage (`Runner::for_branch`). Its fields belong to the run loop.
-pub struct Runner<'a> {
+pub(crate) struct Runner<'a> {
     graph: &'a Graph,
     env: &'a RunEnv,
     recorder: &'a Recorder,
@@ -238,7 +238,7 @@ impl<'a> Runner<'a> {
     /// a cancel stops the run; the exit node first checks the goal gates
     /// (and may jump to a retry target); the node's visit limit may fail the
     /// run. Errs only when the store fails.
-    pub async fn drive(&mut self, mut next: String) -> Result<Finish, StoreError> {
+    pub(crate) async fn drive(&mut self, mut next: String) -> Result<Finish, StoreError> {
         loop {
             if let Some(reason) = self.env.cancel.reason() {
                 return Ok(cancelled(reason));
@@ -411,7 +411,7 @@ impl<'a> Runner<'a> {
     }
 
     /// Writes a checkpoint that [`Runner::write_checkpoint_file`] deferred.
-    pub fn flush_checkpoint_file(&mut self) {
+    pub(crate) fn flush_checkpoint_file(&mut self) {
         if let Some(checkpoint) = self.pending_checkpoint.take() {
             self.write_checkpoint_now(&checkpoint);
         }
@@ -435,7 +435,7 @@ impl<'a> Runner<'a> {
 
 /// How often checkpoint.json is refreshed at most (see
 /// [`Runner::write_checkpoint_file`]).
-pub const CHECKPOINT_FILE_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const CHECKPOINT_FILE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Where the run goes after a stage.
 enum Step {
@@ -467,6 +467,6 @@ fn checkpoint_event<'a>(checkpoint: &Checkpoint) -> (EventKind, Option<(&'a str,
 
 /// Milliseconds, saturating.
 #[must_use]
-pub fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

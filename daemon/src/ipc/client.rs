@@ -118,7 +118,7 @@ impl From<Failure> for ClientError {
 /// then further events are dropped, the daemon is told to stop sending, and
 /// once the consumer has read what is held the client subscribes again
 /// from the last event it kept (see [`Subscription::next`]).
-pub const SUBSCRIPTION_BUFFER: usize = 1024;
+pub(crate) const SUBSCRIPTION_BUFFER: usize = 1024;
 
 /// Who waits for the reply to a request.
 enum Pending {
@@ -287,7 +287,7 @@ impl Client {
     }
 
     /// Connects to the daemon listening on `socket`.
-    pub async fn connect_to(socket: &Path) -> Result<Client, ClientError> {
+    pub(crate) async fn connect_to(socket: &Path) -> Result<Client, ClientError> {
         let stream = socket::connect(socket)
             .await
             .map_err(|source| match source.kind() {
@@ -352,7 +352,7 @@ impl Client {
 
     /// Calls `method` with untyped params and returns the untyped result:
     /// for passing requests through (the desktop shell) and for tests.
-    pub async fn call_value(
+    pub(crate) async fn call_value(
         &self,
         method: &str,
         params: Option<Value>,

@@ -59,7 +59,7 @@ impl FrameError {
     /// True when the stream is still positioned at the start of the next
     /// line, so reading (or writing) may go on.
     #[must_use]
-    pub fn is_recoverable(&self) -> bool {
+    pub(crate) fn is_recoverable(&self) -> bool {
         matches!(
             self,
             FrameError::TooLong { .. }
@@ -73,7 +73,7 @@ impl FrameError {
     /// `-32700 rpc.parse_error` for bytes that are not JSON, `-32600
     /// rpc.too_long` for an oversized line, `-32603 rpc.internal` otherwise.
     #[must_use]
-    pub fn to_rpc_error(&self) -> RpcError {
+    pub(crate) fn to_rpc_error(&self) -> RpcError {
         match self {
             FrameError::TooLong { limit } => RpcError::too_long(*limit),
             FrameError::InvalidUtf8 | FrameError::InvalidJson(_) => {
@@ -89,7 +89,7 @@ impl FrameError {
 /// [`FrameReader::read`] is cancel-safe: the partial line lives in the
 /// reader, so dropping a pending read (say, in a `select!`) loses nothing.
 #[derive(Debug)]
-pub struct FrameReader<R> {
+pub(crate) struct FrameReader<R> {
     inner: R,
     limit: usize,
     /// The current line so far.
@@ -105,7 +105,7 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     }
 
     /// A reader refusing lines longer than `limit` bytes.
-    pub fn with_limit(inner: R, limit: usize) -> FrameReader<R> {
+    pub(crate) fn with_limit(inner: R, limit: usize) -> FrameReader<R> {
         FrameReader {
             inner,
             limit,
@@ -131,7 +131,7 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     /// clean end of stream. Blank lines are skipped; errors as for
     /// [`FrameReader::read`], which this is the first half of (so a large
     /// message can be parsed elsewhere, say off an event loop).
-    pub async fn read_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+    pub(crate) async fn read_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
         loop {
             let Some(line) = self.read_line().await? else {
                 return Ok(None);
@@ -181,11 +181,6 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
             }
         }
     }
-
-    /// The underlying stream.
-    pub fn get_mut(&mut self) -> &mut R {
-        &mut self.inner
-    }
 }
 
 /// Parses one message read by [`FrameReader::read_frame`]:
@@ -213,7 +208,7 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
     }
 
     /// A writer refusing messages longer than `limit` bytes.
-    pub fn with_limit(inner: W, limit: usize) -> FrameWriter<W> {
+    pub(crate) fn with_limit(inner: W, limit: usize) -> FrameWriter<W> {
         FrameWriter { inner, limit }
     }
 

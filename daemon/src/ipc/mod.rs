@@ -13,12 +13,12 @@
 //! fan-out) lives with the daemon and builds on these pieces.
 
 pub mod client;
-pub mod codec;
+pub(crate) mod codec;
 pub mod paths;
 pub mod protocol;
 pub mod socket;
 
 pub use client::{Client, ClientError, Subscription};
-pub use codec::{FrameError, FrameReader, FrameWriter, MAX_FRAME_BYTES};
+pub use codec::{FrameError, FrameWriter, MAX_FRAME_BYTES};
 pub use paths::{DaemonPaths, PathsError};
-pub use protocol::{Call, Method, Notification, Request, Response, RpcError, ServerMessage};
+pub use protocol::{Call, Method, Request, Response, RpcError};

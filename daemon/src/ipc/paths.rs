@@ -29,13 +29,13 @@ use crate::store::Home;
 /// The longest socket path used as is, in bytes. `sun_path` holds 108
 /// bytes on Linux and 104 on macOS, including the terminating NUL; 100
 /// leaves a margin.
-pub const MAX_SOCKET_PATH_BYTES: usize = 100;
+pub(crate) const MAX_SOCKET_PATH_BYTES: usize = 100;
 
 /// The mode of every directory the daemon's files live in.
-pub const PRIVATE_DIR_MODE: u32 = 0o700;
+pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
 
 /// The mode of the socket file.
-pub const SOCKET_MODE: u32 = 0o600;
+pub(crate) const SOCKET_MODE: u32 = 0o600;
 
 /// The daemon's files for one home.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +95,7 @@ impl DaemonPaths {
     /// The directory holding the socket: the runtime directory, or a
     /// fallback directory for a long home.
     #[must_use]
-    pub fn socket_dir(&self) -> &Path {
+    pub(crate) fn socket_dir(&self) -> &Path {
         self.socket.parent().unwrap_or(&self.runtime_dir)
     }
 
@@ -180,7 +180,7 @@ impl PathsError {
 /// Creates `dir` (and missing parents, also 0700) as a 0700
 /// directory, or tightens an existing directory of this user to 0700. Fails
 /// when `dir` is a symlink, not a directory, or another user's.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
+pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
     let io = |source| PathsError::Io {
         path: dir.to_path_buf(),
         source,
@@ -210,7 +210,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
 
 /// Checks that `dir` is a real directory (not a symlink), owned by this
 /// process's user, with no permissions for group or others.
-pub fn check_private_dir(dir: &Path) -> Result<(), PathsError> {
+pub(crate) fn check_private_dir(dir: &Path) -> Result<(), PathsError> {
     let meta = std::fs::symlink_metadata(dir).map_err(|source| PathsError::Io {
         path: dir.to_path_buf(),
         source,

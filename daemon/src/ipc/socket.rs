@@ -86,7 +86,7 @@ pub fn listen(socket: &Path) -> Result<Listener, ListenError> {
 /// Where the platform cannot tell the peer's uid, the permissions alone
 /// decide (the peer is allowed).
 #[must_use]
-pub fn peer_is_same_user(stream: &Stream) -> bool {
+pub(crate) fn peer_is_same_user(stream: &Stream) -> bool {
     match stream.peer_creds() {
         Ok(creds) => creds
             .euid()

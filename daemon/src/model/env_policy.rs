@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 /// Most patterns in each of `pass` and `deny`.
-pub const MAX_ENV_PATTERNS: usize = 256;
+pub(crate) const MAX_ENV_PATTERNS: usize = 256;
 
 /// Longest pattern, in bytes.
-pub const MAX_ENV_PATTERN_BYTES: usize = 256;
+pub(crate) const MAX_ENV_PATTERN_BYTES: usize = 256;
 
 /// `[run.env]` of a run configuration: which variables commands get despite
 /// looking like secrets (`pass`), and which they do not get although they
@@ -73,7 +73,7 @@ impl EnvPolicy {
 
     /// Whether `name` matches a `deny` pattern.
     #[must_use]
-    pub fn denies(&self, name: &str) -> bool {
+    pub(crate) fn denies(&self, name: &str) -> bool {
         self.deny.iter().any(|p| wildcard_match(p, name))
     }
 }

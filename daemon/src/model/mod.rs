@@ -20,6 +20,7 @@ pub mod spend;
 pub use code::Code;
 pub use env_policy::EnvPolicy;
 pub use event::{EdgeReason, Event, EventKind, Stream};
-pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status, failure_signature};
+pub(crate) use outcome::failure_signature;
+pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
 pub use run::{ModelChoice, ParentLink, RunSpend, RunStatus, RunSummary};
 pub use spend::{Spend, Usage};

@@ -43,7 +43,7 @@ impl Status {
 
     /// Whether a goal gate that last ended this way is satisfied.
     #[must_use]
-    pub fn satisfies_goal_gate(self) -> bool {
+    pub(crate) fn satisfies_goal_gate(self) -> bool {
         matches!(self, Status::Succeeded | Status::PartiallySucceeded)
     }
 }
@@ -90,7 +90,7 @@ impl FailureClass {
     /// Whether repeats of this failure count towards the circuit breaker
     /// (only deterministic and structural failures do).
     #[must_use]
-    pub fn counts_for_circuit_breaker(self) -> bool {
+    pub(crate) fn counts_for_circuit_breaker(self) -> bool {
         matches!(self, FailureClass::Deterministic | FailureClass::Structural)
     }
 }
@@ -187,7 +187,7 @@ impl Outcome {
 
     /// An outcome with `status` and nothing else.
     #[must_use]
-    pub fn with_status(status: Status) -> Outcome {
+    pub(crate) fn with_status(status: Status) -> Outcome {
         Outcome {
             status,
             failure: None,
@@ -215,7 +215,7 @@ impl Outcome {
 
     /// Marks the failure retryable (no effect on a success).
     #[must_use]
-    pub fn retryable(mut self) -> Outcome {
+    pub(crate) fn retryable(mut self) -> Outcome {
         if let Some(failure) = &mut self.failure {
             failure.retryable = true;
         }
@@ -237,7 +237,7 @@ impl Outcome {
 
     /// Whether the engine may run the stage again.
     #[must_use]
-    pub fn wants_retry(&self) -> bool {
+    pub(crate) fn wants_retry(&self) -> bool {
         self.status == Status::Failed
             && self
                 .failure
@@ -251,7 +251,7 @@ impl Outcome {
 /// `<hex>`, digit runs by `<n>`, cut to 240 characters
 /// (execution/failures.mdx, "How signatures work").
 #[must_use]
-pub fn failure_signature(node_id: &str, failure: &Failure) -> String {
+pub(crate) fn failure_signature(node_id: &str, failure: &Failure) -> String {
     format!(
         "{node_id}|{}|{}",
         failure.class,

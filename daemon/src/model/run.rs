@@ -64,7 +64,7 @@ impl RunStatus {
     /// running it died. Whether a run can be resumed (cancelled and
     /// interrupted ones can) is the engine's rule, `engine::launch::resumable`.
     #[must_use]
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(
             self,
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled

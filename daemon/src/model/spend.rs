@@ -21,7 +21,7 @@ pub struct Usage {
 impl Usage {
     /// Input tokens billed at the plain input price.
     #[must_use]
-    pub fn uncached_input(&self) -> u64 {
+    pub(crate) fn uncached_input(&self) -> u64 {
         self.input
             .saturating_sub(self.cache_read)
             .saturating_sub(self.cache_write)
@@ -62,7 +62,7 @@ pub struct Spend {
 
 impl Spend {
     /// Adds one call: its tokens, and its cost when the catalog prices it.
-    pub fn add_call(&mut self, usage: Usage, cost: Option<f64>) {
+    pub(crate) fn add_call(&mut self, usage: Usage, cost: Option<f64>) {
         self.calls = self.calls.saturating_add(1);
         self.usage += usage;
         match cost {
@@ -94,7 +94,7 @@ pub fn tokens(n: u64) -> String {
 
 /// US dollars to the cent, or to four places below a cent: `$0.0042`.
 #[must_use]
-pub fn dollars(cost: f64) -> String {
+pub(crate) fn dollars(cost: f64) -> String {
     if cost < 0.01 {
         format!("${cost:.4}")
     } else {

@@ -18,7 +18,7 @@ pub use rustix::process::Signal;
 /// When process `pid` started, in clock ticks since boot (field 22 of
 /// `/proc/PID/stat`); `None` when there is no such process, or no `/proc`.
 #[must_use]
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     stat_fields(pid)?.get(19)?.parse().ok()
 }
 
@@ -27,7 +27,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 /// process runs nothing, though signal 0 still reaches it. False when there
 /// is no such process.
 #[must_use]
-pub fn is_zombie(pid: u32) -> bool {
+pub(crate) fn is_zombie(pid: u32) -> bool {
     stat_fields(pid)
         .and_then(|fields| fields.first().and_then(|s| s.chars().next()))
         .is_some_and(|state| matches!(state, 'Z' | 'X' | 'x'))
@@ -38,7 +38,7 @@ pub fn is_zombie(pid: u32) -> bool {
 /// alive: right after a `kill -9` the dead process is one until its parent
 /// reaps it.
 #[must_use]
-pub fn is_alive(pid: u32) -> bool {
+pub(crate) fn is_alive(pid: u32) -> bool {
     pid_of(pid).is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
         && !is_zombie(pid)
 }
@@ -48,7 +48,7 @@ pub fn is_alive(pid: u32) -> bool {
 /// times are known, it started then (a recycled pid belongs to another
 /// process). Without a recorded start time the pid alone decides.
 #[must_use]
-pub fn still_alive(pid: u32, started: Option<u64>) -> bool {
+pub(crate) fn still_alive(pid: u32, started: Option<u64>) -> bool {
     is_alive(pid)
         && match (started, start_time(pid)) {
             (Some(recorded), Some(now)) => recorded == now,
@@ -62,7 +62,7 @@ pub fn still_alive(pid: u32, started: Option<u64>) -> bool {
 ///
 /// The caller must know `pgid` still names its group: an unreaped leader
 /// keeps the id from being reused; otherwise use [`kill_group_led_by`].
-pub fn signal_group(pgid: u32, signal: Signal) -> bool {
+pub(crate) fn signal_group(pgid: u32, signal: Signal) -> bool {
     pid_of(pgid).is_some_and(|pgid| rustix::process::kill_process_group(pgid, signal).is_ok())
 }
 
@@ -71,7 +71,7 @@ pub fn signal_group(pgid: u32, signal: Signal) -> bool {
 /// says whether it did. A recycled pid, or a leader that has exited, kills
 /// nothing. After it returns true, no process of the group runs another
 /// instruction.
-pub fn kill_group_led_by(pgid: u32, started: u64) -> bool {
+pub(crate) fn kill_group_led_by(pgid: u32, started: u64) -> bool {
     start_time(pgid) == Some(started) && !is_zombie(pgid) && signal_group(pgid, Signal::KILL)
 }
 

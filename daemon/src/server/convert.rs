@@ -20,7 +20,7 @@ use crate::model::Code;
 /// [`crate::limits::MAX_WORKFLOW_BYTES`].
 ///
 /// Reads a file: call it off the daemon's event loop.
-pub fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
+pub(crate) fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
     require_absolute("work_dir", &start.work_dir)?;
     if let Some(base) = &start.base_dir {
         require_absolute("base_dir", base)?;

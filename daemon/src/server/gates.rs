@@ -64,7 +64,7 @@ impl AnswerError {
 impl Gates {
     /// Whether `question` is waiting here.
     #[must_use]
-    pub fn is_waiting(&self, question: &str) -> bool {
+    pub(crate) fn is_waiting(&self, question: &str) -> bool {
         lock(&self.waiting).contains_key(question)
     }
 
@@ -83,19 +83,19 @@ impl Gates {
 
     /// Keeps `answer` for `question` of run `run_id`, which has not asked it
     /// yet: the run takes it when it does.
-    pub fn keep_early(&self, run_id: &str, question: &str, answer: Answer) {
+    pub(crate) fn keep_early(&self, run_id: &str, question: &str, answer: Answer) {
         lock(&self.early).insert(question.to_string(), (run_id.to_string(), answer));
     }
 
     /// The early answer kept for `question`, if any.
     #[must_use]
-    pub fn early_answer(&self, question: &str) -> Option<Answer> {
+    pub(crate) fn early_answer(&self, question: &str) -> Option<Answer> {
         lock(&self.early).get(question).map(|(_, a)| a.clone())
     }
 
     /// Drops the early answers of run `run_id` (it has stopped; a later
     /// resume asks its questions again).
-    pub fn forget_run(&self, run_id: &str) {
+    pub(crate) fn forget_run(&self, run_id: &str) {
         lock(&self.early).retain(|_, (run, _)| run != run_id);
     }
 
@@ -156,7 +156,7 @@ fn fits(question: &Question, answer: &Answer) -> bool {
 /// The question a stored record asks, as the run asks it (the options are
 /// the recorded labels, in order).
 #[must_use]
-pub fn question_of(record: &QuestionRecord) -> Question {
+pub(crate) fn question_of(record: &QuestionRecord) -> Question {
     Question {
         id: record.id.clone(),
         node_id: record.node_id.clone(),
@@ -198,7 +198,7 @@ pub fn recorded(question: &Question, answer: &Answer) -> Value {
 /// The interviewer of daemon runs: asking parks the question in [`Gates`],
 /// or takes the early answer kept for it.
 #[derive(Debug, Clone, Default)]
-pub struct SocketInterviewer {
+pub(crate) struct SocketInterviewer {
     pub gates: Arc<Gates>,
     /// Where a taken early answer is recorded at once (`None` in tests).
     pub store: Option<Arc<Mutex<Store>>>,

@@ -17,11 +17,11 @@
 //! of their own (WAL lets them read beside the writer).
 
 mod connection;
-pub mod convert;
+pub(crate) mod convert;
 pub mod detach;
 pub mod gates;
 mod methods;
-pub mod notify;
+pub(crate) mod notify;
 mod settings;
 
 use std::cell::{Cell, RefCell};
@@ -44,8 +44,10 @@ use crate::model::{Event, EventKind, RunStatus};
 use crate::store::{Checkpoint, Home, RunFilter, RunRecord, Store, StoreError};
 use crate::util::lock::lock;
 
-pub use gates::{Gates, SocketInterviewer};
-pub use settings::{Settings, settings_warnings};
+pub use gates::Gates;
+pub(crate) use gates::SocketInterviewer;
+pub use settings::Settings;
+pub(crate) use settings::settings_warnings;
 
 /// Events buffered for slow subscribers before they must catch up from
 /// the database. The buffer keeps its last events whether or not anyone
@@ -273,7 +275,7 @@ impl Daemon {
     }
 
     /// Whether a shutdown has begun (no new work is taken).
-    pub fn is_stopping(&self) -> bool {
+    pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.get()
     }
 
@@ -285,13 +287,13 @@ impl Daemon {
     }
 
     /// Whether a run is executing or waiting for a slot here.
-    pub fn is_active(&self, run_id: &str) -> bool {
+    pub(crate) fn is_active(&self, run_id: &str) -> bool {
         self.running.borrow().contains_key(run_id)
             || self.queue.borrow().iter().any(|(id, _)| id == run_id)
     }
 
     /// Queues a prepared run (already recorded as `queued`).
-    pub fn enqueue_start(self: &Rc<Self>, prepared: Prepared, auto_approve: bool) {
+    pub(crate) fn enqueue_start(self: &Rc<Self>, prepared: Prepared, auto_approve: bool) {
         let id = prepared.run_id.clone();
         self.queue
             .borrow_mut()
@@ -300,7 +302,7 @@ impl Daemon {
     }
 
     /// Queues the resume of an interrupted or cancelled run.
-    pub fn enqueue_resume(
+    pub(crate) fn enqueue_resume(
         self: &Rc<Self>,
         record: RunRecord,
         caller_env: Option<Vec<(String, String)>>,
@@ -452,7 +454,7 @@ impl Daemon {
     /// one: its runs are orphaned whatever its process looks like now (a
     /// daemon holds the lock until it exits, so one that was just killed
     /// may not be reaped yet, or not even a zombie).
-    pub fn reconcile(self: &Rc<Self>, previous: Option<u32>) -> Result<u32, DaemonError> {
+    pub(crate) fn reconcile(self: &Rc<Self>, previous: Option<u32>) -> Result<u32, DaemonError> {
         let runs = self.store().list_runs(&RunFilter::default())?;
         let mut resumed = 0;
         for run in runs {
@@ -567,7 +569,7 @@ impl Daemon {
     }
 
     /// Interrupts every running run and waits until they have stopped.
-    pub async fn shut_down(&self) -> u32 {
+    pub(crate) async fn shut_down(&self) -> u32 {
         self.stopping.set(true);
         let interrupted = u32::try_from(self.running.borrow().len()).unwrap_or(u32::MAX);
         self.shutdown
@@ -603,7 +605,7 @@ pub struct InstanceLock {
 /// way out (killed a moment ago: the kernel releases the lock when it has
 /// exited; or finishing a stop), or one still starting: the lock is tried
 /// again until [`LOCK_WAIT`] has passed or a daemon answers.
-pub fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, DaemonError> {
+pub(crate) fn take_lock(home: &Home, paths: &DaemonPaths) -> Result<InstanceLock, DaemonError> {
     paths.ensure()?;
     let file = std::os::unix::fs::OpenOptionsExt::mode(
         std::fs::OpenOptions::new()
@@ -677,7 +679,7 @@ fn answers(socket: &std::path::Path) -> bool {
 /// parent and whether or not that parent reaps it, so waiting on this
 /// rather than on the pid is exact.
 #[must_use]
-pub fn lock_released(paths: &DaemonPaths) -> bool {
+pub(crate) fn lock_released(paths: &DaemonPaths) -> bool {
     let Ok(file) = std::fs::File::open(&paths.lock) else {
         return true;
     };

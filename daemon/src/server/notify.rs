@@ -19,7 +19,7 @@ use crate::model::{Event, EventKind};
 
 /// A notification to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
+pub(crate) struct Note {
     pub summary: String,
     pub body: String,
     /// The question a click opens in the app (gate notifications only).
@@ -28,7 +28,7 @@ pub struct Note {
 
 /// What clicking a gate's notification opens: the app, at this question.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenQuestion {
+pub(crate) struct OpenQuestion {
     pub run_id: String,
     pub question_id: String,
 }
@@ -43,7 +43,7 @@ impl OpenQuestion {
 
 /// The notification an event calls for, if any, given the run's workflow.
 #[must_use]
-pub fn note_for(event: &Event, workflow: &str, settings: &super::Settings) -> Option<Note> {
+pub(crate) fn note_for(event: &Event, workflow: &str, settings: &super::Settings) -> Option<Note> {
     match &event.kind {
         EventKind::InterviewStarted {
             question,
@@ -113,7 +113,7 @@ pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
 /// logged, later ones are only counted, since on a machine without a
 /// notification service every notification fails the same way.
 #[derive(Debug, Default)]
-pub struct FailureLog {
+pub(crate) struct FailureLog {
     failures: u64,
 }
 

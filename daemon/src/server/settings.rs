@@ -8,16 +8,16 @@ use crate::lang::Diagnostic;
 use crate::store::Home;
 
 /// Runs executing at once when settings.toml does not say.
-pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
+pub(crate) const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
 
 /// Bytes of events and replies that may wait for one client when
 /// settings.toml does not say: 4 MiB, thousands of ordinary events, so only
 /// a client that has stopped reading falls behind.
-pub const DEFAULT_SUBSCRIBER_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_SUBSCRIBER_BUFFER_BYTES: usize = 4 * 1024 * 1024;
 
 /// The smallest buffer settings.toml may ask for (smaller values are
 /// raised to it).
-pub const MIN_SUBSCRIBER_BUFFER_BYTES: usize = 16 * 1024;
+pub(crate) const MIN_SUBSCRIBER_BUFFER_BYTES: usize = 16 * 1024;
 
 /// The daemon's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -82,7 +82,7 @@ impl Settings {
 /// when the file is missing, unreadable or invalid: whoever reads it for
 /// real reports that.
 #[must_use]
-pub fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
+pub(crate) fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
     let Ok(Some(text)) = crate::config::read(path) else {
         return Vec::new();
     };

@@ -41,7 +41,7 @@ impl ArtifactRecord {
 /// A file to record for a stage; its bytes must already be in the blob
 /// store (so no row ever names a missing blob).
 #[derive(Debug, Clone)]
-pub struct NewArtifact<'a> {
+pub(crate) struct NewArtifact<'a> {
     pub run_id: &'a str,
     pub node_id: &'a str,
     pub visit: u32,
@@ -55,7 +55,7 @@ pub struct NewArtifact<'a> {
 /// empty, `.` or `..` segment and no NUL. Such a name can be shown, matched
 /// and joined under a directory without ever leaving it.
 #[must_use]
-pub fn is_artifact_path(path: &str) -> bool {
+pub(crate) fn is_artifact_path(path: &str) -> bool {
     !path.is_empty()
         && !path.contains('\0')
         && path
@@ -79,7 +79,7 @@ impl Store {
     /// [`StoreError::InvalidArtifactPath`] for a path that fails
     /// [`is_artifact_path`]; a run that does not exist is a foreign-key
     /// error.
-    pub fn record_artifact(
+    pub(crate) fn record_artifact(
         &mut self,
         artifact: &NewArtifact<'_>,
     ) -> Result<Option<ArtifactRecord>> {

@@ -13,7 +13,7 @@ use super::sql::U64;
 use super::{Home, Result, Store, StoreError, timestamp, write_atomic};
 
 /// How a blob reference is spelled in JSON, events and files.
-pub const BLOB_PREFIX: &str = "blob://sha256/";
+pub(crate) const BLOB_PREFIX: &str = "blob://sha256/";
 
 /// A reference to a blob: the lowercase hex SHA-256 of its bytes. Written
 /// and read as `blob://sha256/{hex}`.
@@ -123,7 +123,7 @@ impl Blobs {
     }
 
     /// Stores `value` serialised as compact JSON; see [`Blobs::put`].
-    pub fn put_json(&self, value: &serde_json::Value) -> Result<(BlobRef, bool)> {
+    pub(crate) fn put_json(&self, value: &serde_json::Value) -> Result<(BlobRef, bool)> {
         let bytes = serde_json::to_vec(value).map_err(|source| StoreError::Json {
             what: "a blob being stored".into(),
             source,
@@ -144,7 +144,7 @@ impl Blobs {
     }
 
     /// Blob `r` parsed as JSON.
-    pub fn get_json(&self, r: &BlobRef) -> Result<serde_json::Value> {
+    pub(crate) fn get_json(&self, r: &BlobRef) -> Result<serde_json::Value> {
         let bytes = self.get(r)?;
         serde_json::from_slice(&bytes).map_err(|source| StoreError::Json {
             what: format!("blob {r}"),
@@ -157,7 +157,7 @@ impl Blobs {
 impl Store {
     /// Records that blob `hash` (lowercase hex) of `size` bytes exists;
     /// recording it again changes nothing.
-    pub fn record_blob(&mut self, hash: &str, size: u64) -> Result<()> {
+    pub(crate) fn record_blob(&mut self, hash: &str, size: u64) -> Result<()> {
         self.conn
             .prepare_cached(
                 "INSERT OR IGNORE INTO blobs (hash, size, created_at) VALUES (?1, ?2, ?3)",

@@ -82,7 +82,7 @@ impl Store {
 
     /// [`Store::checkpoint`] on a connection of its own to the database at
     /// `db`, so it can run on another thread than the store's owner.
-    pub fn checkpoint_file(db: &Path, mode: Checkpoint) -> Result<()> {
+    pub(crate) fn checkpoint_file(db: &Path, mode: Checkpoint) -> Result<()> {
         let conn = Connection::open_with_flags(
             db,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -150,7 +150,7 @@ impl Store {
     ///
     /// # Errors
     /// When SQLite cannot begin the transaction.
-    pub fn snapshot(&self) -> Result<rusqlite::Transaction<'_>> {
+    pub(crate) fn snapshot(&self) -> Result<rusqlite::Transaction<'_>> {
         Ok(self.conn.unchecked_transaction()?)
     }
 

@@ -16,7 +16,7 @@ impl Store {
     /// Like [`Store::commit_stage`] without a stage: stores `checkpoint` and
     /// appends `events` in one transaction (for jumps that complete no
     /// stage).
-    pub fn save_checkpoint(
+    pub(crate) fn save_checkpoint(
         &mut self,
         run_id: &str,
         checkpoint: &str,
@@ -33,7 +33,7 @@ impl Store {
     }
 
     /// Appends one event (see [`Store::append_events`]).
-    pub fn append_event(
+    pub(crate) fn append_event(
         &mut self,
         run_id: &str,
         kind: &EventKind,
@@ -91,7 +91,7 @@ impl Store {
     }
 
     /// The run's events named `name` (e.g. `checkpoint.saved`), ascending.
-    pub fn events_named(&self, run_id: &str, name: &str) -> Result<Vec<Event>> {
+    pub(crate) fn events_named(&self, run_id: &str, name: &str) -> Result<Vec<Event>> {
         let rows = self
             .conn
             .prepare_cached(&format!(

@@ -14,16 +14,16 @@ use std::path::{Path, PathBuf};
 use super::{Result, StoreError};
 
 /// The mode of `WEFT_HOME` and of every directory Weft creates in it.
-pub const PRIVATE_DIR_MODE: u32 = 0o700;
+pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
 
 /// The mode of every file Weft writes under `WEFT_HOME` (the database and
 /// its WAL and shared-memory files, blobs, run-directory files, logs).
-pub const PRIVATE_FILE_MODE: u32 = 0o600;
+pub(crate) const PRIVATE_FILE_MODE: u32 = 0o600;
 
 /// Creates `dir` and its missing parents as [`PRIVATE_DIR_MODE`]
 /// directories (existing ones are left as they are). For directories
 /// inside the home, whose parents are Weft's own.
-pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
     DirBuilder::new()
         .recursive(true)
         .mode(PRIVATE_DIR_MODE)
@@ -101,7 +101,7 @@ impl Home {
 
     /// The content-addressed blob store, `blobs/`.
     #[must_use]
-    pub fn blobs_dir(&self) -> PathBuf {
+    pub(crate) fn blobs_dir(&self) -> PathBuf {
         self.root.join("blobs")
     }
 

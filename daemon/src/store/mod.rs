@@ -23,13 +23,17 @@ pub mod wal;
 
 use crate::model::Code;
 
-pub use artifacts::{ArtifactRecord, NewArtifact, is_artifact_path};
-pub use blob::{BLOB_PREFIX, BlobRef, Blobs};
+pub use artifacts::ArtifactRecord;
+pub(crate) use artifacts::NewArtifact;
+pub(crate) use blob::BLOB_PREFIX;
+pub use blob::{BlobRef, Blobs};
 pub use connection::{Checkpoint, Store};
-pub use home::{Home, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir_all};
+pub use home::Home;
+pub(crate) use home::{PRIVATE_FILE_MODE, create_private_dir_all};
 pub use questions::{QuestionRecord, QuestionStatus};
-pub use run_dir::{RunDir, write_atomic};
-pub use runs::{NewRun, RunFilter, RunRecord, SHORT_ID_MIN};
+pub use run_dir::RunDir;
+pub(crate) use run_dir::write_atomic;
+pub use runs::{NewRun, RunFilter, RunRecord};
 pub use stages::{StageCommit, StageRecord};
 
 /// The most events one page of a run's events holds, for every reader

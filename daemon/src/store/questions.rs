@@ -114,7 +114,7 @@ impl Store {
     /// Closes question `id` with `status` and `answer`, stamping
     /// `answered_at`. [`StoreError::QuestionNotFound`] if there is no such
     /// question.
-    pub fn answer_question(
+    pub(crate) fn answer_question(
         &mut self,
         id: &str,
         status: QuestionStatus,
@@ -169,7 +169,10 @@ impl Store {
     /// How many questions are pending for each of `run_ids` (the badges of
     /// a page of the run list); runs without any are absent. One indexed
     /// count per run.
-    pub fn pending_question_counts(&self, run_ids: &[&str]) -> Result<BTreeMap<String, u32>> {
+    pub(crate) fn pending_question_counts(
+        &self,
+        run_ids: &[&str],
+    ) -> Result<BTreeMap<String, u32>> {
         let mut pending = self.conn.prepare_cached(
             "SELECT count(*) FROM questions WHERE run_id = ?1 AND status = 'pending'",
         )?;

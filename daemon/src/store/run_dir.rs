@@ -28,7 +28,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// remains. Power loss may lose the latest version of a file, but SQLite is
 /// the source of truth and its commits are durable, so everything here can
 /// be rebuilt from the database.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -138,7 +138,7 @@ impl RunDir {
     /// made path-safe (characters outside `[A-Za-z0-9_.-]` become `_`), so
     /// two ids differing only in such characters share a folder.
     #[must_use]
-    pub fn node_dir(&self, node_id: &str, visit: u32) -> PathBuf {
+    pub(crate) fn node_dir(&self, node_id: &str, visit: u32) -> PathBuf {
         let name = path_safe(node_id);
         let folder = if visit >= 2 {
             format!("{name}-visit_{visit}")
@@ -149,7 +149,7 @@ impl RunDir {
     }
 
     /// [`RunDir::node_dir`], created if missing.
-    pub fn ensure_node_dir(&self, node_id: &str, visit: u32) -> Result<PathBuf> {
+    pub(crate) fn ensure_node_dir(&self, node_id: &str, visit: u32) -> Result<PathBuf> {
         let dir = self.node_dir(node_id, visit);
         super::create_private_dir_all(&dir)
             .map_err(|e| StoreError::io(format!("cannot create {}", dir.display()), e))?;
@@ -180,7 +180,7 @@ impl RunDir {
 
     /// Writes `value` as pretty JSON to `relative` (e.g. `checkpoint.json`,
     /// `nodes/plan/status.json`) atomically, creating parent folders.
-    pub fn write_json(&self, relative: &str, value: &impl Serialize) -> Result<()> {
+    pub(crate) fn write_json(&self, relative: &str, value: &impl Serialize) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| StoreError::Json {
             what: format!("{relative} in {}", self.root.display()),
             source,
@@ -197,7 +197,7 @@ impl RunDir {
     /// Appends `event` to `progress.jsonl` as one compact JSON line. The
     /// line goes out in a single write on a file opened in append mode, so
     /// a crash can lose at most the line being written, never a line before.
-    pub fn append_progress(&mut self, event: &Event) -> Result<()> {
+    pub(crate) fn append_progress(&mut self, event: &Event) -> Result<()> {
         let path = self.root.join("progress.jsonl");
         let mut line = serde_json::to_vec(event).map_err(|source| StoreError::Json {
             what: format!("event {} of run {}", event.seq, event.run_id),
@@ -220,7 +220,7 @@ impl RunDir {
     }
 
     /// Appends `{timestamp} {line}` to `cli.log`.
-    pub fn append_log(&self, line: &str) -> Result<()> {
+    pub(crate) fn append_log(&self, line: &str) -> Result<()> {
         let path = self.root.join("cli.log");
         let text = format!("{} {}\n", super::timestamp(), line.trim_end_matches('\n'));
         OpenOptions::new()
@@ -233,12 +233,12 @@ impl RunDir {
     }
 
     /// Writes `run.pid` (the pid of the process executing the run).
-    pub fn write_pid(&self, pid: u32) -> Result<()> {
+    pub(crate) fn write_pid(&self, pid: u32) -> Result<()> {
         write_atomic(&self.root.join("run.pid"), format!("{pid}\n").as_bytes())
     }
 
     /// Removes `run.pid`; a missing file is fine.
-    pub fn remove_pid(&self) -> Result<()> {
+    pub(crate) fn remove_pid(&self) -> Result<()> {
         let path = self.root.join("run.pid");
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),

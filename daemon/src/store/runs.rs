@@ -191,7 +191,7 @@ const AMBIGUOUS_LIST_MAX: usize = 10;
 /// The fewest characters of a run id that `weft ps` shows (see
 /// [`Store::unique_prefix_lengths`]): more when that many are shared with
 /// another run, as they are for runs started in the same second.
-pub const SHORT_ID_MIN: usize = 8;
+pub(crate) const SHORT_ID_MIN: usize = 8;
 
 /// The run a name of the form `last` or `last~N` (any case) means: the
 /// newest run, or the one N places before it. `None` for any other text.
@@ -389,7 +389,7 @@ impl Store {
     /// length): the form `weft ps` shows, which every command taking a run
     /// accepts. Runs started in the same millisecond share 10 characters,
     /// so those get longer prefixes. Two indexed lookups per id.
-    pub fn unique_prefix_lengths(&self, ids: &[&str]) -> Result<Vec<usize>> {
+    pub(crate) fn unique_prefix_lengths(&self, ids: &[&str]) -> Result<Vec<usize>> {
         let mut before = self
             .conn
             .prepare_cached("SELECT id FROM runs WHERE id < ?1 ORDER BY id DESC LIMIT 1")?;
@@ -440,7 +440,7 @@ impl Store {
     }
 
     /// How many runs match `filter`, ignoring its `limit` and `offset`.
-    pub fn count_runs(&self, filter: &RunFilter) -> Result<u64> {
+    pub(crate) fn count_runs(&self, filter: &RunFilter) -> Result<u64> {
         let f = filter;
         let total: i64 = self
             .conn

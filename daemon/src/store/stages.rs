@@ -74,7 +74,7 @@ impl Store {
     }
 
     /// [`Store::stage_started`] for a stage of a parallel branch.
-    pub fn stage_started_in(
+    pub(crate) fn stage_started_in(
         &mut self,
         run_id: &str,
         node_id: &str,
@@ -181,7 +181,7 @@ impl Store {
 
     /// Marks the run's stages still `running` as `interrupted` (their process
     /// died) and returns how many there were.
-    pub fn interrupt_running_stages(&mut self, run_id: &str) -> Result<u32> {
+    pub(crate) fn interrupt_running_stages(&mut self, run_id: &str) -> Result<u32> {
         let changed = self
             .conn
             .prepare_cached(

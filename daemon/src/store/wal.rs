@@ -23,7 +23,7 @@ const WAL_FRAME_HEADER_BYTES: u64 = 24;
 /// What [`inspect`] found that is worth a warning but does not stop an
 /// open.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct WalReport {
+pub(crate) struct WalReport {
     /// The WAL ends in the middle of a frame: it was cut (or a crash
     /// interrupted a write); what followed the cut is lost.
     pub cut: Option<String>,
@@ -31,7 +31,7 @@ pub struct WalReport {
 
 /// The write-ahead log of the database at `db`.
 #[must_use]
-pub fn wal_path(db: &Path) -> PathBuf {
+pub(crate) fn wal_path(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push("-wal");
     PathBuf::from(name)
@@ -45,7 +45,7 @@ pub fn wal_path(db: &Path) -> PathBuf {
 /// migrating) would pass the loss off as an empty database. Reports a WAL
 /// that ends mid-frame in [`WalReport::cut`]. A missing or brand-new
 /// database is fine.
-pub fn inspect(home: &Home) -> Result<WalReport> {
+pub(crate) fn inspect(home: &Home) -> Result<WalReport> {
     let db = home.db_path();
     let Some(header) = read_header(&db)? else {
         return Ok(WalReport::default());

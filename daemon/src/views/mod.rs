@@ -25,10 +25,10 @@ use crate::store::{
 
 /// The most a text read from a stage folder holds (1 MiB); longer files are
 /// cut and named in [`StageFiles::truncated`].
-pub const STAGE_TEXT_MAX: u64 = 1024 * 1024;
+pub(crate) const STAGE_TEXT_MAX: u64 = 1024 * 1024;
 
 /// The most matches one [`Views::search_logs`] returns.
-pub const LOG_MATCHES_MAX: u32 = 5_000;
+pub(crate) const LOG_MATCHES_MAX: u32 = 5_000;
 
 /// A log line in a [`LogMatch`] is cut to this many characters.
 const LOG_LINE_MAX: usize = 1_000;
@@ -508,13 +508,13 @@ impl Views {
 
 /// The folder of the run directory that [`Views::export_artifact`] writes
 /// to.
-pub const ARTIFACT_EXPORT_DIR: &str = "artifacts";
+pub(crate) const ARTIFACT_EXPORT_DIR: &str = "artifacts";
 
 /// The most bytes of a text artifact [`Views::artifact`] returns, 1 MiB.
-pub const ARTIFACT_TEXT_MAX: u64 = 1024 * 1024;
+pub(crate) const ARTIFACT_TEXT_MAX: u64 = 1024 * 1024;
 
 /// The largest image [`Views::artifact`] returns, 10 MiB.
-pub const ARTIFACT_IMAGE_MAX: u64 = 10 * 1024 * 1024;
+pub(crate) const ARTIFACT_IMAGE_MAX: u64 = 10 * 1024 * 1024;
 
 /// An artifact's bytes for a preview; see [`Views::artifact`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]

@@ -16,14 +16,14 @@ use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome};
 
 /// How long a command may run when the node sets no `timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How much of one attempt's output (both streams) is recorded as
 /// `command.output` events — in the database, `progress.jsonl` and every
 /// live subscriber. Past it one `run.notice` says so and the output goes
 /// on into `stdout.log`/`stderr.log` only, so a command printing gigabytes
 /// costs the store a bounded amount.
-pub const OUTPUT_EVENT_BUDGET: usize = 1024 * 1024;
+pub(crate) const OUTPUT_EVENT_BUDGET: usize = 1024 * 1024;
 
 /// What each `command.output` event costs against [`OUTPUT_EVENT_BUDGET`]
 /// besides its text: an event row and its envelope. Without it a command

@@ -13,7 +13,7 @@ const LAST_RESPONSE_CHARS: usize = 200;
 
 /// The simulated attempt of a model node: it always succeeds, writes the
 /// node's prompt to `prompt.md` and a placeholder to `response.md`.
-pub fn simulate(cx: &StageCx<'_>) -> Outcome {
+pub(crate) fn simulate(cx: &StageCx<'_>) -> Outcome {
     let kind = cx.node.handler.name();
     let prompt = cx
         .node

@@ -27,14 +27,12 @@ use crate::store::Blobs;
 
 /// What stays the same for every stage of a run.
 #[derive(Clone)]
-pub struct RunEnv {
+pub(crate) struct RunEnv {
     pub home: crate::store::Home,
     /// Files to capture after each stage (empty: none).
     pub artifacts: Arc<crate::engine::artifacts::ArtifactRules>,
     /// The run's `--input` values (a child run gets the same).
     pub inputs: std::collections::BTreeMap<String, String>,
-    /// The run's random seed (child runs derive theirs from it).
-    pub seed: u64,
     /// The environment commands inherit: the caller's (or this process's)
     /// with secrets withheld by the run's policy
     /// ([`crate::engine::environment`]).
@@ -68,7 +66,7 @@ impl std::fmt::Debug for RunEnv {
 }
 
 /// One attempt of one stage.
-pub struct StageCx<'a> {
+pub(crate) struct StageCx<'a> {
     pub graph: &'a Graph,
     pub node: &'a Node,
     pub visit: u32,
@@ -104,7 +102,7 @@ impl StageCx<'_> {
 }
 
 /// Runs one attempt of the stage.
-pub async fn execute(cx: &StageCx<'_>) -> Outcome {
+pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
     match cx.node.handler {
         Handler::Start => start::run(cx),
         Handler::Exit => exit::run(cx),

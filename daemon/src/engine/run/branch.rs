@@ -10,7 +10,7 @@ use crate::engine::context::Context;
 
 /// What a branch runner knows about its branch.
 #[derive(Debug, Clone)]
-pub struct Branch {
+pub(crate) struct Branch {
     pub id: String,
     /// Where the branch stops; `None` when the branches never meet.
     pub join: Option<String>,

@@ -45,7 +45,7 @@ use crate::store::{BlobRef, StoreError};
 use crate::util::lock::lock;
 
 /// Branches running at once when the node does not say.
-pub const DEFAULT_MAX_PARALLEL: u32 = 4;
+pub(crate) const DEFAULT_MAX_PARALLEL: u32 = 4;
 
 /// A branch's output is put inline in `parallel.results` up to this size;
 /// larger output stays a blob ref.
@@ -561,7 +561,7 @@ fn distances(graph: &Graph, fork: &str, start: &str) -> BTreeMap<String, usize> 
 /// the node every branch reaches first (smallest longest distance, then
 /// smallest total, then id). `None` when the branches never meet.
 #[must_use]
-pub fn find_join(graph: &Graph, fork: &str, starts: &[String]) -> Option<String> {
+pub(crate) fn find_join(graph: &Graph, fork: &str, starts: &[String]) -> Option<String> {
     let dists: Vec<BTreeMap<String, usize>> =
         starts.iter().map(|s| distances(graph, fork, s)).collect();
     let first = dists.first()?;

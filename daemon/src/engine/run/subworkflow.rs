@@ -37,9 +37,9 @@ use crate::store::{RunFilter, RunRecord, StoreError};
 use crate::util::lock::lock;
 
 /// `manager.poll_interval` when unset.
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(45);
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(45);
 /// `manager.max_cycles` when unset.
-pub const DEFAULT_MAX_CYCLES: u64 = 1000;
+pub(crate) const DEFAULT_MAX_CYCLES: u64 = 1000;
 
 /// The manager's settings from the node's `manager.*` attributes.
 #[derive(Debug)]

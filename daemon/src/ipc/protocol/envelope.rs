@@ -16,7 +16,7 @@ pub struct Version;
 
 impl Version {
     /// The only version spoken.
-    pub const TEXT: &'static str = "2.0";
+    pub(crate) const TEXT: &'static str = "2.0";
 }
 
 impl Serialize for Version {
@@ -174,7 +174,7 @@ impl Response {
 /// subscription, or the notice that one fell behind. Serialises as
 /// `{"jsonrpc":"2.0","method":"event","params":{…}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Notification {
+pub(crate) struct Notification {
     pub jsonrpc: Version,
     #[serde(flatten)]
     pub body: NotificationBody,
@@ -187,7 +187,7 @@ pub struct Notification {
     clippy::large_enum_variant,
     reason = "nearly every notification is an event; `ServerMessage` boxes the whole notification"
 )]
-pub enum NotificationBody {
+pub(crate) enum NotificationBody {
     /// One event of a subscribed run, delivered in `seq` order per run.
     #[serde(rename = "event")]
     Event(EventNotification),
@@ -200,7 +200,7 @@ pub enum NotificationBody {
 
 /// The params of a `lagged` notification.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaggedNotification {
+pub(crate) struct LaggedNotification {
     /// The id the client chose in `subscribe`; it is free for reuse.
     pub subscription: String,
     /// For one run's subscription, the `seq` of the last event sent on it
@@ -212,7 +212,7 @@ pub struct LaggedNotification {
 
 /// The params of an `event` notification.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventNotification {
+pub(crate) struct EventNotification {
     /// The id the client chose in `subscribe`.
     pub subscription: String,
     pub event: Event,
@@ -249,7 +249,7 @@ impl Notification {
 /// [`ServerMessage::from_value`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
-pub enum ServerMessage {
+pub(crate) enum ServerMessage {
     Response(Response),
     /// Boxed: events make notifications much larger than replies.
     Notification(Box<Notification>),

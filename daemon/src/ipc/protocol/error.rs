@@ -14,32 +14,32 @@ use crate::store::StoreError;
 /// the string code in `error.data.code`; the number only groups them.
 pub mod code {
     /// Not JSON, or not UTF-8.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub(crate) const PARSE_ERROR: i64 = -32700;
     /// JSON, but not a JSON-RPC 2.0 request (or longer than the line limit).
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
     /// A bug or an unexpected failure in the daemon.
-    pub const INTERNAL_ERROR: i64 = -32603;
+    pub(crate) const INTERNAL_ERROR: i64 = -32603;
     /// The named run, question, stage or subscription does not exist.
     pub const NOT_FOUND: i64 = -32001;
     /// A run id prefix matches several runs.
-    pub const AMBIGUOUS: i64 = -32002;
+    pub(crate) const AMBIGUOUS: i64 = -32002;
     /// The thing exists but is in the wrong state (resuming a finished run,
     /// answering a timed-out question, reusing a subscription id).
-    pub const INVALID_STATE: i64 = -32003;
+    pub(crate) const INVALID_STATE: i64 = -32003;
     /// The workflow cannot run: invalid, unreadable or misconfigured.
     pub const WORKFLOW: i64 = -32004;
     /// The run store failed (database or disk).
-    pub const STORE: i64 = -32005;
+    pub(crate) const STORE: i64 = -32005;
     /// The daemon is shutting down and takes no new work.
-    pub const SHUTTING_DOWN: i64 = -32006;
+    pub(crate) const SHUTTING_DOWN: i64 = -32006;
 }
 
 /// The number a code travels with: each code belongs to one group, so the
 /// number never disagrees with the code (docs/protocol.md, "Errors").
 #[must_use]
-pub fn number_of(data_code: Code) -> i64 {
+pub(crate) fn number_of(data_code: Code) -> i64 {
     match data_code {
         Code::RpcParseError => code::PARSE_ERROR,
         Code::RpcInvalidRequest | Code::RpcTooLong => code::INVALID_REQUEST,
@@ -134,7 +134,7 @@ impl RpcError {
 
     /// Adds a detail to `data` (a no-op on an error without data).
     #[must_use]
-    pub fn with_detail(mut self, key: impl Into<String>, value: Value) -> RpcError {
+    pub(crate) fn with_detail(mut self, key: impl Into<String>, value: Value) -> RpcError {
         if let Some(data) = &mut self.data {
             data.details.insert(key.into(), value);
         }
@@ -183,7 +183,7 @@ impl RpcError {
 
     /// `-32602 rpc.invalid_params`.
     #[must_use]
-    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(Code::RpcInvalidParams, message)
     }
 
@@ -195,7 +195,7 @@ impl RpcError {
 
     /// `-32006 daemon.shutting_down`.
     #[must_use]
-    pub fn shutting_down() -> RpcError {
+    pub(crate) fn shutting_down() -> RpcError {
         RpcError::new(
             Code::DaemonShuttingDown,
             "the daemon is shutting down; start it again with `weft daemon start`",

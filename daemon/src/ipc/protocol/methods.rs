@@ -49,7 +49,7 @@ macro_rules! methods {
 
         impl Call {
             /// Every method name, in the order of the protocol doc.
-            pub const METHODS: &'static [&'static str] = &[$($name),*];
+            pub(crate) const METHODS: &'static [&'static str] = &[$($name),*];
 
             /// Types a request: `params` absent or `null` means `{}`.
             /// Unknown method → `rpc.method_not_found`; params that do not
@@ -353,7 +353,7 @@ pub struct RunEvents {
 /// About how many bytes of events one `run.events` page (or one backlog
 /// read of a subscription) holds: half the message limit, so a page of
 /// large events still fits in one message with room to spare.
-pub const EVENTS_PAGE_BYTES: usize = MAX_FRAME_BYTES / 2;
+pub(crate) const EVENTS_PAGE_BYTES: usize = MAX_FRAME_BYTES / 2;
 
 /// The result of `run.events`: events in `seq` order. A page holds at most
 /// `limit` events, at most [`crate::store::EVENTS_PAGE_MAX`], and
@@ -538,7 +538,7 @@ impl Request {
 ///
 /// The id is recovered whenever it is a valid id (a string, a number or
 /// `null`), so even an invalid request gets its error under its own id.
-pub fn decode_request(value: Value) -> Result<(Option<Id>, Call), Rejection> {
+pub(crate) fn decode_request(value: Value) -> Result<(Option<Id>, Call), Rejection> {
     let id = match &value {
         Value::Object(map) => map.get("id").and_then(|id| Id::deserialize(id).ok()),
         _ => None,

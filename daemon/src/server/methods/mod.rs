@@ -28,7 +28,7 @@ use crate::store::{Store, StoreError};
 
 /// What a handler may use: the daemon and the state of the connection the
 /// request came on.
-pub struct Session {
+pub(crate) struct Session {
     pub daemon: Rc<Daemon>,
     /// This connection's live subscriptions: the task forwarding each
     /// one's events, by subscription id.
@@ -52,7 +52,7 @@ impl Session {
 }
 
 /// A subscription accepted and not yet forwarding: where its events start.
-pub struct Starting {
+pub(crate) struct Starting {
     pub subscription: String,
     /// The full run id; `None` for every run.
     pub run_id: Option<String>,
@@ -76,7 +76,7 @@ pub trait Handler: Method<Output: Send + 'static> {
 
 /// Carries out `call` and encodes its result. Every method is matched
 /// here, each through its own [`Handler`].
-pub async fn dispatch(call: Call, session: &mut Session) -> Result<Value, RpcError> {
+pub(crate) async fn dispatch(call: Call, session: &mut Session) -> Result<Value, RpcError> {
     match call {
         Call::RunStart(params) => respond(params, session).await,
         Call::RunList(params) => respond(params, session).await,

@@ -141,7 +141,7 @@ impl Handler for RunEvents {
 
 /// The run's events after `after_seq`: at most `limit` of them, and no more
 /// once they add up to `max_bytes` (always at least one, so paging goes on).
-pub fn event_page(
+pub(crate) fn event_page(
     store: &Store,
     run_id: &str,
     after_seq: u64,

@@ -7,7 +7,7 @@ use crate::ipc::protocol::{RpcError, Subscribe, Subscribed, Unsubscribe, Unsubsc
 use crate::model::Code;
 
 /// The most subscriptions one connection may hold at once.
-pub const MAX_SUBSCRIPTIONS: usize = 64;
+pub(crate) const MAX_SUBSCRIPTIONS: usize = 64;
 
 impl Handler for Subscribe {
     async fn handle(self, session: &mut Session) -> Result<Subscribed, RpcError> {
