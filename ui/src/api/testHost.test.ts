@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
+import { COMMAND_KINDS } from './commands';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
-import { makeTestHost, pageFixtures, testHost } from './testHost';
+import { makeTestHost, pageFixtures, testHost, unmodelled } from './testHost';
 
 describe('the recorded fixtures', () => {
   it('hold the varied history the engine recorded, newest first', () => {
@@ -47,7 +48,23 @@ describe('the default test host', () => {
   it('refuses a filter nobody recorded, naming where to record it', async () => {
     await expect(testHost.runsPage({ workflow: 'Nope', limit: 200 })).rejects.toMatchObject({
       code: 'test.unrecorded_query',
-      message: expect.stringContaining('tests/tests/ui_fixtures.rs'),
+      message: expect.stringContaining('tests/tests/it/ui_fixtures.rs'),
+    });
+  });
+
+  it('answers every command, those it does not model as the app would or by name', async () => {
+    const host = makeTestHost();
+    for (const [command, kind] of Object.entries(COMMAND_KINDS)) {
+      if (kind === 'stream') continue;
+      const method = command.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+      expect(typeof (host as unknown as Record<string, unknown>)[method], method).toBe('function');
+    }
+    // A live command it does not model finds no daemon, as the app with weftd stopped.
+    await expect(host.daemonStatus()).rejects.toMatchObject({ code: 'daemon.not_running' });
+    // Any other unmodelled command is refused by name.
+    await expect(unmodelled().revealArtifact('01RUN', 'a.txt')).rejects.toMatchObject({
+      code: 'test.unmodelled',
+      message: expect.stringContaining('reveal_artifact'),
     });
   });
 

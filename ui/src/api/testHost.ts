@@ -1,7 +1,7 @@
 import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
-import { LIVE_METHODS, type LiveMethod } from './commands';
+import { COMMAND_KINDS, type CommandMethods } from './commands';
 import type { AnswerBy, AppError, ArtifactContent, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
 
 /**
@@ -24,28 +24,42 @@ function artifactNotFound(run: string, path: string): Promise<never> {
 }
 
 /**
- * Every live command answering as the app does with weftd stopped
- * (`daemon.not_running`): what the test host does for a live command it
- * does not model, so a new live command needs nothing here.
+ * What the test host answers for a command it does not model, so that a new
+ * command needs nothing here: a live command finds no daemon
+ * (`daemon.not_running`, as the app with weftd stopped); any other is
+ * refused as `test.unmodelled`, naming the command, until a test needs it
+ * modelled.
  */
-function withoutDaemon(): Pick<Host, LiveMethod> {
-  const refuse = () => fail('daemon.not_running', 'the test host has no daemon');
-  // One entry per name of the generated list, which is every live command.
-  return Object.fromEntries(LIVE_METHODS.map((method) => [method, refuse])) as unknown as Pick<Host, LiveMethod>;
+export function unmodelled(): CommandMethods {
+  const methods = Object.entries(COMMAND_KINDS)
+    .filter(([, kind]) => kind !== 'stream')
+    .map(([command, kind]) => {
+      const method = command.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+      const answer =
+        kind === 'live'
+          ? () => fail('daemon.not_running', 'the test host has no daemon')
+          : () =>
+              Promise.reject({
+                code: 'test.unmodelled',
+                message: `the test host does not model \`${command}\`: add it to ui/src/api/testHost.ts`,
+              });
+      return [method, answer];
+    });
+  return Object.fromEntries(methods) as unknown as CommandMethods;
 }
 
 /**
  * A backend over fixed fixtures, used when the UI runs in a plain browser:
  * history queries are answered from `fixtures`; live actions change them in
- * memory and notify subscribers, as weftd would; live commands it does not
- * model find no daemon.
+ * memory and notify subscribers, as weftd would; commands it does not model
+ * get the answers of `unmodelled`.
  */
 export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
-  return { ...withoutDaemon(), ...modelled(fixtures) };
+  return { ...unmodelled(), ...modelled(fixtures) };
 }
 
-/** What the test host answers itself: every history command, some live ones. */
-function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Host, LiveMethod>> {
+/** What the test host answers itself: the commands the browser tests use. */
+function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyof CommandMethods> {
   const listeners = new Set<{ run: string | null; onEvent: (e: Event) => void }>();
   const find = (run: string) =>
     fixtures.views.find((v) => v.run.id.toLowerCase().startsWith(run.toLowerCase()));
@@ -58,7 +72,7 @@ function modelled(fixtures: Fixtures): Omit<Host, LiveMethod> & Partial<Pick<Hos
       if (!runs) {
         return Promise.reject({
           code: 'test.unrecorded_query',
-          message: `no recorded page for ${JSON.stringify(q)}: record it in tests/tests/ui_fixtures.rs`,
+          message: `no recorded page for ${JSON.stringify(q)}: record it in tests/tests/it/ui_fixtures.rs`,
         });
       }
       const listed = new Set(runs.runs.map((r) => r.id));
