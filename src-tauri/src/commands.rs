@@ -109,6 +109,10 @@ pub async fn search_logs(run: String, query: String) -> Result<Vec<LogMatch>> {
     history(move |views| views.search_logs(&run, &query, LOG_MATCHES)).await
 }
 
+pub async fn workflow_names() -> Result<Vec<String>> {
+    history(Views::workflow_names).await
+}
+
 // ----- live (through the daemon) -----------------------------------------
 
 pub async fn daemon_status() -> Result<DaemonInfo> {

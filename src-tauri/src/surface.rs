@@ -74,6 +74,9 @@ macro_rules! with_commands {
             /// `app.reveal_failed` (the message names the file) when no file
             /// manager answers.
             history commands::reveal_artifact(run: String, path: String) -> String;
+            /// Every workflow name of the store's runs, archived ones included,
+            /// each once, sorted (at most 1,000): the runs list's workflow filter.
+            history commands::workflow_names() -> Vec<String>;
 
             /// The daemon's version, load and paths.
             live commands::daemon_status() -> DaemonInfo;

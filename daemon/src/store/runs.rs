@@ -14,6 +14,10 @@ use super::sql::{U64, from_json, path_text, to_json};
 use super::{Result, Store, StoreError, timestamp};
 use crate::model::{Event, RunSpend, RunStatus, RunSummary};
 
+/// The most workflow names [`Store::workflow_names`] returns: a filter's
+/// choices, not a report.
+pub const WORKFLOW_NAMES_MAX: u32 = 1_000;
+
 impl ToSql for RunStatus {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::from(self.as_str()))
@@ -452,6 +456,18 @@ impl Store {
         Ok(u64::try_from(total).unwrap_or(0))
     }
 
+    /// The names of the workflows of the store's runs, archived ones
+    /// included, each once, sorted; at most [`WORKFLOW_NAMES_MAX`].
+    pub fn workflow_names(&self) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT workflow_name FROM runs ORDER BY workflow_name LIMIT ?1",
+        )?;
+        let names = stmt
+            .query_map(params![WORKFLOW_NAMES_MAX], |row| row.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(names)
+    }
+
     /// Archives (or unarchives) run `run_id`. Errors: [`StoreError::RunNotFound`].
     pub fn set_archived(&mut self, run_id: &str, archived: bool) -> Result<()> {
         let changed = self
@@ -857,6 +873,19 @@ mod tests {
             StoreError::AmbiguousRun { matches, .. } => assert_eq!(matches.len(), 10),
             other => panic!("expected AmbiguousRun, got {other}"),
         }
+    }
+
+    #[test]
+    fn workflow_names_are_listed_once_each_sorted_archived_runs_included() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        for (id, workflow) in [("A1", "review"), ("B2", "deploy"), ("C3", "review")] {
+            store
+                .create_run(&new_run(id, workflow, "goal", "2026-01-01T00:00:00.000Z"))
+                .expect("create");
+        }
+        store.set_archived("B2", true).expect("archive");
+        assert_eq!(store.workflow_names().expect("names"), ["deploy", "review"]);
     }
 
     #[test]

@@ -397,6 +397,15 @@ impl Views {
     }
 
     /// The store, or `RunNotFound` for `wanted` when there is no database.
+    /// Every workflow name of the store's runs, sorted (the runs list's
+    /// workflow filter offers them all, not only those of the pages read).
+    /// None before the first run.
+    pub fn workflow_names(&self) -> Result<Vec<String>> {
+        self.store
+            .as_ref()
+            .map_or(Ok(Vec::new()), Store::workflow_names)
+    }
+
     fn store(&self, wanted: &str) -> Result<&Store> {
         self.store
             .as_ref()

@@ -50,6 +50,11 @@ export type Commands = {
    * manager answers.
    */
   reveal_artifact: { args: { run: string; path: string }; result: string };
+  /**
+   * Every workflow name of the store's runs, archived ones included,
+   * each once, sorted (at most 1,000): the runs list's workflow filter.
+   */
+  workflow_names: { args: Record<string, never>; result: Array<string> };
   /** The daemon's version, load and paths. */
   daemon_status: { args: Record<string, never>; result: DaemonInfo };
   /**
@@ -108,6 +113,7 @@ export const COMMAND_KINDS = {
   search_logs: 'history',
   artifact_content: 'history',
   reveal_artifact: 'history',
+  workflow_names: 'history',
   daemon_status: 'live',
   daemon_start: 'live',
   run_start: 'live',
@@ -169,6 +175,11 @@ export interface CommandMethods {
    * manager answers.
    */
   revealArtifact(run: string, path: string): Promise<string>;
+  /**
+   * Every workflow name of the store's runs, archived ones included,
+   * each once, sorted (at most 1,000): the runs list's workflow filter.
+   */
+  workflowNames(): Promise<Array<string>>;
   /** The daemon's version, load and paths. */
   daemonStatus(): Promise<DaemonInfo>;
   /**
@@ -228,6 +239,7 @@ export function commandMethods(send: Send): CommandMethods {
     searchLogs: (run, query) => send('search_logs', { run, query }),
     artifactContent: (run, path) => send('artifact_content', { run, path }),
     revealArtifact: (run, path) => send('reveal_artifact', { run, path }),
+    workflowNames: () => send('workflow_names', {}),
     daemonStatus: () => send('daemon_status', {}),
     daemonStart: () => send('daemon_start', {}),
     runStart: (params) => send('run_start', { params }),

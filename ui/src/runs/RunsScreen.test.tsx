@@ -51,6 +51,22 @@ describe('RunsScreen', () => {
     expect(el.textContent).toContain('on_failure=exit stopped the run');
   });
 
+  it('offers every workflow of the store in the filter, not only those of the pages read', async () => {
+    const host: Host = { ...makeTestHost(recorded), workflowNames: () => Promise.resolve(['Archived flow', 'Ship']) };
+    const el = await render(host);
+    const options = [...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent);
+    expect(options[0]).toBe('All workflows');
+    expect(options).toContain('Archived flow');
+    expect(options.filter((o) => o === 'Ship')).toHaveLength(1);
+    expect(options).toContain('Release');
+  });
+
+  it('offers the workflows of the pages read when the store cannot list them', async () => {
+    const el = await render(makeTestHost(recorded));
+    const options = [...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent);
+    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Migrate', 'Release', 'Ship', 'Summarize']);
+  });
+
   it('takes the first page asked for before it mounted instead of asking again', async () => {
     const asked: RunList[] = [];
     const base = makeTestHost(recorded);

@@ -98,6 +98,26 @@ function useListChanges(host: Host): number {
   return changes;
 }
 
+/**
+ * Every workflow name of the store's runs (the workflow filter's choices),
+ * read again when the list changes; empty when it cannot be read, and the
+ * filter offers the workflows of the pages read.
+ */
+function useWorkflowNames(host: Host, generation: number): string[] {
+  const [names, setNames] = useState<string[]>([]);
+  useEffect(() => {
+    let live = true;
+    host.workflowNames().then(
+      (read) => live && setNames(read),
+      () => live && setNames([]),
+    );
+    return () => {
+      live = false;
+    };
+  }, [host, generation]);
+  return names;
+}
+
 /** The runs list: every run, newest first, filtered, searched and virtualised. */
 export function RunsScreen({ host }: { host: Host }) {
   const [status, setStatus] = useState<RunStatus | ''>('');
@@ -115,6 +135,7 @@ export function RunsScreen({ host }: { host: Host }) {
   });
   const now = useNow();
   const liveWaiting = useWaitingRuns(host, changes);
+  const stored = useWorkflowNames(host, changes);
 
   const viewport = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
@@ -185,7 +206,11 @@ export function RunsScreen({ host }: { host: Host }) {
 
   const filtered = Boolean(status || workflow || text);
   const waiting = liveWaiting ?? (filtered ? 0 : Object.keys(list.open).length);
-  const workflows = workflow && !list.workflows.includes(workflow) ? [...list.workflows, workflow].sort() : list.workflows;
+  // Every workflow of the store, with those of the pages read (a run that
+  // arrived since) and the chosen one, each once.
+  const workflows = [...new Set([...stored, ...list.workflows, ...(workflow ? [workflow] : [])])].sort((a, b) =>
+    a.localeCompare(b),
+  );
   const columns = list.anyCost ? 'runs--with-cost' : '';
 
   const rows = [];
