@@ -210,7 +210,7 @@ pub async fn model_names() -> Result<Vec<String>> {
 /// over it (a provider's own `models` list included), sorted, each once.
 fn model_names_in(home: &Home) -> Result<Vec<String>> {
     let settings = LlmSettings::load(&home.settings_path())
-        .map_err(|e| AppError::new(Code::RunConfig, e.to_string()))?;
+        .map_err(|e| AppError::new(Code::LlmConfig, e.to_string()))?;
     let catalog = settings.catalog();
     let names: BTreeSet<String> = catalog
         .models

@@ -101,7 +101,7 @@ macro_rules! with_commands {
             /// The model names a run may ask for (the Launch screen's model
             /// field, `--model`): every id and alias of the model catalog with
             /// the home's settings.toml laid over it, as `weft model list`
-            /// shows them, sorted; `run.config` when settings.toml is broken.
+            /// shows them, sorted; `llm.config` when settings.toml is broken.
             app commands::model_names() -> Vec<String>;
 
             /// Forwards the daemon's events of one run (`seq > after_seq`) or

@@ -72,6 +72,9 @@ codes! {
     RunNotCancellable = "run.not_cancellable",
     /// A run's configuration (run.toml, settings) cannot be used.
     RunConfig = "run.config",
+    /// settings.toml's language-model part (providers, models) cannot be
+    /// read (the app's model list).
+    LlmConfig = "llm.config",
     /// A run without a workflow file to start again (the app).
     RunNoWorkflowPath = "run.no_workflow_path",
     StageNotFound = "stage.not_found",

@@ -83,7 +83,7 @@ export type Commands = {
    * The model names a run may ask for (the Launch screen's model
    * field, `--model`): every id and alias of the model catalog with
    * the home's settings.toml laid over it, as `weft model list`
-   * shows them, sorted; `run.config` when settings.toml is broken.
+   * shows them, sorted; `llm.config` when settings.toml is broken.
    */
   model_names: { args: Record<string, never>; result: Array<string> };
   /**
@@ -208,7 +208,7 @@ export interface CommandMethods {
    * The model names a run may ask for (the Launch screen's model
    * field, `--model`): every id and alias of the model catalog with
    * the home's settings.toml laid over it, as `weft model list`
-   * shows them, sorted; `run.config` when settings.toml is broken.
+   * shows them, sorted; `llm.config` when settings.toml is broken.
    */
   modelNames(): Promise<Array<string>>;
 }

@@ -76,6 +76,7 @@ pub(crate) fn number_of(data_code: Code) -> i64 {
         Code::RpcInternal
         | Code::RpcError
         | Code::RunNoWorkflowPath
+        | Code::LlmConfig
         | Code::DaemonNotRunning
         | Code::DaemonConnect
         | Code::DaemonStartFailed
