@@ -264,8 +264,10 @@ pub async fn run(
         child: Some(child),
         pgid: pid,
     };
-    // From here the group dies with this process, however it dies.
+    // From here the group dies with this process, however it dies; only
+    // now may the script start.
     super::reaper::watch(group.raw_pgid());
+    open_gate(&mut group).await;
     if let Some(record) = &script.group_record {
         // Best effort: the reaper does not need it, only the fallback does.
         let raw = pid.as_raw_nonzero().get().unsigned_abs();
@@ -624,10 +626,10 @@ impl Utf8Decoder {
 /// copies this process's page tables for every command. When the
 /// interpreter is not found, the bare name is used and spawning fails with a
 /// message naming it.
-fn interpreter(script: &Script) -> std::ffi::OsString {
+fn interpreter(script: &Script, language: Language) -> std::ffi::OsString {
     static SHELL: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
     static PYTHON: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
-    let name = script.language.program();
+    let name = language.program();
     let find = |path: &std::ffi::OsStr| {
         std::env::split_paths(path)
             .map(|dir| dir.join(name))
@@ -643,7 +645,7 @@ fn interpreter(script: &Script) -> std::ffi::OsString {
     {
         return find(std::ffi::OsStr::new(path));
     }
-    let slot = match script.language {
+    let slot = match language {
         Language::Shell => &SHELL,
         Language::Python => &PYTHON,
     };
@@ -651,14 +653,33 @@ fn interpreter(script: &Script) -> std::ffi::OsString {
         .clone()
 }
 
+/// What a script runs first: it waits for the line [`open_gate`] writes
+/// once the reaper watches its process group, and gives up (exit 125,
+/// having run nothing) when the pipe closes without one, because the
+/// executor died in between. Then stdin is `/dev/null`, as scripts expect.
+/// Without it, a script could start work in the moment between the spawn
+/// and the reaper hearing of its group, and outlive a killed executor.
+const GATE: &str = "IFS= read -r _ || exit 125; exec </dev/null; ";
+
 fn command(script: &Script) -> io::Result<Command> {
-    let mut command = Command::new(interpreter(script));
+    let shell = interpreter(script, Language::Shell);
+    let mut command = Command::new(&shell);
+    match script.language {
+        // On the script's first line, so its line numbers stay as written.
+        Language::Shell => command.arg("-c").arg(format!("{GATE}{}", script.source)),
+        // Python cannot take a prefix on its first line (`from __future__`
+        // must come first), so bash opens the gate and execs python.
+        Language::Python => command
+            .arg("-c")
+            .arg(format!("{GATE}exec \"$0\" \"$@\""))
+            .arg(interpreter(script, Language::Python))
+            .arg("-c")
+            .arg(&script.source),
+    };
     command
-        .arg("-c")
-        .arg(&script.source)
         .current_dir(&script.work_dir)
         .env_clear()
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Group id = the shell's pid, so the whole tree can be signalled.
@@ -687,6 +708,15 @@ fn command(script: &Script) -> io::Result<Command> {
         &extra,
     ));
     Ok(command)
+}
+
+/// Lets the script past its [`GATE`]. A script that already ended (a
+/// syntax error on its first line) closed the pipe: nothing to do.
+async fn open_gate(group: &mut Group) {
+    use tokio::io::AsyncWriteExt;
+    if let Some(mut gate) = group.child.as_mut().and_then(|c| c.stdin.take()) {
+        let _ = gate.write_all(b"\n").await;
+    }
 }
 
 async fn check_work_dir(dir: &Path) -> io::Result<()> {
@@ -754,6 +784,45 @@ mod tests {
         )
         .await;
         (result, chunks)
+    }
+
+    /// A script whose executor dies between spawning it and telling the
+    /// reaper (the gate's pipe closes unopened) runs nothing: before the
+    /// gate, it could already have started a child that outlived everyone.
+    #[tokio::test]
+    async fn a_script_whose_gate_never_opens_runs_nothing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for language in [Language::Shell, Language::Python] {
+            let source = match language {
+                Language::Shell => "echo ran > side.txt",
+                Language::Python => "open('side.txt', 'w').write('ran')",
+            };
+            let script = Script {
+                language,
+                ..shell(source, dir.path())
+            };
+            let mut child = command(&script).expect("command").spawn().expect("spawn");
+            drop(child.stdin.take());
+            let status = child.wait().await.expect("wait");
+            assert_eq!(status.code(), Some(125), "{language:?}");
+            assert!(!dir.path().join("side.txt").exists(), "{language:?} ran");
+
+            let mut child = command(&script).expect("command").spawn().expect("spawn");
+            let mut group = Group {
+                pgid: Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"))
+                    .expect("pid"),
+                child: None,
+            };
+            group.child = Some(child);
+            open_gate(&mut group).await;
+            child = group.child.take().expect("child");
+            assert!(child.wait().await.expect("wait").success(), "{language:?}");
+            assert!(
+                dir.path().join("side.txt").exists(),
+                "{language:?} ran once let in"
+            );
+            std::fs::remove_file(dir.path().join("side.txt")).expect("remove");
+        }
     }
 
     fn read_pid(path: &Path) -> i32 {
