@@ -223,11 +223,11 @@ fn render(commands: &[Command]) -> String {
     }
     out.push_str("}\n");
 
-    out.push_str("\n/** The methods of the `live` commands (through weftd). */\nexport const LIVE_METHODS = [\n");
-    for c in methods.iter().filter(|c| c.kind == "live") {
-        out.push_str(&format!("  '{}',\n", camel(c.name)));
+    out.push_str("\n/** The command behind each method of `CommandMethods`. */\nexport const METHOD_COMMANDS = {\n");
+    for c in &methods {
+        out.push_str(&format!("  {}: '{}',\n", camel(c.name), c.name));
     }
-    out.push_str("] as const;\n\nexport type LiveMethod = (typeof LIVE_METHODS)[number];\n");
+    out.push_str("} as const satisfies Record<keyof CommandMethods, CommandName>;\n");
 
     out.push_str(
         "\n/** `CommandMethods` over `send`: each passes its arguments by name. */\nexport function commandMethods(send: Send): CommandMethods {\n  return {\n",

@@ -213,19 +213,29 @@ export interface CommandMethods {
   modelNames(): Promise<Array<string>>;
 }
 
-/** The methods of the `live` commands (through weftd). */
-export const LIVE_METHODS = [
-  'daemonStatus',
-  'daemonStart',
-  'runStart',
-  'runCancel',
-  'runArchive',
-  'runResume',
-  'questionList',
-  'questionAnswer',
-] as const;
-
-export type LiveMethod = (typeof LIVE_METHODS)[number];
+/** The command behind each method of `CommandMethods`. */
+export const METHOD_COMMANDS = {
+  appVersion: 'app_version',
+  initialRoute: 'initial_route',
+  runsPage: 'runs_page',
+  runView: 'run_view',
+  runEvents: 'run_events',
+  stageFiles: 'stage_files',
+  searchLogs: 'search_logs',
+  artifactContent: 'artifact_content',
+  revealArtifact: 'reveal_artifact',
+  workflowNames: 'workflow_names',
+  daemonStatus: 'daemon_status',
+  daemonStart: 'daemon_start',
+  runStart: 'run_start',
+  runCancel: 'run_cancel',
+  runArchive: 'run_archive',
+  runResume: 'run_resume',
+  questionList: 'question_list',
+  questionAnswer: 'question_answer',
+  validateWorkflow: 'validate_workflow',
+  modelNames: 'model_names',
+} as const satisfies Record<keyof CommandMethods, CommandName>;
 
 /** `CommandMethods` over `send`: each passes its arguments by name. */
 export function commandMethods(send: Send): CommandMethods {

@@ -1,7 +1,7 @@
 import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
-import { COMMAND_KINDS, type CommandMethods } from './commands';
+import { COMMAND_KINDS, METHOD_COMMANDS, type CommandMethods } from './commands';
 import type { AnswerBy, AppError, ArtifactContent, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
 
 /**
@@ -31,20 +31,17 @@ function artifactNotFound(run: string, path: string): Promise<never> {
  * modelled.
  */
 export function unmodelled(): CommandMethods {
-  const methods = Object.entries(COMMAND_KINDS)
-    .filter(([, kind]) => kind !== 'stream')
-    .map(([command, kind]) => {
-      const method = command.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-      const answer =
-        kind === 'live'
-          ? () => fail('daemon.not_running', 'the test host has no daemon')
-          : () =>
-              Promise.reject({
-                code: 'test.unmodelled',
-                message: `the test host does not model \`${command}\`: add it to ui/src/api/testHost.ts`,
-              });
-      return [method, answer];
-    });
+  const methods = Object.entries(METHOD_COMMANDS).map(([method, command]) => {
+    const answer =
+      COMMAND_KINDS[command] === 'live'
+        ? () => fail('daemon.not_running', 'the test host has no daemon')
+        : () =>
+            Promise.reject({
+              code: 'test.unmodelled',
+              message: `the test host does not model \`${command}\`: add it to ui/src/api/testHost.ts`,
+            });
+    return [method, answer];
+  });
   return Object.fromEntries(methods) as unknown as CommandMethods;
 }
 
