@@ -68,16 +68,42 @@ pub(crate) fn inspect(home: &Home) -> Result<WalReport> {
     }
     let has_frames = wal_len >= WAL_HEADER_BYTES + frame;
     if wal_mode && user_version == 0 && !has_frames {
-        let run_dirs = count_run_dirs(&home.runs_dir());
-        if run_dirs > 0 {
-            return Err(StoreError::WalMissing {
-                path: db.display().to_string(),
-                wal: wal.display().to_string(),
-                run_dirs,
-            });
-        }
+        lost_history(home, &db, &wal, frame)?;
     }
     Ok(report)
+}
+
+/// Confirms a suspected lost log, reading in an order that another process
+/// opening the same home cannot fool.
+///
+/// The first look read the header, then the WAL, without a lock, while a
+/// concurrent `weft run --no-daemon` may migrate, checkpoint, create its run
+/// folder and close (deleting its WAL) in between: a stale header, a
+/// vanished WAL and a new run folder look like loss. So: run folders first
+/// (each is made only after its process's migration committed), then the
+/// WAL, then the header. Whatever committed before the folders were counted
+/// is by then in the WAL, or checkpointed into the header before the WAL
+/// went away.
+fn lost_history(home: &Home, db: &Path, wal: &Path, frame: u64) -> Result<()> {
+    let run_dirs = count_run_dirs(&home.runs_dir());
+    if run_dirs == 0 {
+        return Ok(());
+    }
+    let wal_len = std::fs::metadata(wal).map_or(0, |m| m.len());
+    if wal_len >= WAL_HEADER_BYTES + frame {
+        return Ok(());
+    }
+    let Some(header) = read_header(db)? else {
+        return Ok(());
+    };
+    if u32::from_be_bytes([header[60], header[61], header[62], header[63]]) != 0 {
+        return Ok(());
+    }
+    Err(StoreError::WalMissing {
+        path: db.display().to_string(),
+        wal: wal.display().to_string(),
+        run_dirs,
+    })
 }
 
 /// The first [`DB_HEADER_BYTES`] of the database, or `None` when there is
@@ -201,6 +227,22 @@ mod tests {
         std::mem::forget(store);
         assert_eq!(inspect(&home).expect("inspect"), WalReport::default());
         Store::open_read_only(&home).expect("the main file holds the schema");
+    }
+
+    #[test]
+    fn a_stale_header_is_read_again_before_history_is_declared_lost() {
+        // What a concurrent `weft run --no-daemon` can show between the
+        // first look at the header and the look at the WAL: it migrated,
+        // made its run folder and closed (its WAL checkpointed and deleted)
+        // after the header was read.
+        let (_dir, home) = home();
+        drop(Store::open(&home).expect("open"));
+        std::fs::create_dir_all(home.runs_dir().join("20261202-01JRUN")).expect("run dir");
+        let db = home.db_path();
+        let wal = wal_path(&db);
+        assert!(!wal.exists(), "closing the last connection removed the WAL");
+        lost_history(&home, &db, &wal, WAL_FRAME_HEADER_BYTES + 4096)
+            .expect("the header read now holds the schema: nothing was lost");
     }
 
     #[test]

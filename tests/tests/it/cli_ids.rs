@@ -20,7 +20,7 @@ fn runs_started_together(sb: &Sandbox, n: usize) -> Vec<String> {
             sb.weft()
                 .args(["run", "--no-daemon", "quick.fabro", "--json"])
                 .stdout(Stdio::piped())
-                .stderr(Stdio::null())
+                .stderr(Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("{e}"))
         })
@@ -29,6 +29,11 @@ fn runs_started_together(sb: &Sandbox, n: usize) -> Vec<String> {
         .into_iter()
         .map(|child| {
             let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             json(&String::from_utf8_lossy(&out.stdout))["run_id"]
                 .as_str()
                 .unwrap_or_default()
