@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use weft::engine::cancel::Cancel;
+use weft::exec::cancel::Cancel;
 use weft::engine::clock::Clock;
 use weft::engine::interviewer::AutoApprove;
 use weft::engine::{RunRequest, Services};

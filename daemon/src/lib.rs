@@ -17,19 +17,22 @@
 //!    stylesheet, conditions, templates, validation rules).
 //! 7. [`config`]: the TOML configuration files, read with those limits.
 //! 8. [`store`]: the durable run store (SQLite, blobs, run directories).
-//! 9. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//! 9. [`exec`]: stage processes (process groups, the start gate, the
+//!    reaper), cancellation, and the environment commands inherit.
+//! 10. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!    OpenAI-compatible servers), the model catalog, retries and failover.
-//! 10. [`engine`]: executes runs: the run loop, routing, handlers.
-//! 11. [`ipc`]: the wire protocol, its framing and socket, and the client.
-//! 12. [`server`]: `weftd`, the daemon: the engine behind the socket.
-//! 13. [`views`]: the desktop app's read models over the store.
-//! 14. [`cli`]: the `weft` command.
+//! 11. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 12. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 13. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 14. [`views`]: the desktop app's read models over the store.
+//! 15. [`cli`]: the `weft` command.
 
 #[cfg(test)]
 mod architecture;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod exec;
 pub mod ipc;
 pub mod lang;
 pub mod limits;

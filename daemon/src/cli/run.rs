@@ -15,7 +15,7 @@ use super::exit::{CliError, CliResult, run_exit};
 use super::progress::{Gates, Progress};
 use super::report::{self, Style};
 use super::{ResumeArgs, RunArgs};
-use crate::engine::cancel::{Cancel, CancelReason};
+use crate::exec::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
 use crate::engine::interviewer::{Answer, AutoApprove, Console, Interviewer, Question};
 use crate::engine::{Conclusion, EngineError, RunRequest, Services};

@@ -10,11 +10,11 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::cancel::{Cancel, CancelReason};
+use crate::exec::cancel::{Cancel, CancelReason};
 use super::checkpoint::{Checkpoint, CheckpointError};
 use super::clock::Clock;
 use super::context::Context;
-use super::environment;
+use crate::exec::environment;
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
 use super::models::Models;
@@ -604,7 +604,7 @@ pub(crate) fn prepare_resume(
 /// flight (`running`, or `interrupted` by a daemon's reconciliation), so a
 /// resume never runs a stage alongside a leftover copy of it. The executor's
 /// reaper normally did this when the executor died; see
-/// [`super::process::reap_recorded_group`] for the fallback and its pid-reuse
+/// [`crate::exec::process::reap_recorded_group`] for the fallback and its pid-reuse
 /// guard.
 fn reap_leftover_groups(run_dir: &RunDir, stages: &[crate::store::StageRecord]) {
     for stage in stages
@@ -613,8 +613,8 @@ fn reap_leftover_groups(run_dir: &RunDir, stages: &[crate::store::StageRecord]) 
     {
         let record = run_dir
             .node_dir(&stage.node_id, stage.visit)
-            .join(super::process::GROUP_RECORD);
-        if let Some(pgid) = super::process::reap_recorded_group(&record) {
+            .join(crate::exec::process::GROUP_RECORD);
+        if let Some(pgid) = crate::exec::process::reap_recorded_group(&record) {
             let _ = run_dir.append_log(&format!(
                 "killed process group {pgid} left running by stage {}@{}",
                 stage.node_id, stage.visit

@@ -24,7 +24,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 
 use self::branch::Branch;
-use super::cancel::CancelReason;
+use crate::exec::cancel::CancelReason;
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, ParallelProgress};
 use super::context::Context;
 use super::handlers::RunEnv;

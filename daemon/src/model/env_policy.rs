@@ -1,6 +1,6 @@
 //! `[run.env]`: the run configuration's policy over which variables
 //! commands inherit, as stored with a run and sent over the wire. Applying
-//! it to an environment is the engine's (`engine::environment`).
+//! it to an environment is the engine's (`exec::environment`).
 
 use serde::{Deserialize, Serialize};
 

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use interprocess::local_socket::tokio::prelude::*;
 use tokio::sync::{Notify, Semaphore, broadcast};
 
-use crate::engine::cancel::{Cancel, CancelReason};
+use crate::exec::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
 use crate::engine::interviewer::{AutoApprove, Interviewer};
 use crate::engine::launch::{Prepared, Services};

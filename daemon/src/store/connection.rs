@@ -62,7 +62,7 @@ impl Store {
         .map_err(|e| StoreError::io(format!("cannot create {}", path.display()), e))?;
         let mut conn = Connection::open(&path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        use_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Room for every statement of the hot paths, so none is re-prepared.
@@ -183,6 +183,47 @@ pub enum Checkpoint {
     /// Waits (up to the busy timeout) for readers, copies everything and
     /// empties the log: when the daemon stops.
     Truncate,
+}
+
+/// Puts the database in WAL mode, waiting out other processes.
+///
+/// SQLite does not call the busy handler for a journal-mode change: while
+/// another `weft run --no-daemon` opens the same fresh home, or closes its
+/// last connection (checkpointing and removing the WAL), the pragma fails
+/// at once with "database is locked". The mode is persistent, so a database
+/// already in WAL mode needs no change; otherwise the change is retried
+/// until the busy timeout.
+fn use_wal(conn: &Connection) -> Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        let attempt = conn
+            .query_row("PRAGMA journal_mode", [], |row| row.get::<_, String>(0))
+            .and_then(|mode| {
+                if mode.eq_ignore_ascii_case("wal") {
+                    Ok(mode)
+                } else {
+                    conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+                }
+            });
+        match attempt {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && started.elapsed() < BUSY_TIMEOUT => {}
+            // A mode that did not change (another process held a lock
+            // SQLite would not wait for) is tried again too.
+            Ok(_) if started.elapsed() < BUSY_TIMEOUT => {}
+            Ok(mode) => {
+                return Err(StoreError::io(
+                    "cannot switch the database to WAL mode".to_string(),
+                    std::io::Error::other(format!(
+                        "it stayed in {mode} mode while other processes held it"
+                    )),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 fn checkpoint_on(conn: &Connection, mode: Checkpoint) -> Result<()> {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use weft::engine::cancel::Cancel;
+use weft::exec::cancel::Cancel;
 use weft::engine::clock::Clock;
 use weft::engine::interviewer::{Interviewer, Scripted};
 use weft::engine::{Conclusion, RunRequest, Services};

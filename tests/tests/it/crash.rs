@@ -184,7 +184,7 @@ fn no_stage_process_survives_a_killed_daemon() {
 }
 
 /// The reaper of the executor `executor`: its child whose command line
-/// names `weft-reaper` (see weft::engine::reaper).
+/// names `weft-reaper` (see weft::exec::reaper).
 fn reaper_of(executor: u32) -> Option<u32> {
     std::fs::read_dir("/proc")
         .ok()?

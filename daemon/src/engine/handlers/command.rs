@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::StageCx;
 use crate::engine::output;
-use crate::engine::process::{self, Language, Script};
+use crate::exec::process::{self, Language, Script};
 use crate::engine::retry::RetryPolicy;
 use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome};

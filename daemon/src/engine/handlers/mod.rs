@@ -16,7 +16,7 @@ mod wait;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::cancel::Cancel;
+use crate::exec::cancel::Cancel;
 use super::clock::Clock;
 use super::context::Context;
 use super::interviewer::Interviewer;
@@ -35,7 +35,7 @@ pub(crate) struct RunEnv {
     pub inputs: std::collections::BTreeMap<String, String>,
     /// The environment commands inherit: the caller's (or this process's)
     /// with secrets withheld by the run's policy
-    /// ([`crate::engine::environment`]).
+    /// ([`crate::exec::environment`]).
     pub env: Option<Vec<(String, String)>>,
     /// `[run.env]`, which child runs of sub-workflow stages inherit.
     pub env_policy: crate::model::EnvPolicy,

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::branch::Branch;
 use super::{Finish, MAX_NESTING, Runner, State, too_deep};
-use crate::engine::cancel::CancelReason;
+use crate::exec::cancel::CancelReason;
 use crate::engine::checkpoint::{BranchProgress, BranchResult, ParallelProgress};
 use crate::engine::context::Context;
 use crate::engine::handlers::RunEnv;

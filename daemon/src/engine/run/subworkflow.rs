@@ -27,7 +27,7 @@ use rand::RngExt;
 use serde_json::{Map, Value};
 
 use super::{MAX_NESTING, Runner, too_deep};
-use crate::engine::cancel::CancelReason;
+use crate::exec::cancel::CancelReason;
 use crate::engine::checkpoint::Checkpoint;
 use crate::engine::launch::{self, Conclusion, EngineError, RunRequest, Services};
 use crate::lang::condition;

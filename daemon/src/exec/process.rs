@@ -92,7 +92,7 @@ pub struct Script {
     /// (see [`child_env`]); they win over inherited ones.
     pub env: Vec<(String, String)>,
     /// The environment to inherit, already filtered by the run's policy
-    /// (the engine passes the run's: see [`crate::engine::environment`]).
+    /// (the engine passes the run's: see [`crate::exec::environment`]).
     /// `None`: this process's, with secrets withheld by the default policy.
     pub base_env: Option<Vec<(String, String)>>,
     /// How long the script may run before its process group is killed.
@@ -155,7 +155,7 @@ pub struct ProcessResult {
 }
 
 /// The environment a script's process starts with: `base` (already
-/// filtered: see [`crate::engine::environment`]), then `extra` on top
+/// filtered: see [`crate::exec::environment`]), then `extra` on top
 /// (replacing inherited variables of the same name).
 ///
 /// `extra` is not filtered: a workflow that names a variable for a node
