@@ -21,12 +21,15 @@
 //!    reaper), cancellation, and the environment commands inherit.
 //! 10. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!    OpenAI-compatible servers), the model catalog, retries and failover.
-//! 11. [`engine`]: executes runs: the run loop, routing, handlers.
-//! 12. [`ipc`]: the wire protocol, its framing and socket, and the client.
-//! 13. [`server`]: `weftd`, the daemon: the engine behind the socket.
-//! 14. [`views`]: the desktop app's read models over the store.
-//! 15. [`cli`]: the `weft` command.
+//! 11. [`agent`]: Weft's own coding agent: the tool loop, its tools and
+//!    guardrails.
+//! 12. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 13. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 14. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 15. [`views`]: the desktop app's read models over the store.
+//! 16. [`cli`]: the `weft` command.
 
+pub mod agent;
 #[cfg(test)]
 mod architecture;
 pub mod cli;

@@ -173,6 +173,54 @@ fn human(event: &Event) -> String {
 fn summary(kind: &EventKind) -> String {
     let secs = |ms: &u64| elapsed(Duration::from_millis(*ms));
     match kind {
+        EventKind::AgentTurnStarted { turn } => format!("turn {turn}"),
+        EventKind::AgentText { text, .. } => one_line(text.trim(), OUTPUT_WIDTH),
+        EventKind::AgentTurnCompleted {
+            turn,
+            tool_calls,
+            input_tokens,
+            output_tokens,
+            duration_ms,
+        } => format!(
+            "turn {turn}: {tool_calls} tool call(s), {} in / {} out, {}",
+            crate::model::spend::tokens(*input_tokens),
+            crate::model::spend::tokens(*output_tokens),
+            secs(duration_ms)
+        ),
+        EventKind::AgentToolStarted { tool, summary, .. } => {
+            format!("{tool} {}", one_line(summary, OUTPUT_WIDTH))
+        }
+        EventKind::AgentToolCompleted {
+            tool,
+            duration_ms,
+            is_error,
+            preview,
+            ..
+        } => {
+            if *is_error {
+                format!(
+                    "{tool} failed in {}: {}",
+                    secs(duration_ms),
+                    one_line(preview.trim(), OUTPUT_WIDTH)
+                )
+            } else {
+                format!("{tool} done in {}", secs(duration_ms))
+            }
+        }
+        EventKind::AgentCompaction {
+            original_turns,
+            preserved_turns,
+            estimated_tokens,
+            context_window,
+        } => format!(
+            "compacted {original_turns} turns (kept the last {preserved_turns}): ~{} of a {}-token window",
+            crate::model::spend::tokens(*estimated_tokens),
+            crate::model::spend::tokens(*context_window)
+        ),
+        EventKind::AgentLoopDetected { tools, .. } => {
+            format!("loop detected: {}; the model was warned", tools.join(", "))
+        }
+        EventKind::AgentSteered { text } => format!("steered: {}", one_line(text, OUTPUT_WIDTH)),
         EventKind::RunStarted {
             workflow,
             goal,

@@ -244,6 +244,62 @@ pub enum EventKind {
         code: String,
         error: String,
     },
+    /// An agent's model call begins (agent stages; 1 for the first).
+    #[serde(rename = "agent.turn.started")]
+    AgentTurnStarted { turn: u32 },
+    /// Assistant text as it streams, coalesced (never one event per token).
+    #[serde(rename = "agent.text")]
+    AgentText { turn: u32, text: String },
+    /// An agent turn ended: its model call and the tools it asked for.
+    #[serde(rename = "agent.turn.completed")]
+    AgentTurnCompleted {
+        turn: u32,
+        tool_calls: u32,
+        input_tokens: u64,
+        output_tokens: u64,
+        duration_ms: u64,
+    },
+    /// An agent's tool call began.
+    #[serde(rename = "agent.tool.started")]
+    AgentToolStarted {
+        call_id: String,
+        tool: String,
+        /// One short line: the command, the path, the pattern.
+        summary: String,
+        /// The arguments (long strings cut to a few KB).
+        arguments: serde_json::Value,
+    },
+    /// An agent's tool call finished (an error is the model's to handle;
+    /// it does not fail the stage).
+    #[serde(rename = "agent.tool.completed")]
+    AgentToolCompleted {
+        call_id: String,
+        tool: String,
+        duration_ms: u64,
+        is_error: bool,
+        /// The start of the output (a few KB at most); the whole is in the
+        /// stage directory's `tools/`.
+        preview: String,
+        output_bytes: u64,
+        /// Paths the call wrote, relative to the work dir.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        touched: Vec<String>,
+    },
+    /// Older turns of an agent's conversation were summarised to fit the
+    /// model's context window (execution/context.mdx).
+    #[serde(rename = "agent.compaction")]
+    AgentCompaction {
+        original_turns: u32,
+        preserved_turns: u32,
+        estimated_tokens: u64,
+        context_window: u64,
+    },
+    /// An agent repeated a pattern of tool calls and was warned.
+    #[serde(rename = "agent.loop_detected")]
+    AgentLoopDetected { pattern_len: u32, tools: Vec<String> },
+    /// A steering message reached a running agent (human-tools/steering.mdx).
+    #[serde(rename = "agent.steered")]
+    AgentSteered { text: String },
 }
 
 impl EventKind {
@@ -278,6 +334,14 @@ impl EventKind {
             EventKind::ParallelBranchCompleted { .. } => "parallel.branch.completed",
             EventKind::ParallelCompleted { .. } => "parallel.completed",
             EventKind::WatchdogTimeout { .. } => "watchdog.timeout",
+            EventKind::AgentTurnStarted { .. } => "agent.turn.started",
+            EventKind::AgentText { .. } => "agent.text",
+            EventKind::AgentTurnCompleted { .. } => "agent.turn.completed",
+            EventKind::AgentToolStarted { .. } => "agent.tool.started",
+            EventKind::AgentToolCompleted { .. } => "agent.tool.completed",
+            EventKind::AgentCompaction { .. } => "agent.compaction",
+            EventKind::AgentLoopDetected { .. } => "agent.loop_detected",
+            EventKind::AgentSteered { .. } => "agent.steered",
         }
     }
 

@@ -138,6 +138,11 @@ pub struct Outcome {
     /// What the stage spent on language models, over all its attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmUsage>,
+    /// Files the stage wrote, relative to the work dir, sorted and without
+    /// duplicates (agents/outputs.mdx): an agent's successful
+    /// `write_file`, `edit_file` and `apply_patch` calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_touched: Vec<String>,
 }
 
 /// A stage's language-model spend: the model that answered last and the
@@ -197,6 +202,7 @@ impl Outcome {
             context_updates: Map::new(),
             notes: Vec::new(),
             llm: None,
+            files_touched: Vec::new(),
         }
     }
 

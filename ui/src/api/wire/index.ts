@@ -284,7 +284,24 @@ cost?: number | null, finish: string, duration_ms: number, } } | { "event": "llm
  * The error's stable code (`llm.rate_limited`, ...) and message,
  * which never holds a key.
  */
-code: string, error: string, } } | { "event": "llm.failover", "properties": { from: string, to: string, code: string, error: string, } });
+code: string, error: string, } } | { "event": "llm.failover", "properties": { from: string, to: string, code: string, error: string, } } | { "event": "agent.turn.started", "properties": { turn: number, } } | { "event": "agent.text", "properties": { turn: number, text: string, } } | { "event": "agent.turn.completed", "properties": { turn: number, tool_calls: number, input_tokens: number, output_tokens: number, duration_ms: number, } } | { "event": "agent.tool.started", "properties": { call_id: string, tool: string, 
+/**
+ * One short line: the command, the path, the pattern.
+ */
+summary: string, 
+/**
+ * The arguments (long strings cut to a few KB).
+ */
+arguments: JsonValue, } } | { "event": "agent.tool.completed", "properties": { call_id: string, tool: string, duration_ms: number, is_error: boolean, 
+/**
+ * The start of the output (a few KB at most); the whole is in the
+ * stage directory's `tools/`.
+ */
+preview: string, output_bytes: number, 
+/**
+ * Paths the call wrote, relative to the work dir.
+ */
+touched?: Array<string>, } } | { "event": "agent.compaction", "properties": { original_turns: number, preserved_turns: number, estimated_tokens: number, context_window: number, } } | { "event": "agent.loop_detected", "properties": { pattern_len: number, tools: Array<string>, } } | { "event": "agent.steered", "properties": { text: string, } });
 
 export type EventKind = { "event": "run.started", "properties": { workflow: string, goal?: string | null, run_dir: string, 
 /**
@@ -325,7 +342,24 @@ cost?: number | null, finish: string, duration_ms: number, } } | { "event": "llm
  * The error's stable code (`llm.rate_limited`, ...) and message,
  * which never holds a key.
  */
-code: string, error: string, } } | { "event": "llm.failover", "properties": { from: string, to: string, code: string, error: string, } };
+code: string, error: string, } } | { "event": "llm.failover", "properties": { from: string, to: string, code: string, error: string, } } | { "event": "agent.turn.started", "properties": { turn: number, } } | { "event": "agent.text", "properties": { turn: number, text: string, } } | { "event": "agent.turn.completed", "properties": { turn: number, tool_calls: number, input_tokens: number, output_tokens: number, duration_ms: number, } } | { "event": "agent.tool.started", "properties": { call_id: string, tool: string, 
+/**
+ * One short line: the command, the path, the pattern.
+ */
+summary: string, 
+/**
+ * The arguments (long strings cut to a few KB).
+ */
+arguments: JsonValue, } } | { "event": "agent.tool.completed", "properties": { call_id: string, tool: string, duration_ms: number, is_error: boolean, 
+/**
+ * The start of the output (a few KB at most); the whole is in the
+ * stage directory's `tools/`.
+ */
+preview: string, output_bytes: number, 
+/**
+ * Paths the call wrote, relative to the work dir.
+ */
+touched?: Array<string>, } } | { "event": "agent.compaction", "properties": { original_turns: number, preserved_turns: number, estimated_tokens: number, context_window: number, } } | { "event": "agent.loop_detected", "properties": { pattern_len: number, tools: Array<string>, } } | { "event": "agent.steered", "properties": { text: string, } };
 
 export type Status = "succeeded" | "failed" | "partially_succeeded" | "skipped";
 
@@ -354,7 +388,13 @@ notes?: Array<string>,
 /**
  * What the stage spent on language models, over all its attempts.
  */
-llm?: LlmUsage | null, };
+llm?: LlmUsage | null, 
+/**
+ * Files the stage wrote, relative to the work dir, sorted and without
+ * duplicates (agents/outputs.mdx): an agent's successful
+ * `write_file`, `edit_file` and `apply_patch` calls.
+ */
+files_touched?: Array<string>, };
 
 export type Failure = { class: FailureClass, 
 /**

@@ -1,0 +1,29 @@
+//! Weft's own coding agent (Fabro's `backend="api"`): a session with a
+//! language model that calls tools until its task is done. See
+//! docs/agents.md.
+//!
+//! The agent knows nothing of runs, stages or the daemon: the engine's
+//! agent handler builds a [`Session`] for a stage, sends it the prompt,
+//! turns the [`AgentEvent`]s it reports into run events, and reads the
+//! reply (routing, `output_schema` repairs) as for prompt nodes.
+//!
+//! - [`session`]: the loop (model turn → tool calls → results → model
+//!   turn), limits, loop detection, compaction, steering.
+//! - [`profile`]: per provider: the system prompt, the tool set, project
+//!   instruction files.
+//! - [`tools`]: one file per tool, the [`tools::Workspace`] they work in
+//!   (path confinement, read-before-write) and output truncation.
+//! - [`transcript`]: the stage's `transcript.jsonl`.
+//! - [`event`]: what a session reports while it works.
+
+pub mod config;
+pub mod event;
+pub mod profile;
+pub mod session;
+pub mod tools;
+pub mod transcript;
+
+pub use config::{Limits, Permissions, SessionConfig};
+pub use event::AgentEvent;
+pub use profile::Profile;
+pub use session::{Reply, Session, SessionError, SessionErrorKind, Steering};
