@@ -254,12 +254,25 @@ impl Page {
     }
 }
 
+/// A file's text as [`read_text`] loads it.
+pub(super) struct Text {
+    pub text: String,
+    /// The file was not valid UTF-8: invalid bytes became U+FFFD.
+    pub lossy: bool,
+}
+
 /// The text of a regular file in the workspace, loaded whole (at most
 /// [`MAX_FILE_BYTES`]), or an error for the model (missing, not a regular
 /// file, too large, binary). Invalid UTF-8 is replaced by U+FFFD.
-pub(super) fn read_text(workspace: &Workspace, path: &Path) -> Result<String, ToolOutput> {
+pub(super) fn read_text(workspace: &Workspace, path: &Path) -> Result<Text, ToolOutput> {
     let bytes = read_bytes(workspace, path, MAX_FILE_BYTES)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => Text { text, lossy: false },
+        Err(e) => Text {
+            text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            lossy: true,
+        },
+    })
 }
 
 /// [`read_text`] for tools that write the text back: invalid UTF-8 is an
