@@ -67,11 +67,6 @@ fn list(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput, ToolOutp
     let depth = asked.min(MAX_DEPTH);
     let dir = workspace.resolve(given)?;
     let shown = workspace.relative(&dir);
-    let shown = if shown.is_empty() {
-        ".".to_string()
-    } else {
-        shown
-    };
     match std::fs::metadata(&dir) {
         Ok(meta) if meta.is_dir() => {}
         Ok(meta) => {

@@ -562,6 +562,12 @@ mod tests {
     fn directories_fifos_and_devices_are_refused_without_blocking() {
         let (dir, ws) = workspace();
         std::fs::create_dir(dir.path().join("sub")).expect("dir");
+        let out = read(&ws, json!({"file_path": "."}));
+        assert!(
+            out.content.starts_with(". is a directory"),
+            "{}",
+            out.content
+        );
         let out = read(&ws, json!({"file_path": "sub"}));
         assert!(
             out.is_error && out.content.contains("is a directory"),

@@ -110,13 +110,15 @@ impl Workspace {
         path.starts_with(&self.root) || self.extra_roots.iter().any(|r| path.starts_with(r))
     }
 
-    /// `path` relative to the work dir when it is under it, else as is.
+    /// `path` relative to the work dir when it is under it (`.` for the
+    /// work dir itself), else as is.
     #[must_use]
     pub fn relative(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .into_owned()
+        match path.strip_prefix(&self.root) {
+            Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
+            Ok(rest) => rest.to_string_lossy().into_owned(),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
     }
 
     /// Notes that the session has seen `path` (canonical).
