@@ -146,8 +146,15 @@ fn parse(patch: &str) -> Result<Vec<Op>, String> {
         if let Some(path) = line.strip_prefix("*** Add File:") {
             let path = path_of(path, number)?;
             let mut added = Vec::new();
-            while let Some(text) = body.get(i).and_then(|(_, l)| l.strip_prefix('+')) {
-                added.push(text.to_string());
+            while let Some(&(_, next)) = body.get(i) {
+                if let Some(text) = next.strip_prefix('+') {
+                    added.push(text.to_string());
+                } else if next.is_empty() && more_added_lines(&body[i..]) {
+                    // An empty line whose `+` was lost, inside the content.
+                    added.push(String::new());
+                } else {
+                    break;
+                }
                 i += 1;
             }
             ops.push(Op::Add { path, lines: added });
@@ -178,6 +185,11 @@ fn parse(patch: &str) -> Result<Vec<Op>, String> {
             });
         } else if line.trim().is_empty() {
             // Blank lines between file sections.
+        } else if matches!(ops.last(), Some(Op::Add { .. })) && !line.starts_with("***") {
+            return Err(format!(
+                "line {number}: every line of an added file starts with '+', found `{}`",
+                quote(line)
+            ));
         } else {
             return Err(format!(
                 "line {number}: expected `*** Add File:`, `*** Update File:` or `*** Delete File:`, found `{}`",
@@ -245,6 +257,13 @@ fn parse_hunks(body: &[(usize, &str)], i: &mut usize) -> Result<Vec<Hunk>, Strin
         hunks.push(hunk);
     }
     Ok(hunks)
+}
+
+/// Whether `+` lines follow the empty lines that start `rest`.
+fn more_added_lines(rest: &[(usize, &str)]) -> bool {
+    rest.iter()
+        .find(|(_, l)| !l.is_empty())
+        .is_some_and(|(_, l)| l.starts_with('+'))
 }
 
 /// A line that starts a file section (or ends the patch).
@@ -970,10 +989,14 @@ mod tests {
         let (dir, ws) = workspace();
         let out = patch(
             &ws,
-            "*** Begin Patch\n*** Add File: n.txt\n+a\n+b\n*** Update File: n.txt\n a\n-b\n+c\n*** End Patch",
+            "*** Begin Patch\n*** Add File: n.txt\n+a\n\n+b\n\n*** Update File: n.txt\n a\n \n-b\n+c\n*** End Patch",
         );
         assert!(!out.is_error, "{}", out.content);
-        assert_eq!(file(&dir, "n.txt"), "a\nc\n");
+        assert_eq!(
+            file(&dir, "n.txt"),
+            "a\n\nc\n",
+            "an empty line inside added content is kept"
+        );
         assert_eq!(out.touched, ["n.txt"]);
     }
 
@@ -1002,6 +1025,10 @@ mod tests {
             (
                 "*** Begin Patch\n*** Frobnicate File: f\n*** End Patch",
                 "line 2: expected `*** Add File:`",
+            ),
+            (
+                "*** Begin Patch\n*** Add File: n\n+x\ny\n*** End Patch",
+                "line 4: every line of an added file starts with '+'",
             ),
             (
                 "*** Begin Patch\n*** Add File:   \n+x\n*** End Patch",
