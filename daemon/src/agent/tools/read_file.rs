@@ -176,7 +176,7 @@ fn next_line(
             return Ok(any.then_some(length));
         }
         any = true;
-        let (part, found) = match available.iter().position(|b| *b == b'\n') {
+        let (part, found) = match memchr::memchr(b'\n', available) {
             Some(i) => (&available[..i], Some(i + 1)),
             None => (available, None),
         };
@@ -204,7 +204,12 @@ impl Page {
         }
         let last_shown = self.lines.last().map(|(n, _)| *n);
         let total = self.total.map_or_else(
-            || "more than that (the file was read only so far)".to_string(),
+            || {
+                format!(
+                    "a file too long to count (over {})",
+                    human_bytes(MAX_SCAN_BYTES)
+                )
+            },
             |t| t.to_string(),
         );
         match (last_shown, self.total) {
@@ -506,6 +511,35 @@ mod tests {
         assert!(!out.is_error, "{}", out.content);
         assert!(
             out.content.starts_with("  1 | line 1\n  2 | line 2\n("),
+            "{}",
+            out.content
+        );
+    }
+
+    #[test]
+    fn a_file_too_long_to_scan_is_paged_without_a_total() {
+        let (dir, ws) = workspace();
+        let path = dir.path().join("huge.log");
+        let file = std::fs::File::create(&path).expect("create");
+        file.set_len(MAX_SCAN_BYTES + MIB).expect("sparse file");
+        drop(file);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, numbered(2_000).as_bytes()))
+            .expect("head");
+        let out = read(
+            &ws,
+            json!({"file_path": "huge.log", "offset": 2, "limit": 1}),
+        );
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "  2 | line 2\n(lines 2-2 of a file too long to count (over 256 MiB); use offset=3 to read on)\n"
+        );
+        let out = read(&ws, json!({"file_path": "huge.log", "offset": u64::MAX}));
+        assert!(
+            out.content.contains("beyond the first 256 MiB") && out.content.contains("grep"),
             "{}",
             out.content
         );
