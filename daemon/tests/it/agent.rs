@@ -339,6 +339,10 @@ macro_rules! per_provider {
             }
             #[tokio::test]
             async fn a_tool_error_is_fed_back() { tool_error_fed_back($api).await }
+            #[tokio::test]
+            async fn a_stream_broken_mid_tool_call_is_retried() {
+                broken_mid_tool_call($api).await
+            }
         }
     )*};
 }
@@ -407,6 +411,30 @@ async fn tool_error_fed_back(api: Api) {
             "Anthropic marks the result: {second}"
         );
     }
+}
+
+async fn broken_mid_tool_call(api: Api) {
+    let f = Fixture::new(api);
+    f.write("a.txt", "alpha\n");
+    let read = || vec![call("read_file", json!({"file_path": "a.txt"}))];
+    f.script([
+        Fake::BreakInToolCall { tool_calls: read() },
+        Fake::ToolCalls(read()),
+        Fake::Text("read it".into()),
+    ]);
+    let out = f.run(f.config(true), "read a.txt").await;
+    assert_eq!(out.result.expect("completes").text, "read it");
+    let retried = out
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Call(weft::llm::CallEvent::Retry { .. })))
+        .count();
+    assert_eq!(retried, 1, "the broken attempt is retried once");
+    assert_eq!(
+        tools_completed(&out.events),
+        [("read_file".to_string(), false)],
+        "the half-streamed call is never run"
+    );
 }
 
 // --- Guardrails the model recovers from ---------------------------------------
@@ -512,7 +540,12 @@ async fn the_turn_limit_stops_the_session_naming_it() {
 async fn a_model_that_never_stops_hits_the_tool_round_limit() {
     let f = Fixture::new(Api::Gemini);
     f.write("f.txt", "x\n");
-    f.script(reads(50));
+    f.script(reads(3));
+    // Then the same call for ever (a loop, but the limit comes first).
+    fake_llm().script_forever(
+        &f.key,
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "f.txt"}))]),
+    );
     let mut config = f.config(true);
     config.limits.max_tool_rounds = 5;
     let out = f.run(config, "go").await;
