@@ -826,20 +826,30 @@ impl TextBuffer {
     }
 
     fn push(&mut self, text: &str, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+        self.push_at(text, Instant::now(), on_event);
+    }
+
+    fn push_at(&mut self, text: &str, now: Instant, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
         self.pending.push_str(text);
-        if self.pending.len() >= TEXT_FLUSH_BYTES || self.last.elapsed() >= TEXT_FLUSH_INTERVAL {
-            self.flush(on_event);
+        if self.pending.len() >= TEXT_FLUSH_BYTES
+            || now.saturating_duration_since(self.last) >= TEXT_FLUSH_INTERVAL
+        {
+            self.flush_at(now, on_event);
         }
     }
 
     fn flush(&mut self, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+        self.flush_at(Instant::now(), on_event);
+    }
+
+    fn flush_at(&mut self, now: Instant, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
         if !self.pending.is_empty() {
             on_event(AgentEvent::Text {
                 turn: self.turn,
                 text: std::mem::take(&mut self.pending),
             });
         }
-        self.last = Instant::now();
+        self.last = now;
     }
 }
 
@@ -864,4 +874,42 @@ fn finish_name(finish: &FinishReason) -> &str {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(events: &[AgentEvent]) -> Vec<usize> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Text { text, .. } => Some(text.len()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn streamed_text_is_passed_on_every_2_kb_or_100_ms() {
+        let start = Instant::now();
+        let mut buffer = TextBuffer::new(1);
+        buffer.last = start;
+        let mut events = Vec::new();
+        let mut on_event = |e: AgentEvent| events.push(e);
+        // 3,000 bytes at once in words of 10: one event at 2 KB, the rest held.
+        for _ in 0..300 {
+            buffer.push_at("word word ", start, &mut on_event);
+        }
+        // 100 ms later, the next word sends what waited.
+        buffer.push_at("late ", start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        buffer.push_at("end", start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        buffer.flush_at(start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        buffer.flush_at(start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        assert_eq!(
+            texts(&events),
+            [2050, 955, 3],
+            "nothing empty, nothing lost"
+        );
+    }
 }
