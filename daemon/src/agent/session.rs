@@ -11,6 +11,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use super::compaction;
 use super::config::SessionConfig;
 use super::event::AgentEvent;
@@ -115,7 +117,8 @@ impl std::error::Error for SessionError {}
 pub struct Session<'a> {
     pub(crate) config: SessionConfig,
     pub(crate) client: &'a LlmClient,
-    pub(crate) workspace: Workspace,
+    /// Shared with the blocking threads read tools run on.
+    pub(crate) workspace: Arc<Workspace>,
     pub(crate) steering: Steering,
     state: State,
 }
@@ -170,7 +173,7 @@ impl<'a> Session<'a> {
         Session {
             config,
             client,
-            workspace,
+            workspace: Arc::new(workspace),
             steering: Steering::default(),
             state: State {
                 recorder,
@@ -545,10 +548,15 @@ impl<'a> Session<'a> {
                     arguments: p.call.arguments.clone(),
                 });
             }
-            let workspace = &self.workspace;
-            let runs = futures_util::future::join_all(batch.iter().map(|p| run_one(workspace, p)));
+            let runs = futures_util::future::join_all(batch.iter().map(|p| {
+                run_call(
+                    Arc::clone(&self.workspace),
+                    p.tool.clone(),
+                    p.call.arguments.clone(),
+                )
+            }));
             let ran = guard(
-                &workspace.cancel,
+                &self.workspace.cancel,
                 deadline,
                 self.config.limits.timeout,
                 runs,
@@ -766,11 +774,27 @@ fn is_read_only(planned: &Planned<'_>) -> bool {
     planned.tool.as_ref().map_or(true, |t| t.is_read_only())
 }
 
-async fn run_one(workspace: &Workspace, planned: &Planned<'_>) -> Ran {
+/// Runs one call. Read tools do their file work synchronously, so they run
+/// on the blocking pool: several at once, and a long search never holds up
+/// the runtime (or the cancellation that drops it). A tool that panics is
+/// an error result.
+async fn run_call(
+    workspace: Arc<Workspace>,
+    tool: Result<Tool, ToolOutput>,
+    arguments: Value,
+) -> Ran {
     let started = Instant::now();
-    let output = match &planned.tool {
-        Ok(tool) => tool.run(workspace, &planned.call.arguments).await,
-        Err(refusal) => refusal.clone(),
+    let output = match tool {
+        Err(refusal) => refusal,
+        Ok(tool) if tool.is_read_only() => {
+            let task = tokio::task::spawn_blocking(move || {
+                tokio::runtime::Handle::current().block_on(tool.run(&workspace, &arguments))
+            });
+            task.await.unwrap_or_else(|e| {
+                ToolOutput::error(format!("the {} tool failed: {e}", tool.name()))
+            })
+        }
+        Ok(tool) => tool.run(&workspace, &arguments).await,
     };
     Ran {
         output,
