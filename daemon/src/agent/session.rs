@@ -149,6 +149,8 @@ struct State {
 /// What the first `send` settles for the whole session.
 struct Setup {
     tools: Vec<Tool>,
+    /// The tools' declarations, as sent every turn.
+    specs: Vec<crate::llm::ToolSpec>,
     system: String,
     context_window: u64,
 }
@@ -373,6 +375,7 @@ impl<'a> Session<'a> {
             on_event,
         );
         self.state.setup = Some(Setup {
+            specs: tools.iter().map(|t| t.spec()).collect(),
             tools,
             system,
             context_window,
@@ -414,12 +417,14 @@ impl<'a> Session<'a> {
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<Completion, SessionError> {
         let setup = self.setup();
-        let request = Request {
+        let mut request = Request {
             system: Some(setup.system.clone()),
-            messages: self.state.history.clone(),
-            tools: setup.tools.iter().map(|t| t.spec()).collect(),
+            tools: setup.specs.clone(),
             ..self.config.request.clone()
         };
+        // Lent to the request rather than copied: the conversation is the
+        // bulk of a session's memory, and this is every turn.
+        request.messages = std::mem::take(&mut self.state.history);
         let started = Instant::now();
         let mut text = TextBuffer::new(turn);
         let result = {
@@ -442,6 +447,7 @@ impl<'a> Session<'a> {
             )
             .await
         };
+        self.state.history = std::mem::take(&mut request.messages);
         text.flush(on_event);
         let completion = result?.map_err(SessionError::llm)?;
         self.count(&completion, started.elapsed(), on_event);
