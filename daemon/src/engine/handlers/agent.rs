@@ -31,7 +31,7 @@ use crate::agent::transcript::{TOOLS_DIR, TRANSCRIPT_FILE};
 use crate::agent::{
     AgentEvent, Limits, Permissions, Session, SessionConfig, SessionError, SessionErrorKind,
 };
-use crate::model::{AgentDefaults, EventKind, FailureClass, Outcome, Spend};
+use crate::model::{AgentDefaults, EventKind, FailureClass, Outcome};
 
 /// `web_search` is offered only when the run's environment has this key.
 const SEARCH_KEY_VAR: &str = "BRAVE_SEARCH_API_KEY";
@@ -155,21 +155,22 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     tally.finish(outcome, &session)
 }
 
-/// What the stage spent, from the session's `ModelCompleted` reports.
+/// Which model answered last, from the session's `ModelCompleted` reports
+/// (the stage's spend is named after it).
 #[derive(Default)]
 struct Tally {
-    spend: Spend,
-    /// The provider and model that answered last.
+    /// The provider and model.
     last: Option<(String, String)>,
 }
 
 impl Tally {
-    /// `outcome` with the stage's spend and the files the session wrote
-    /// (also when it failed: they were written).
+    /// `outcome` with the stage's spend (every call, compaction's too) and
+    /// the files the session wrote (also when it failed: they were
+    /// written).
     fn finish(&self, mut outcome: Outcome, session: &Session<'_>) -> Outcome {
         outcome.llm = model_stage::usage(
             self.last.as_ref().map(|(p, m)| (p.as_str(), m.as_str())),
-            &self.spend,
+            &session.spend(),
         );
         outcome.files_touched = session.files_touched();
         outcome
@@ -188,14 +189,9 @@ async fn send(
     let recorder = cx.recorder;
     let mut on_event = |event: AgentEvent| {
         if let AgentEvent::ModelCompleted {
-            provider,
-            model,
-            usage,
-            cost,
-            ..
+            provider, model, ..
         } = &event
         {
-            tally.spend.add_call(*usage, *cost);
             tally.last = Some((provider.clone(), model.clone()));
         }
         if let Some(kind) = event_kind(event) {
