@@ -132,11 +132,19 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
                 json!({"file_path": "notes.txt", "content": "fixed\n"}),
             )]),
             Reply::Text("Fixed the notes. {\"preferred_next_label\": \"Ship\"}".into()),
+            // The prompt node after it.
+            Reply::Text("Reported.".into()),
         ],
     );
     let sb = Sandbox::new();
     sb.write("notes.txt", "broken\n");
-    sb.write("fix.fabro", FIX);
+    sb.write(
+        "fix.fabro",
+        FIX.replace(
+            "fix -> exit [label=\"Ship\"]",
+            "fix -> report [label=\"Ship\"]\n    report [shape=tab, prompt=\"Report\"]\n    report -> exit",
+        ),
+    );
     let out = sb
         .weft()
         .envs(model_env(&fake, &key))
@@ -158,7 +166,7 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
         "the agent's edit landed"
     );
     let sent = fake.requests(&key);
-    assert_eq!(sent.len(), 3, "three model turns");
+    assert_eq!(sent.len(), 4, "three agent turns and the report");
     assert!(
         sent[1].body.to_string().contains("broken"),
         "the second turn carries the file the first read: {}",
@@ -172,7 +180,7 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
         .find(|e| e["properties"]["from_node"] == "fix")
         .unwrap_or_else(|| panic!("no edge from fix: {all:?}"));
     assert_eq!(
-        edge["properties"]["to_node"], "exit",
+        edge["properties"]["to_node"], "report",
         "the routing directive picked the Ship edge"
     );
     let completed = named(&all, "stage.completed");
@@ -192,7 +200,12 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
         .collect();
     assert_eq!(tools, ["read_file", "write_file"]);
     assert_eq!(named(&all, "agent.turn.started").len(), 3);
-    assert_eq!(named(&all, "llm.completed").len(), 3);
+    assert_eq!(named(&all, "llm.completed").len(), 4);
+    let report = read(&stage_dir(&sb, &run_id, "report").join("prompt.md"));
+    assert!(
+        report.contains("Files: notes.txt"),
+        "the next stage's preamble names the file the agent wrote: {report}"
+    );
 
     let dir = stage_dir(&sb, &run_id, "fix");
     let status: Value =
@@ -203,7 +216,9 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
 
     let text_events = sb.run(&["events", &run_id]);
     assert!(
-        text_events.stdout.contains("agent.tool.started"),
+        text_events.stdout.contains("agent.tool.started")
+            && text_events.stdout.contains("succeeded in ")
+            && text_events.stdout.contains("; wrote notes.txt"),
         "{}",
         text_events.stdout
     );
