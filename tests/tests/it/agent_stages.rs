@@ -458,3 +458,69 @@ fn a_weftd_crash_mid_session_restarts_the_stage_and_keeps_the_lost_attempts_tran
         logs.stdout
     );
 }
+
+#[test]
+fn run_agent_in_run_toml_sets_limits_and_permissions_and_a_bad_value_stops_the_run() {
+    let fake = FakeLlm::start();
+    let key = key("config");
+    let read = || {
+        Reply::ToolCalls(vec![ToolCall::new(
+            "",
+            "read_file",
+            json!({"file_path": "notes.txt"}),
+        )])
+    };
+    fake.script(&key, [read(), read()]);
+    let sb = Sandbox::new();
+    sb.write("notes.txt", "x\n");
+    sb.write("fix.fabro", FIX);
+    sb.write(
+        "run.toml",
+        "_version = 1\n[workflow]\ngraph = \"fix.fabro\"\n[run.agent]\nmax_turns = 1\npermissions = \"read-only\"\nmax_turnz = 3\n",
+    );
+    let out = sb
+        .weft()
+        .envs(model_env(&fake, &key))
+        .args(["run", "run.toml", "--json", "--model", "gpt-5.2"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown key `run.agent.max_turnz`"),
+        "an unknown [run.agent] key is warned about: {stderr}"
+    );
+    let conclusion: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let run_id = conclusion["run_id"].as_str().unwrap_or_default().to_string();
+    let sent = fake.requests(&key);
+    assert_eq!(sent.len(), 1, "max_turns = 1 allows one model call");
+    let offered: Vec<&str> = sent[0].body["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(offered.contains(&"read_file"), "{offered:?}");
+    assert!(
+        !offered.contains(&"write_file") && !offered.contains(&"shell"),
+        "a read-only agent is offered no write or shell tools: {offered:?}"
+    );
+    let all = events(&sb, &run_id);
+    let failed = named(&all, "stage.failed");
+    assert!(
+        failed[0]["properties"]["outcome"]["failure"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("max_turns (1)")),
+        "{all:?}"
+    );
+
+    sb.write(
+        "bad.toml",
+        "_version = 1\n[workflow]\ngraph = \"fix.fabro\"\n[run.agent]\npermissions = \"admin\"\n",
+    );
+    let bad = sb.run(&["run", "bad.toml"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("[run.agent] invalid permissions `admin`"),
+        "{}",
+        bad.stderr
+    );
+}
