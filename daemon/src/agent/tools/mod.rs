@@ -21,6 +21,7 @@ mod web_search;
 mod workspace;
 mod write_file;
 
+pub use web_search::WebSearch;
 pub use workspace::Workspace;
 
 use serde_json::Value;

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::ToolOutput;
+use super::{ToolOutput, WebSearch};
 use crate::exec::cancel::Cancel;
 use crate::util::lock::lock;
 
@@ -31,6 +31,9 @@ pub struct Workspace {
     /// Where `shell` keeps each call's full output while it runs (the
     /// stage directory's `tools/`); a temporary directory when `None`.
     pub scratch_dir: Option<PathBuf>,
+    /// Where `web_search` asks and with which key (from the session's
+    /// `web_search_key`); `None`: the tool answers that it is not set up.
+    pub web_search: Option<WebSearch>,
 }
 
 impl Workspace {
@@ -53,6 +56,7 @@ impl Workspace {
             shell_default_timeout: Duration::from_secs(120),
             shell_max_timeout: Duration::from_secs(600),
             scratch_dir: None,
+            web_search: None,
         })
     }
 
