@@ -131,6 +131,11 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
                 "write_file",
                 json!({"file_path": "notes.txt", "content": "fixed\n"}),
             )]),
+            Reply::ToolCalls(vec![ToolCall::new(
+                "c3",
+                "shell",
+                json!({"command": "tr a-z A-Z < notes.txt"}),
+            )]),
             Reply::Text("Fixed the notes. {\"preferred_next_label\": \"Ship\"}".into()),
             // The prompt node after it.
             Reply::Text("Reported.".into()),
@@ -166,7 +171,12 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
         "the agent's edit landed"
     );
     let sent = fake.requests(&key);
-    assert_eq!(sent.len(), 4, "three agent turns and the report");
+    assert_eq!(sent.len(), 5, "four agent turns and the report");
+    assert!(
+        sent[3].body.to_string().contains("FIXED"),
+        "the fourth turn carries the shell's output: {}",
+        sent[3].body
+    );
     assert!(
         sent[1].body.to_string().contains("broken"),
         "the second turn carries the file the first read: {}",
@@ -198,9 +208,9 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
         .iter()
         .filter_map(|e| e["properties"]["tool"].as_str())
         .collect();
-    assert_eq!(tools, ["read_file", "write_file"]);
-    assert_eq!(named(&all, "agent.turn.started").len(), 3);
-    assert_eq!(named(&all, "llm.completed").len(), 4);
+    assert_eq!(tools, ["read_file", "write_file", "shell"]);
+    assert_eq!(named(&all, "agent.turn.started").len(), 4);
+    assert_eq!(named(&all, "llm.completed").len(), 5);
     let report = read(&stage_dir(&sb, &run_id, "report").join("prompt.md"));
     assert!(
         report.contains("Files: notes.txt"),
@@ -233,6 +243,7 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
         "  ← read_file ok",
         "  → write_file notes.txt",
         "(wrote notes.txt)",
+        "  → shell tr a-z A-Z < notes.txt",
         "Fixed the notes.",
         "end: completed",
     ] {
@@ -529,4 +540,114 @@ fn run_agent_in_run_toml_sets_limits_and_permissions_and_a_bad_value_stops_the_r
         "{}",
         bad.stderr
     );
+}
+
+#[test]
+fn weft_steer_reaches_a_running_agent_at_its_next_turn_and_is_recorded() {
+    let fake = FakeLlm::start();
+    let key = key("steer");
+    fake.script(
+        &key,
+        [
+            // A shell call that waits for the test: the agent is still
+            // running when it is steered.
+            Reply::ToolCalls(vec![ToolCall::new(
+                "c1",
+                "shell",
+                json!({"command": "while [ ! -f go ]; do sleep 0.05; done; echo released key=${OPENAI_API_KEY:-withheld} node=$WEFT_NODE_ID"}),
+            )]),
+            Reply::Text("Done, as steered. {\"preferred_next_label\": \"Ship\"}".into()),
+        ],
+    );
+    let sb = Sandbox::new();
+    sb.write("fix.fabro", FIX);
+    let env = model_env(&fake, &key);
+    let run_id = start_detached(&sb, &env, "fix.fabro");
+    wait_for_event(&sb, &run_id, "agent.tool.started");
+
+    let steered = sb.run(&["steer", &run_id, "fix", "Prefer the smaller fix"]);
+    assert_eq!(steered.code, 0, "{steered:?}");
+    assert!(
+        steered.stdout.contains("queued for fix@1 of run"),
+        "{}",
+        steered.stdout
+    );
+    sb.write("go", "");
+    wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
+
+    let sent = fake.requests(&key);
+    assert_eq!(sent.len(), 2, "two turns");
+    assert!(
+        !sent[0].body.to_string().contains("Prefer the smaller fix"),
+        "the first turn was sent before the message"
+    );
+    assert!(
+        sent[1].body.to_string().contains("Prefer the smaller fix"),
+        "the next turn carries the message: {}",
+        sent[1].body
+    );
+    assert!(
+        sent[1]
+            .body
+            .to_string()
+            .contains("released key=withheld node=fix"),
+        "and the shell's output: the API key withheld from it, the stage's WEFT_* given: {}",
+        sent[1].body
+    );
+    let all = events(&sb, &run_id);
+    let steered = named(&all, "agent.steered");
+    assert_eq!(steered.len(), 1, "{all:?}");
+    assert_eq!(steered[0]["properties"]["text"], "Prefer the smaller fix");
+    assert_eq!(steered[0]["node_id"], "fix");
+    let logs = sb.run(&["logs", &run_id, "fix"]);
+    assert!(
+        logs.stdout.contains("steering:\n  Prefer the smaller fix")
+            && logs.stdout.contains("  → shell while [ ! -f go ]"),
+        "{}",
+        logs.stdout
+    );
+}
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn is_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.trim().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
+}
+
+#[test]
+fn cancelling_a_run_mid_shell_kills_the_agents_command_and_leaves_no_process() {
+    let fake = FakeLlm::start();
+    let key = key("cancel-shell");
+    fake.script(
+        &key,
+        [Reply::ToolCalls(vec![ToolCall::new(
+            "c1",
+            "shell",
+            json!({"command": "echo $$ > shell.pid; exec sleep 300", "timeout_ms": 600000}),
+        )])],
+    );
+    let sb = Sandbox::new();
+    sb.write("fix.fabro", FIX);
+    let env = model_env(&fake, &key);
+    let run_id = start_detached(&sb, &env, "fix.fabro");
+    let pid_file = sb.path().join("shell.pid");
+    let mut pid = None;
+    wait_until("the agent's shell to start", || {
+        pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        pid.is_some()
+    });
+    let pid = pid.unwrap_or_default();
+    assert!(is_running(pid), "the shell runs");
+    let cancelled = sb.run(&["cancel", &run_id]);
+    assert_eq!(cancelled.code, 0, "{cancelled:?}");
+    wait_for_status(&home(&sb), &run_id, RunStatus::Cancelled);
+    wait_until("the shell to be gone", || !is_running(pid));
 }

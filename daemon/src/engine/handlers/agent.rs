@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::StageCx;
 use super::model_stage::{self, Problem, Prompt, Schema};
-use crate::agent::tools::Workspace;
+use crate::agent::tools::{WebSearch, Workspace};
 use crate::agent::transcript::{Entry, TOOLS_DIR, TRANSCRIPT_FILE};
 use crate::agent::{
     AgentEvent, Limits, Permissions, Session, SessionConfig, SessionError, SessionErrorKind,
@@ -95,6 +95,15 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     workspace.shell_default_timeout = limits.shell_default_timeout;
     workspace.shell_max_timeout = limits.shell_max_timeout;
     workspace.scratch_dir = Some(cx.dir.join(TOOLS_DIR));
+    // The caller's environment, keys included (not the tools' one).
+    let web_search_key = cx
+        .run
+        .models
+        .env()
+        .into_iter()
+        .find(|(k, v)| k == SEARCH_KEY_VAR && !v.trim().is_empty())
+        .map(|(_, v)| v);
+    workspace.web_search = web_search_key.clone().map(WebSearch::brave);
     let mut request = model_stage::request(cx);
     request.stream = true;
     let config = SessionConfig {
@@ -102,13 +111,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         limits,
         permissions,
         instructions_from: cx.run.work_dir.clone(),
-        web_search_key: cx
-            .run
-            .models
-            .env()
-            .into_iter()
-            .find(|(k, v)| k == SEARCH_KEY_VAR && !v.trim().is_empty())
-            .map(|(_, v)| v),
+        web_search_key,
         record_dir: Some(cx.dir.to_path_buf()),
     };
     let mut session = Session::new(config, client, workspace);
