@@ -69,6 +69,21 @@ pub(super) fn write(out: &mut impl Write, path: &Path, title: &str) -> std::io::
     Ok(true)
 }
 
+/// One transcript line as `write` prints it (`--follow` renders lines as
+/// the session appends them).
+pub(super) fn render_line(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let text = String::from_utf8_lossy(line);
+    if text.trim().is_empty() {
+        return out;
+    }
+    let _ = match serde_json::from_str::<Entry>(text.trim_end()) {
+        Ok(entry) => write_entry(&mut out, &entry),
+        Err(_) => writeln!(out, "(a transcript line cannot be read)"),
+    };
+    out
+}
+
 fn write_entry(out: &mut impl Write, entry: &Entry) -> std::io::Result<()> {
     match entry {
         Entry::Session {

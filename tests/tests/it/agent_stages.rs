@@ -564,6 +564,14 @@ fn weft_steer_reaches_a_running_agent_at_its_next_turn_and_is_recorded() {
     let env = model_env(&fake, &key);
     let run_id = start_detached(&sb, &env, "fix.fabro");
     wait_for_event(&sb, &run_id, "agent.tool.started");
+    // `weft logs --follow` prints the transcript as the agent goes.
+    let follower = sb
+        .weft()
+        .args(["logs", &run_id, "fix", "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
 
     let steered = sb.run(&["steer", &run_id, "fix", "Prefer the smaller fix"]);
     assert_eq!(steered.code, 0, "{steered:?}");
@@ -599,6 +607,20 @@ fn weft_steer_reaches_a_running_agent_at_its_next_turn_and_is_recorded() {
     assert_eq!(steered.len(), 1, "{all:?}");
     assert_eq!(steered[0]["properties"]["text"], "Prefer the smaller fix");
     assert_eq!(steered[0]["node_id"], "fix");
+    let followed = follower
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let followed = String::from_utf8_lossy(&followed.stdout);
+    for shown in [
+        "-- transcript --",
+        "  → shell while",
+        "steering:\n  Prefer the smaller fix",
+        "Done, as steered.",
+        "end: completed",
+        "-- fix@1 succeeded in ",
+    ] {
+        assert!(followed.contains(shown), "`{shown}` in:\n{followed}");
+    }
     let logs = sb.run(&["logs", &run_id, "fix"]);
     assert!(
         logs.stdout.contains("steering:\n  Prefer the smaller fix")
