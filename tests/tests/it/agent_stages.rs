@@ -673,3 +673,51 @@ fn cancelling_a_run_mid_shell_kills_the_agents_command_and_leaves_no_process() {
     wait_for_status(&home(&sb), &run_id, RunStatus::Cancelled);
     wait_until("the shell to be gone", || !is_running(pid));
 }
+
+#[test]
+fn an_agent_of_a_no_daemon_run_cannot_be_steered_through_weftd_and_the_error_says_why() {
+    let fake = FakeLlm::start();
+    let key = key("nodaemon");
+    fake.script(&key, [Reply::Hang]);
+    let sb = Sandbox::new();
+    sb.write("fix.fabro", FIX);
+    let mut run = sb
+        .weft()
+        .envs(model_env(&fake, &key))
+        .args(["run", "fix.fabro", "--no-daemon", "--model", "gpt-5.2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut run_id = String::new();
+    wait_until("the agent's first turn", || {
+        let Ok(store) = Store::open_read_only(&home(&sb)) else {
+            return false;
+        };
+        let Some(record) = store
+            .list_runs(&Default::default())
+            .ok()
+            .and_then(|runs| runs.into_iter().next())
+        else {
+            return false;
+        };
+        run_id = record.id;
+        store
+            .events(&run_id, 0, None)
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e.kind.name() == "agent.turn.started")
+    });
+    let _daemon = Weftd::start(&sb);
+    let refused = sb.run(&["steer", &run_id, "hello"]);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status();
+    let _ = run.wait();
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("--no-daemon") && refused.stderr.contains("another process"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -12,37 +12,57 @@ impl Handler for RunSteer {
     async fn handle(self, session: &mut Session) -> Result<SteerQueued, RpcError> {
         let daemon = &session.daemon;
         let record = daemon.store().find_run(&self.run)?;
-        if !daemon.is_active(&record.id) {
-            let why = if matches!(record.status, RunStatus::Running | RunStatus::Blocked) {
-                format!(
-                    "run {} is executed by another process{} (a `weft run --no-daemon` run?), \
-                     not by weftd: only runs the daemon executes can be steered",
-                    record.id,
-                    record
-                        .pid
-                        .map(|p| format!(" (pid {p})"))
-                        .unwrap_or_default()
-                )
-            } else {
-                format!(
-                    "run {} is {}: it has no agent stage running",
-                    record.id,
-                    record.status.as_str()
-                )
-            };
-            return Err(RpcError::new(Code::AgentNotRunning, why)
-                .with_detail("running", Value::Array(Vec::new())));
-        }
-        daemon
+        // The registry holds this daemon's agents, those of child runs of
+        // sub-workflow stages included.
+        match daemon
             .agents
             .steer(&record.id, self.node.as_deref(), &self.text)
-            .map(|steered| SteerQueued {
+        {
+            Ok(steered) => Ok(SteerQueued {
                 run_id: steered.run_id,
                 node_id: steered.node_id,
                 visit: steered.visit,
-            })
-            .map_err(|e| refusal(&e))
+            }),
+            Err(SteerError::NoneRunning { .. }) if elsewhere(daemon, &record) => {
+                Err(RpcError::new(
+                    Code::AgentNotRunning,
+                    format!(
+                        "run {} is executed by another process{} (a `weft run --no-daemon` \
+                         run?), not by weftd: only runs the daemon executes can be steered",
+                        record.id,
+                        record
+                            .pid
+                            .map(|p| format!(" (pid {p})"))
+                            .unwrap_or_default()
+                    ),
+                )
+                .with_detail("running", Value::Array(Vec::new())))
+            }
+            Err(SteerError::NoneRunning { .. })
+                if !matches!(record.status, RunStatus::Running | RunStatus::Blocked) =>
+            {
+                Err(RpcError::new(
+                    Code::AgentNotRunning,
+                    format!(
+                        "run {} is {}: it has no agent stage running",
+                        record.id,
+                        record.status.as_str()
+                    ),
+                )
+                .with_detail("running", Value::Array(Vec::new())))
+            }
+            Err(e) => Err(refusal(&e)),
+        }
     }
+}
+
+/// Whether `record` is a top-level run that is running, but not in this
+/// daemon (a `--no-daemon` run).
+fn elsewhere(daemon: &crate::server::Daemon, record: &crate::store::RunRecord) -> bool {
+    let child = record.options.get("parent").is_some_and(|p| !p.is_null());
+    matches!(record.status, RunStatus::Running | RunStatus::Blocked)
+        && !child
+        && !daemon.is_active(&record.id)
 }
 
 /// The wire error for a message that could not be queued.
