@@ -663,6 +663,14 @@ async fn a_looping_model_is_warned_then_stopped() {
         .filter(|e| matches!(e, AgentEvent::LoopDetected { pattern_len: 1, .. }))
         .count();
     assert_eq!(detected, 1);
+    let transcript = f.transcript();
+    assert!(transcript.iter().any(
+        |e| matches!(e, Entry::LoopDetected { message } if message.contains("[Loop detected]"))
+    ));
+    assert!(
+        matches!(transcript.last(), Some(Entry::End { reason }) if *reason == message),
+        "the end line gives the reason"
+    );
 }
 
 // --- Steering -------------------------------------------------------------------
@@ -756,6 +764,18 @@ async fn a_conversation_near_the_context_window_is_compacted() {
         _ => None,
     });
     assert_eq!(compacted, Some((7, 6, 20_000)));
+    let recorded = f.transcript().into_iter().find_map(|e| match e {
+        Entry::Compaction {
+            summary,
+            original_turns,
+            preserved_turns,
+        } => Some((summary, original_turns, preserved_turns)),
+        _ => None,
+    });
+    assert_eq!(
+        recorded,
+        Some(("## Goal\nread the big files".to_string(), 7, 6))
+    );
 }
 
 // --- The transcript -------------------------------------------------------------
