@@ -79,12 +79,13 @@ struct Followed {
     node: String,
     visit: u32,
     folder: PathBuf,
-    /// How far stdout.log and stderr.log have been copied.
-    copied: [u64; 2],
+    /// How far stdout.log, stderr.log and an agent's transcript.jsonl have
+    /// been copied.
+    copied: [u64; 3],
     /// The end of a line not finished yet, per stream; it is printed once
     /// its newline arrives (or the stage ends), so streams never mix
     /// within a line.
-    partial: [Vec<u8>; 2],
+    partial: [Vec<u8>; 3],
 }
 
 /// Where `--follow` stands: which stage and stream it printed last.
@@ -244,7 +245,9 @@ fn on_event(
             let mut stage = followed.remove(at);
             stage.copy(out, cursor, true)?;
             cursor.end_line(out)?;
-            if let Some(text) = read(&stage.folder.join("response.md")) {
+            // An agent's transcript already ended with its reply.
+            let transcript = stage.copied[2] > 0;
+            if let Some(text) = read(&stage.folder.join("response.md")).filter(|_| !transcript) {
                 writeln!(out, "-- response --")?;
                 write_text(out, &text)?;
             }
@@ -285,8 +288,8 @@ impl Followed {
             node: node.to_string(),
             visit,
             folder: dir.node_dir(node, visit),
-            copied: [0; 2],
-            partial: [Vec::new(), Vec::new()],
+            copied: [0; 3],
+            partial: [Vec::new(), Vec::new(), Vec::new()],
         }
     }
 
@@ -327,7 +330,41 @@ impl Followed {
                 self.emit(out, cursor, stream, &rest)?;
             }
         }
-        Ok(())
+        self.copy_transcript(out, cursor)
+    }
+
+    /// Prints the entries an agent's session appended to its transcript
+    /// since the last call, readably; a line is printed once it is whole
+    /// (a line cut short by a crash never is).
+    fn copy_transcript(
+        &mut self,
+        out: &mut impl Write,
+        cursor: &mut Cursor,
+    ) -> std::io::Result<()> {
+        const STREAM: usize = 2;
+        let path = self.folder.join(crate::agent::transcript::TRANSCRIPT_FILE);
+        loop {
+            let chunk = read_from(&path, self.copied[STREAM]);
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            self.copied[STREAM] += chunk.len() as u64;
+            self.partial[STREAM].extend_from_slice(&chunk);
+            let whole = self.partial[STREAM]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let lines: Vec<u8> = self.partial[STREAM].drain(..whole).collect();
+            if self.partial[STREAM].len() > MAX_TRANSCRIPT_LINE {
+                // A line this long is not shown (the file has it).
+                self.partial[STREAM].clear();
+            }
+            let mut text = Vec::new();
+            for line in lines.split(|&b| b == b'\n') {
+                text.extend(super::transcript::render_line(line));
+            }
+            self.emit(out, cursor, STREAM, &text)?;
+        }
     }
 
     fn emit(
@@ -377,13 +414,16 @@ impl Cursor {
         if !same_stage {
             writeln!(out, "== {node}@{visit} ==")?;
         }
-        if same_stage || stream == 1 {
-            writeln!(out, "-- {} --", ["stdout", "stderr"][stream])?;
+        if same_stage || stream >= 1 {
+            writeln!(out, "-- {} --", ["stdout", "stderr", "transcript"][stream])?;
         }
         self.at = here;
         Ok(())
     }
 }
+
+/// A transcript line longer than this is skipped by `--follow`.
+const MAX_TRANSCRIPT_LINE: usize = 4 * 1024 * 1024;
 
 /// Up to [`CHUNK`] bytes of the regular file at `path` from `offset`;
 /// empty when there are none (yet), or the path is not a regular file.
@@ -467,12 +507,34 @@ fn header(stage: &StageRecord) -> String {
 }
 
 /// The stage's [`header`], then its stdout, its stderr under `-- stderr --`
-/// when there is any, and an LLM stage's response under `-- response --`.
+/// when there is any, and an agent stage's transcript under `-- transcript
+/// --` or a prompt stage's response under `-- response --`.
 fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::io::Result<()> {
     writeln!(out, "{}", header(stage))?;
     let folder = dir.node_dir(&stage.node_id, stage.visit);
     copy_log(out, &folder.join("stdout.log"), None)?;
     copy_log(out, &folder.join("stderr.log"), Some("-- stderr --"))?;
+    // An agent's transcript, with those of earlier attempts (a retry, an
+    // attempt a crash cut short) first; its last turn is the response.
+    let earlier = (1..)
+        .map(|n| {
+            (
+                n,
+                folder.join(crate::engine::handlers::kept_transcript_name(n)),
+            )
+        })
+        .take_while(|(_, path)| path.is_file());
+    for (n, path) in earlier {
+        super::transcript::write(
+            out,
+            &path,
+            &format!("-- transcript of earlier attempt {n} --"),
+        )?;
+    }
+    let transcript = folder.join(crate::agent::transcript::TRANSCRIPT_FILE);
+    if super::transcript::write(out, &transcript, "-- transcript --")? {
+        return Ok(());
+    }
     if let Some(text) = read(&folder.join("response.md")) {
         writeln!(out, "-- response --")?;
         write_text(out, &text)?;
