@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
 import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, QUESTION, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
@@ -178,6 +179,24 @@ describe('RunScreen', () => {
     await act(async () => rerun?.click());
     await until(() => q('[data-testid=daemon-down]') !== null);
     expect(q('[data-testid=daemon-down]')?.textContent).toContain('not running');
+  });
+
+  it("shows a running agent stage's transcript growing as its events arrive", async () => {
+    const running = agentEvents(true);
+    const view: RunView = { ...failedView(), run: { ...failedView().run, status: 'running', failure_reason: null }, stages: [agentStage(true)] };
+    const { host: h, advance } = liveRun(view);
+    await render(h);
+    await until(() => shownStage() === AGENT_NODE);
+    const texts = () => [...container.querySelectorAll('[data-testid=agent-text]')].map((t) => t.textContent);
+    // The events arrive one by one over the subscription, as weftd sends them.
+    for (const e of running.slice(0, 4)) await advance('running', [agentStage(true)], e);
+    await until(() => texts().length === 1);
+    expect(texts()[0]).toContain('I will read the failing test first.');
+    for (const e of running.slice(4)) await advance('running', [agentStage(true)], e);
+    await until(() => container.querySelectorAll('[data-testid=tool-call]').length === 4);
+    expect([...container.querySelectorAll('[data-testid=tool-call]')].at(-1)?.getAttribute('data-state')).toBe('running');
+    expect(q('[data-testid=agent-spend]')?.textContent).toBe('5.5k in · 210 out · $0.02 · 2 calls');
+    await until(() => container.querySelectorAll('[data-testid=tool-tick]').length === 4);
   });
 
   it('reports an unknown run', async () => {
