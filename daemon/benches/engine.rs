@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use weft::exec::cancel::Cancel;
 use weft::engine::clock::Clock;
 use weft::engine::interviewer::AutoApprove;
 use weft::engine::{RunRequest, Services};
+use weft::exec::cancel::Cancel;
 use weft::model::RunStatus;
 use weft::store::{Home, Store};
 

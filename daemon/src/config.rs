@@ -24,11 +24,10 @@ pub(crate) const UNSUPPORTED_KEY: &str = "unsupported_key";
 /// The sections of Fabro's run configuration (execution/run-configuration.mdx)
 /// that Weft reads nothing of yet: they are valid, so they get their own
 /// warning rather than "unknown".
-const FABRO_RUN_SECTIONS: [&str; 6] = [
+const FABRO_RUN_SECTIONS: [&str; 5] = [
     "run.prepare",
     "run.sandbox",
     "run.checkpoint",
-    "run.agent",
     "run.pull_request",
     "run.hooks",
 ];

@@ -12,8 +12,8 @@ use crate::store::{RunDir, RunRecord, StageRecord, Store};
 
 /// The stage files that are copied when the stage wrote them
 /// (reference/run-directory.mdx), plus a parallel stage's branch results and
-/// the context file a command asked for.
-const STAGE_FILES: [&str; 9] = [
+/// the context file a command asked for and an agent's transcript.
+const STAGE_FILES: [&str; 10] = [
     "prompt.md",
     "response.md",
     "status.json",
@@ -23,6 +23,7 @@ const STAGE_FILES: [&str; 9] = [
     "script_timing.json",
     "parallel_results.json",
     "context.json",
+    "transcript.jsonl",
 ];
 
 /// The run-directory files copied to the top of the dump.

@@ -467,12 +467,34 @@ fn header(stage: &StageRecord) -> String {
 }
 
 /// The stage's [`header`], then its stdout, its stderr under `-- stderr --`
-/// when there is any, and an LLM stage's response under `-- response --`.
+/// when there is any, and an agent stage's transcript under `-- transcript
+/// --` or a prompt stage's response under `-- response --`.
 fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::io::Result<()> {
     writeln!(out, "{}", header(stage))?;
     let folder = dir.node_dir(&stage.node_id, stage.visit);
     copy_log(out, &folder.join("stdout.log"), None)?;
     copy_log(out, &folder.join("stderr.log"), Some("-- stderr --"))?;
+    // An agent's transcript, with those of earlier attempts (a retry, an
+    // attempt a crash cut short) first; its last turn is the response.
+    let earlier = (1..)
+        .map(|n| {
+            (
+                n,
+                folder.join(crate::engine::handlers::kept_transcript_name(n)),
+            )
+        })
+        .take_while(|(_, path)| path.is_file());
+    for (n, path) in earlier {
+        super::transcript::write(
+            out,
+            &path,
+            &format!("-- transcript of earlier attempt {n} --"),
+        )?;
+    }
+    let transcript = folder.join(crate::agent::transcript::TRANSCRIPT_FILE);
+    if super::transcript::write(out, &transcript, "-- transcript --")? {
+        return Ok(());
+    }
     if let Some(text) = read(&folder.join("response.md")) {
         writeln!(out, "-- response --")?;
         write_text(out, &text)?;

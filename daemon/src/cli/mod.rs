@@ -56,6 +56,8 @@ mod reader;
 mod remote;
 mod report;
 mod run;
+mod steer;
+mod transcript;
 mod validate;
 // Run inspection commands (read-only over the run store).
 mod artifacts;
@@ -123,6 +125,14 @@ pub enum Command {
     Answer(AnswerArgs),
     /// List the human-gate questions waiting for an answer.
     Questions(QuestionsArgs),
+    /// Send a message to a running agent stage (in the daemon).
+    ///
+    /// The agent gets TEXT as a user message before its next model turn,
+    /// and the run records `agent.steered` when it does. NODE may be left
+    /// out when one agent of the run is running. Only runs weftd executes
+    /// can be steered (not `weft run --no-daemon`). Exits 2 when no agent
+    /// of the run is running (or several are and NODE is not given).
+    Steer(SteerArgs),
     /// Start, stop or ask about the background daemon (weftd) for WEFT_HOME.
     ///
     /// `status` exits 0 when the daemon is running and 3 when it is not.
@@ -317,6 +327,21 @@ pub struct AnswerArgs {
     #[arg(long)]
     pub text: Option<String>,
     /// Print the answered question as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// `[NODE] TEXT`: the agent node (when the run has several running) and
+    /// the message.
+    #[arg(value_name = "[NODE] TEXT", num_args = 1..=2, required = true)]
+    pub rest: Vec<String>,
+    /// Print where the message was queued as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -623,6 +648,7 @@ where
         Command::Cancel(args) => control::cancel(&args),
         Command::Answer(args) => control::answer(&args),
         Command::Questions(args) => control::questions(&args),
+        Command::Steer(args) => steer::run(&args),
         Command::Ps(args) => ps::run(&args),
         Command::Events(args) => events::run(&args),
         Command::Logs(args) => logs::run(&args),

@@ -88,7 +88,14 @@ struct Running {
     /// Length and modification time of stdout.log and stderr.log when the
     /// tail was last read: unchanged files are not read again.
     seen: [(u64, Option<SystemTime>); 2],
+    /// An agent's tool calls in flight (call id, `→ tool summary`), oldest
+    /// first; the newest is its tail.
+    calls: Vec<(String, String)>,
 }
+
+/// Tool calls in flight remembered per agent stage (an agent runs its
+/// read-only calls of a turn at once).
+const MAX_CALLS_SHOWN: usize = 16;
 
 struct State {
     out: Box<dyn Write + Send>,
@@ -238,7 +245,32 @@ impl Progress {
                         heartbeat: now,
                         tail: None,
                         seen: [(0, None); 2],
+                        calls: Vec::new(),
                     });
+                }
+                None
+            }
+            EventKind::AgentToolStarted {
+                call_id,
+                tool,
+                summary,
+                ..
+            } => {
+                if let Some(running) = state.running_mut(event) {
+                    if running.calls.len() >= MAX_CALLS_SHOWN {
+                        running.calls.remove(0);
+                    }
+                    running
+                        .calls
+                        .push((call_id.clone(), clean_line(&format!("→ {tool} {summary}"))));
+                    running.tail = running.calls.last().map(|(_, text)| text.clone());
+                }
+                None
+            }
+            EventKind::AgentToolCompleted { call_id, .. } => {
+                if let Some(running) = state.running_mut(event) {
+                    running.calls.retain(|(id, _)| id != call_id);
+                    running.tail = running.calls.last().map(|(_, text)| text.clone());
                 }
                 None
             }
@@ -443,6 +475,13 @@ impl State {
         }
         self.paused = false;
         open
+    }
+
+    /// The running stage an event is about.
+    fn running_mut(&mut self, event: &Event) -> Option<&mut Running> {
+        self.running.iter_mut().find(|r| {
+            event.node_id.as_deref() == Some(r.node.as_str()) && event.visit == Some(r.visit)
+        })
     }
 
     /// Removes and returns the running stage an event finishes.
@@ -894,6 +933,60 @@ mod tests {
         assert!(
             screen.take().starts_with("\r\x1b[2K\x1b[1A\x1b[2K"),
             "the next frame erases both lines first"
+        );
+    }
+
+    #[test]
+    fn a_running_agent_shows_its_current_tool_call() {
+        let (progress, screen) = display(true, Gates::Here);
+        let at = Instant::now();
+        let agent = |kind| event(Some("fix"), kind);
+        progress.on_event(
+            &agent(EventKind::StageStarted {
+                handler: "agent".into(),
+                attempt: 1,
+                branch: None,
+            }),
+            at,
+        );
+        let tool = |id: &str, summary: &str| {
+            agent(EventKind::AgentToolStarted {
+                call_id: id.into(),
+                tool: "shell".into(),
+                summary: summary.into(),
+                arguments: serde_json::json!({}),
+            })
+        };
+        let done = |id: &str| {
+            agent(EventKind::AgentToolCompleted {
+                call_id: id.into(),
+                tool: "shell".into(),
+                duration_ms: 5,
+                is_error: false,
+                preview: String::new(),
+                output_bytes: 0,
+                touched: Vec::new(),
+            })
+        };
+        progress.on_event(&tool("c1", "cargo build"), at);
+        progress.on_event(&tool("c2", "cargo test"), at);
+        screen.take();
+        progress.tick(at + Duration::from_secs(1));
+        assert!(
+            screen.take().ends_with("→ shell cargo test"),
+            "the newest call"
+        );
+        progress.on_event(&done("c2"), at);
+        progress.tick(at + Duration::from_secs(2));
+        assert!(
+            screen.take().ends_with("→ shell cargo build"),
+            "the one still running"
+        );
+        progress.on_event(&done("c1"), at);
+        progress.tick(at + Duration::from_secs(3));
+        assert!(
+            !screen.take().contains('→'),
+            "no call in flight, none shown"
         );
     }
 

@@ -48,6 +48,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     params.artifacts = request.artifacts;
     params.model = request.model;
     params.env_policy = request.env_policy;
+    params.agent = request.agent;
     params.env = CallerEnv::current();
     let home = super::home()?;
     let client = connect(&home).await.map_err(|e| {

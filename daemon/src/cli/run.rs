@@ -9,16 +9,16 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use crate::model::{EnvPolicy, ModelChoice};
+use crate::model::{AgentDefaults, EnvPolicy, ModelChoice};
 
 use super::exit::{CliError, CliResult, run_exit};
 use super::progress::{Gates, Progress};
 use super::report::{self, Style};
 use super::{ResumeArgs, RunArgs};
-use crate::exec::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
 use crate::engine::interviewer::{Answer, AutoApprove, Console, Interviewer, Question};
 use crate::engine::{Conclusion, EngineError, RunRequest, Services};
+use crate::exec::cancel::{Cancel, CancelReason};
 use crate::store::{Home, Store};
 
 /// A run configuration file (execution/run-configuration.mdx): the parts
@@ -54,6 +54,9 @@ struct RunSection {
     /// `[run.env]`: variables to pass to commands or withhold from them.
     #[serde(default)]
     env: EnvPolicy,
+    /// `[run.agent]`: limits and permissions for agent stages.
+    #[serde(default)]
+    agent: AgentDefaults,
 }
 
 /// `[run.model]` (core-concepts/models.mdx).
@@ -186,6 +189,7 @@ fn execute(
         cancel: cancel.clone(),
         observer: Some(progress.observer()),
         nesting: 0,
+        agents: crate::engine::steering::RunningAgents::default(),
     };
     super::block_on(async {
         let signals = tokio::spawn(forward_signals(cancel.clone()));
@@ -244,6 +248,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut artifacts = Vec::new();
     let mut model = ModelChoice::default();
     let mut env_policy = EnvPolicy::default();
+    let mut agent = AgentDefaults::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
             .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
@@ -268,6 +273,9 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         env_policy = config.run.env;
         env_policy
             .check()
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        agent = config.run.agent;
+        crate::engine::handlers::check_agent_defaults(&agent)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
             model: config.run.model.name,
@@ -326,6 +334,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         artifacts,
         model,
         env_policy,
+        agent,
         ..RunRequest::default()
     })
 }

@@ -10,20 +10,22 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::exec::cancel::{Cancel, CancelReason};
 use super::checkpoint::{Checkpoint, CheckpointError};
 use super::clock::Clock;
 use super::context::Context;
-use crate::exec::environment;
 use super::handlers::RunEnv;
 use super::interviewer::Interviewer;
 use super::models::Models;
 use super::recorder::{Observer, Recorder};
 use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
+use crate::exec::cancel::{Cancel, CancelReason};
+use crate::exec::environment;
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
-use crate::model::{Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus};
+use crate::model::{
+    AgentDefaults, Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus,
+};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
 use crate::util::lock::lock;
 
@@ -61,6 +63,8 @@ pub struct RunRequest {
     pub env_policy: EnvPolicy,
     /// The run-wide model (`--model`, `--provider`, `[run.model]`).
     pub model: ModelChoice,
+    /// `[run.agent]`: defaults for the run's agent stages.
+    pub agent: AgentDefaults,
 }
 
 /// The options stored with a run, so a resume behaves like the start.
@@ -90,6 +94,9 @@ pub(crate) struct RunOptions {
     /// The run-wide model choice.
     #[serde(default, skip_serializing_if = "ModelChoice::is_empty")]
     pub model: ModelChoice,
+    /// `[run.agent]` as the run was started with.
+    #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
+    pub agent: AgentDefaults,
 }
 
 /// What a run uses from its surroundings.
@@ -108,6 +115,9 @@ pub struct Services {
     /// a top-level run, one more for each sub-workflow around it (see
     /// [`super::run::MAX_NESTING`]).
     pub nesting: usize,
+    /// The agent stages running now, for steering (`run.steer`): the
+    /// daemon shares one among all its runs.
+    pub agents: super::steering::RunningAgents,
 }
 
 impl std::fmt::Debug for Services {
@@ -297,6 +307,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     super::artifacts::ArtifactRules::new(&request.artifacts)
         .map_err(|e| EngineError::Config(e.to_string()))?;
     request.env_policy.check().map_err(EngineError::Config)?;
+    super::handlers::check_agent_defaults(&request.agent).map_err(EngineError::Config)?;
     let run_id = ulid::Ulid::generate().to_string();
     let seed = request.seed.unwrap_or_else(rand::random);
     let options = RunOptions {
@@ -310,6 +321,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         }),
         env_policy: request.env_policy.clone(),
         model: request.model.clone(),
+        agent: request.agent.clone(),
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
@@ -771,6 +783,8 @@ async fn execute(
         inputs: inputs_of(services, run_id),
         env: Some(command_env),
         env_policy: options.env_policy.clone(),
+        agent: options.agent.clone(),
+        agents: services.agents.clone(),
         redactor,
         run_id: run_id.to_string(),
         work_dir,

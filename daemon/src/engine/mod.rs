@@ -23,5 +23,6 @@ pub(crate) mod recorder;
 pub mod retry;
 pub mod routing;
 pub mod run;
+pub mod steering;
 
 pub use launch::{Conclusion, EngineError, RunRequest, Services, StageSummary, resume, start};

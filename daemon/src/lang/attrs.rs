@@ -85,6 +85,11 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     ("backend", Text),
     ("output_schema", Text),
     ("output_retries", Int),
+    // Agent stages (docs/agents.md): limits and the tools allowed.
+    ("max_turns", Int),
+    ("max_tool_rounds", Int),
+    ("max_stage_tokens", Int),
+    ("permissions", Text),
     ("script", Text),
     // The old name of `script` (the `tool_command_deprecated` rule).
     ("tool_command", Text),

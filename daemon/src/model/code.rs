@@ -94,6 +94,14 @@ codes! {
     /// An answer that names none of the options.
     QuestionNoSuchOption = "question.no_such_option",
 
+    // ----- agents -----
+    /// No agent stage of the run is running now, or not the one named
+    /// (`data.running` lists those that are).
+    AgentNotRunning = "agent.not_running",
+    /// Several agent stages of the run are running and none was named
+    /// (`data.running`).
+    AgentAmbiguous = "agent.ambiguous",
+
     // ----- subscriptions -----
     /// A subscription id already live on the connection.
     SubscriptionExists = "subscription.exists",

@@ -22,5 +22,5 @@ pub use env_policy::EnvPolicy;
 pub use event::{EdgeReason, Event, EventKind, Stream};
 pub(crate) use outcome::failure_signature;
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
-pub use run::{ModelChoice, ParentLink, RunSpend, RunStatus, RunSummary};
+pub use run::{AgentDefaults, ModelChoice, ParentLink, RunSpend, RunStatus, RunSummary};
 pub use spend::{Spend, Usage};

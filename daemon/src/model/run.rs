@@ -154,3 +154,33 @@ impl ModelChoice {
         self.model.is_none() && self.provider.is_none() && self.fallbacks.is_empty()
     }
 }
+
+/// `[run.agent]`: defaults for every agent stage of a run, below the
+/// node's own attributes of the same names (docs/agents.md). Every field
+/// is optional; an absent one takes the agent's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct AgentDefaults {
+    /// Model calls per stage, repair turns included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Model turns that ask for tools, per stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_rounds: Option<u32>,
+    /// Tokens (input + output) a stage may spend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stage_tokens: Option<u64>,
+    /// Wall-clock time per stage, as a duration (`30m`, `90s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// `read-only`, `read-write` or `full` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<String>,
+}
+
+impl AgentDefaults {
+    /// True when nothing is set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == AgentDefaults::default()
+    }
+}

@@ -54,6 +54,7 @@ pub(crate) fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
         artifacts: start.artifacts.clone(),
         model: start.model.clone(),
         env_policy: start.env_policy.clone(),
+        agent: start.agent.clone(),
         ..RunRequest::default()
     })
 }

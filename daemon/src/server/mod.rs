@@ -34,10 +34,10 @@ use std::time::{Duration, Instant};
 use interprocess::local_socket::tokio::prelude::*;
 use tokio::sync::{Notify, Semaphore, broadcast};
 
-use crate::exec::cancel::{Cancel, CancelReason};
 use crate::engine::clock::Clock;
 use crate::engine::interviewer::{AutoApprove, Interviewer};
 use crate::engine::launch::{Prepared, Services};
+use crate::exec::cancel::{Cancel, CancelReason};
 use crate::ipc::paths::DaemonPaths;
 use crate::ipc::protocol::{RpcError, RunStart};
 use crate::model::{Event, EventKind, RunStatus};
@@ -147,6 +147,8 @@ pub struct Daemon {
     prepare_slots: Arc<Semaphore>,
     /// Events recorded so far; the periodic checkpoint runs when it moved.
     recorded: Arc<AtomicU64>,
+    /// The agent stages running in this daemon's runs (`run.steer`).
+    pub(crate) agents: crate::engine::steering::RunningAgents,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -193,6 +195,7 @@ impl Daemon {
             read_slots: Arc::new(Semaphore::new(READS_AT_ONCE)),
             prepare_slots: Arc::new(Semaphore::new(PREPARES_AT_ONCE)),
             recorded: Arc::default(),
+            agents: crate::engine::steering::RunningAgents::default(),
         }))
     }
 
@@ -266,6 +269,7 @@ impl Daemon {
             cancel: Cancel::new(),
             observer: None,
             nesting: 0,
+            agents: self.agents.clone(),
         }
     }
 
@@ -414,6 +418,7 @@ impl Daemon {
                 let _ = hub.send(e.clone());
             })),
             nesting: 0,
+            agents: self.agents.clone(),
         };
         let result = match job {
             Job::Start(prepared, _) => prepared.run(&services).await,

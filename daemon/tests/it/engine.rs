@@ -558,32 +558,6 @@ async fn dry_run_simulates_llm_nodes_and_approves_gates() {
     );
 }
 
-#[tokio::test]
-async fn agent_nodes_fail_clearly_until_agents_have_tools() {
-    let home = tempfile::tempdir().expect("home");
-    let work = tempfile::tempdir().expect("work");
-    std::fs::write(
-        work.path().join("w.fabro"),
-        "digraph D { start [shape=Mdiamond]; exit [shape=Msquare]; plan [prompt=\"x\"]; start -> plan -> exit }",
-    )
-    .expect("write");
-    let r = run_in(work.path().join("w.fabro"), Options::default(), home, work).await;
-    assert_eq!(
-        r.status(),
-        RunStatus::Succeeded,
-        "route policy reaches the exit"
-    );
-    let failed = r.named("stage.failed");
-    let EventKind::StageFailed { outcome, .. } = &failed[0].kind else {
-        panic!("stage.failed");
-    };
-    assert!(
-        outcome
-            .failure_reason()
-            .is_some_and(|r| r.contains("needs an agent with tools"))
-    );
-}
-
 async fn run_source_dry(source: &str) -> Run {
     let home = tempfile::tempdir().expect("home");
     let work = tempfile::tempdir().expect("work");

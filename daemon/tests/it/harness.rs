@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use weft::exec::cancel::Cancel;
 use weft::engine::clock::Clock;
 use weft::engine::interviewer::{Interviewer, Scripted};
 use weft::engine::{Conclusion, RunRequest, Services};
+use weft::exec::cancel::Cancel;
 use weft::model::ModelChoice;
 use weft::model::RunStatus;
 use weft::model::{Event, EventKind};
@@ -169,6 +169,7 @@ pub async fn run_in(
             sink.lock().expect("events").push(e.clone());
         })),
         nesting: 0,
+        agents: weft::engine::steering::RunningAgents::default(),
     };
     let request = RunRequest {
         workflow_path: Some(path),

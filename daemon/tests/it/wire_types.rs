@@ -10,12 +10,12 @@ use ts_rs::TS;
 
 use weft::ipc::protocol::{
     AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunList, RunResume,
-    RunStart, RunStarted, WorkflowSource,
+    RunStart, RunStarted, RunSteer, SteerQueued, WorkflowSource,
 };
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
 use weft::model::EnvPolicy;
-use weft::model::ModelChoice;
+use weft::model::{AgentDefaults, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
@@ -90,11 +90,14 @@ fn declarations() -> Vec<Decl> {
         // Commands.
         decl::<ModelChoice>(),
         decl::<EnvPolicy>(),
+        decl::<AgentDefaults>(),
         decl::<WorkflowSource>(),
         decl::<RunStart>(),
         decl::<RunResume>(),
         decl::<RunStarted>(),
         decl::<CancelRequested>(),
+        decl::<RunSteer>(),
+        decl::<SteerQueued>(),
         decl::<DaemonInfo>(),
         // Errors.
         decl::<Code>(),

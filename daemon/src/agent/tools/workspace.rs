@@ -38,7 +38,11 @@ impl Workspace {
     ///
     /// # Errors
     /// When `work_dir` (or an extra root) cannot be resolved.
-    pub fn new(work_dir: &Path, extra_roots: &[PathBuf], cancel: Cancel) -> std::io::Result<Workspace> {
+    pub fn new(
+        work_dir: &Path,
+        extra_roots: &[PathBuf],
+        cancel: Cancel,
+    ) -> std::io::Result<Workspace> {
         let root = work_dir.canonicalize()?;
         let extra_roots = extra_roots
             .iter()
@@ -83,9 +87,8 @@ impl Workspace {
         } else {
             self.root.join(given)
         };
-        let resolved = resolve_existing_prefix(&joined).map_err(|e| {
-            ToolOutput::error(format!("cannot resolve `{path}`: {e}"))
-        })?;
+        let resolved = resolve_existing_prefix(&joined)
+            .map_err(|e| ToolOutput::error(format!("cannot resolve `{path}`: {e}")))?;
         if self.contains(&resolved) {
             Ok(resolved)
         } else {
@@ -188,7 +191,10 @@ mod tests {
         assert!(ws.resolve("../escape.txt").is_err());
         assert!(ws.resolve("src/../../escape.txt").is_err());
         assert!(ws.resolve("/etc/passwd").is_err());
-        assert!(ws.resolve("missing/../../x").is_err(), "`..` after a missing dir");
+        assert!(
+            ws.resolve("missing/../../x").is_err(),
+            "`..` after a missing dir"
+        );
         assert!(ws.resolve("").is_err());
         let absolute = ws.root().join("src/a.rs");
         assert!(ws.resolve(absolute.to_str().expect("utf-8")).is_ok());
@@ -210,9 +216,13 @@ mod tests {
         std::fs::write(dir.path().join("a.txt"), "a").expect("write");
         let existing = ws.resolve("a.txt").expect("resolve");
         let message = ws.check_write(&existing).expect_err("unread").content;
-        assert!(message.contains("has not been read") && message.contains("read_file"), "{message}");
+        assert!(
+            message.contains("has not been read") && message.contains("read_file"),
+            "{message}"
+        );
         ws.mark_read(&existing);
         ws.check_write(&existing).expect("read first");
-        ws.check_write(&ws.resolve("new.txt").expect("resolve")).expect("a new file");
+        ws.check_write(&ws.resolve("new.txt").expect("resolve"))
+            .expect("a new file");
     }
 }

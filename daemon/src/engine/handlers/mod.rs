@@ -9,6 +9,7 @@ mod dry_run;
 mod exit;
 mod fan_in;
 mod human;
+mod model_stage;
 mod prompt;
 mod start;
 mod wait;
@@ -16,14 +17,17 @@ mod wait;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::exec::cancel::Cancel;
 use super::clock::Clock;
 use super::context::Context;
 use super::interviewer::Interviewer;
 use super::recorder::Recorder;
+use crate::exec::cancel::Cancel;
 use crate::lang::graph::{Graph, Handler, Node};
 use crate::model::{FailureClass, Outcome};
 use crate::store::Blobs;
+
+pub(crate) use agent::check_defaults as check_agent_defaults;
+pub(crate) use agent::kept_name as kept_transcript_name;
 
 /// What stays the same for every stage of a run.
 #[derive(Clone)]
@@ -39,6 +43,10 @@ pub(crate) struct RunEnv {
     pub env: Option<Vec<(String, String)>>,
     /// `[run.env]`, which child runs of sub-workflow stages inherit.
     pub env_policy: crate::model::EnvPolicy,
+    /// `[run.agent]`: defaults for agent stages, which child runs inherit.
+    pub agent: crate::model::AgentDefaults,
+    /// Where a running agent stage registers its steering handle.
+    pub agents: super::steering::RunningAgents,
     /// Takes secrets out of what the run records (command output blobs).
     pub redactor: crate::secrets::Redactor,
     pub run_id: String,
@@ -111,7 +119,7 @@ pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Command => command::run(cx).await,
         Handler::Human => human::run(cx).await,
         Handler::Prompt => prompt::run(cx).await,
-        Handler::Agent => agent::run(cx),
+        Handler::Agent => agent::run(cx).await,
         Handler::FanIn => fan_in::run(cx),
         // The run loop drives these itself (nested runners, started once),
         // so they never get here; if one did, its stage fails rather than

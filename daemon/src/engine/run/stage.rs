@@ -478,6 +478,7 @@ impl Runner<'_> {
             "preferred_label": outcome.preferred_label,
             "suggested_next_ids": outcome.suggested_next_ids,
             "context_updates": outcome.context_updates,
+            "files_touched": outcome.files_touched,
             "attempts": ran.attempts,
             "duration_ms": ran.duration_ms,
             "timestamp": crate::store::timestamp(),

@@ -27,9 +27,9 @@ use rand::RngExt;
 use serde_json::{Map, Value};
 
 use super::{MAX_NESTING, Runner, too_deep};
-use crate::exec::cancel::CancelReason;
 use crate::engine::checkpoint::Checkpoint;
 use crate::engine::launch::{self, Conclusion, EngineError, RunRequest, Services};
+use crate::exec::cancel::CancelReason;
 use crate::lang::condition;
 use crate::lang::graph::Node;
 use crate::model::{EventKind, FailureClass, Outcome, ParentLink, RunStatus};
@@ -87,6 +87,7 @@ impl Runner<'_> {
             cancel: self.env.cancel.child(),
             observer: self.recorder.observer(),
             nesting: self.nesting + 1,
+            agents: self.env.agents.clone(),
         };
         let parent_context = self.state.context.values().clone();
         let stop_condition = node
@@ -147,6 +148,7 @@ impl Runner<'_> {
                     env: Some(self.env.models.env()),
                     env_policy: self.env.env_policy.clone(),
                     model: self.env.models.choice().clone(),
+                    agent: self.env.agent.clone(),
                 };
                 let child = launch::start(request, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)

@@ -57,7 +57,9 @@ pub(crate) fn number_of(data_code: Code) -> i64 {
         | Code::QuestionClosed
         | Code::QuestionNotWaiting
         | Code::SubscriptionExists
-        | Code::SubscriptionLimit => code::INVALID_STATE,
+        | Code::SubscriptionLimit
+        | Code::AgentNotRunning
+        | Code::AgentAmbiguous => code::INVALID_STATE,
         Code::WorkflowInvalid
         | Code::WorkflowIo
         | Code::RunConfig

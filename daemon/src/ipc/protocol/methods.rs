@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::envelope::{Id, Rejection, Request, Version};
 use super::error::RpcError;
 use crate::ipc::codec::MAX_FRAME_BYTES;
-use crate::model::{Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
+use crate::model::{AgentDefaults, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
 use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
@@ -106,6 +106,9 @@ methods! {
     "run.resume" => RunResume(RunResume) -> RunStarted;
     /// A page of a run's recorded events.
     "run.events" => RunEvents(RunEvents) -> EventPage;
+    /// Queue a message for a running agent stage, delivered before its
+    /// next model turn (steering).
+    "run.steer" => RunSteer(RunSteer) -> SteerQueued;
     /// Receive live events as `event` notifications.
     "subscribe" => Subscribe(Subscribe) -> Subscribed;
     /// Stop a subscription.
@@ -205,6 +208,10 @@ pub struct RunStart {
     /// optional; which variables commands get despite the secret rules.
     #[serde(default, skip_serializing_if = "EnvPolicy::is_empty")]
     pub env_policy: EnvPolicy,
+    /// `[run.agent]`: `{"max_turns": 50, "permissions": "read-write", …}`,
+    /// every field optional; defaults for the run's agent stages.
+    #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
+    pub agent: AgentDefaults,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     #[ts(as = "Option<Vec<(String, String)>>", optional)]
@@ -229,6 +236,7 @@ impl RunStart {
             artifacts: Vec::new(),
             model: ModelChoice::default(),
             env_policy: EnvPolicy::default(),
+            agent: AgentDefaults::default(),
             env: CallerEnv::default(),
         }
     }
@@ -365,6 +373,36 @@ pub struct EventPage {
     /// The full run id (the request may have used a prefix).
     pub run_id: String,
     pub events: Vec<Event>,
+}
+
+// ----- run.steer ------------------------------------------------------------
+
+/// `run.steer` params: a message for a running agent stage of a run this
+/// daemon executes (human-tools/steering.mdx). The agent gets it as a user
+/// message before its next model call, and the run records
+/// `agent.steered` when it does. A run executed by another process (`weft
+/// run --no-daemon`) cannot be steered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunSteer {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// The agent node to steer; absent for the run's only running agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The message, at most [`crate::engine::steering::MAX_STEERING_BYTES`].
+    pub text: String,
+}
+
+/// The result of `run.steer`: the agent stage the message was queued for.
+/// Errors: `agent.not_running` (no agent of the run is running now, or not
+/// the one named; `data.running` lists those that are), `agent.ambiguous`
+/// (several are and none was named; `data.running`),
+/// `rpc.invalid_params` (an empty or oversized message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct SteerQueued {
+    pub run_id: String,
+    pub node_id: String,
+    pub visit: u32,
 }
 
 // ----- subscribe / unsubscribe ---------------------------------------------

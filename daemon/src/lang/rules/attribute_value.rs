@@ -21,6 +21,7 @@ const ENUMS: &[(&str, &[&str])] = &[
     ("language", &["shell", "python"]),
     ("reasoning_effort", &["low", "medium", "high"]),
     ("backend", &["api", "cli"]),
+    ("permissions", &["read-only", "read-write", "full"]),
 ];
 
 /// Integer attributes and their least allowed value.
@@ -30,6 +31,9 @@ const MINIMUMS: &[(&str, i64)] = &[
     ("max_parallel", 1),
     ("default_max_retries", 0),
     ("max_node_visits", 0),
+    ("max_turns", 1),
+    ("max_tool_rounds", 1),
+    ("max_stage_tokens", 1),
 ];
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
@@ -156,5 +160,26 @@ mod tests {
             "  start -> plan -> run -> fan -> exit",
         ));
         assert!(of_rule(&src, "attribute_value").is_empty());
+    }
+
+    #[test]
+    fn agent_limits_must_be_positive_and_permissions_a_known_level() {
+        let src = wrap(concat!(
+            "  fix [shape=box, prompt=\"x\", max_turns=0, max_tool_rounds=\"-3\", max_stage_tokens=0, permissions=\"read_only\"]\n",
+            "  ok [shape=box, prompt=\"x\", max_turns=5, max_tool_rounds=1, max_stage_tokens=100000, permissions=read-write]\n",
+            "  start -> fix -> ok -> exit",
+        ));
+        let d = of_rule(&src, "attribute_value");
+        assert_eq!(d.len(), 4, "{d:?}");
+        assert!(
+            d.iter().all(|d| d.node_id.as_deref() == Some("fix")),
+            "{d:?}"
+        );
+        assert_eq!(d[0].message, "`max_turns` must be at least 1, found 0");
+        assert!(
+            d.iter()
+                .any(|d| d.hint.as_deref().is_some_and(|h| h.contains("`read-only`"))),
+            "{d:?}"
+        );
     }
 }

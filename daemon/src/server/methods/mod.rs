@@ -5,13 +5,14 @@
 //! matches every method, so a method without a handler does not compile
 //! either, and it is the one place where a result becomes JSON.
 //!
-//! The handlers live in [`run`] (`run.*`), [`question`] (`question.list`,
+//! The handlers live in [`run`] (`run.*`), [`steer`] (`run.steer`), [`question`] (`question.list`,
 //! `question.answer`), [`subscription`] (`subscribe`, `unsubscribe`) and
 //! [`daemon`] (`daemon.status`, `daemon.stop`).
 
 pub mod daemon;
 pub mod question;
 pub mod run;
+pub mod steer;
 pub mod subscription;
 
 use std::collections::HashMap;
@@ -85,6 +86,7 @@ pub(crate) async fn dispatch(call: Call, session: &mut Session) -> Result<Value,
         Call::RunCancel(params) => respond(params, session).await,
         Call::RunResume(params) => respond(params, session).await,
         Call::RunEvents(params) => respond(params, session).await,
+        Call::RunSteer(params) => respond(params, session).await,
         Call::Subscribe(params) => respond(params, session).await,
         Call::Unsubscribe(params) => respond(params, session).await,
         Call::QuestionList(params) => respond(params, session).await,

@@ -471,6 +471,28 @@ pass?: Array<string>,
  */
 deny?: Array<string>, };
 
+export type AgentDefaults = { 
+/**
+ * Model calls per stage, repair turns included.
+ */
+max_turns?: number | null, 
+/**
+ * Model turns that ask for tools, per stage.
+ */
+max_tool_rounds?: number | null, 
+/**
+ * Tokens (input + output) a stage may spend.
+ */
+max_stage_tokens?: number | null, 
+/**
+ * Wall-clock time per stage, as a duration (`30m`, `90s`).
+ */
+timeout?: string | null, 
+/**
+ * `read-only`, `read-write` or `full` (the default).
+ */
+permissions?: string | null, };
+
 export type WorkflowSource = { "path": string } | { "source": string };
 
 export type RunStart = { workflow: WorkflowSource, 
@@ -510,6 +532,11 @@ model?: ModelChoice,
  */
 env_policy?: EnvPolicy, 
 /**
+ * `[run.agent]`: `{"max_turns": 50, "permissions": "read-write", …}`,
+ * every field optional; defaults for the run's agent stages.
+ */
+agent?: AgentDefaults, 
+/**
  * The caller's environment; empty means the daemon's own.
  */
 env?: Array<[string, string]>, };
@@ -537,6 +564,22 @@ status: RunStatus, };
 
 export type CancelRequested = { run_id: string, status: RunStatus, };
 
+export type RunSteer = { 
+/**
+ * A run id or a unique prefix of one.
+ */
+run: string, 
+/**
+ * The agent node to steer; absent for the run's only running agent.
+ */
+node?: string | null, 
+/**
+ * The message, at most [`crate::engine::steering::MAX_STEERING_BYTES`].
+ */
+text: string, };
+
+export type SteerQueued = { run_id: string, node_id: string, visit: number, };
+
 export type DaemonInfo = { 
 /**
  * The weftd crate version.
@@ -547,7 +590,7 @@ version: string,
  */
 protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, };
 
-export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
+export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
 
 export type AppError = { code: Code, message: string, };
 
