@@ -199,6 +199,51 @@ describe('RunScreen', () => {
     await until(() => container.querySelectorAll('[data-testid=tool-tick]').length === 4);
   });
 
+  it('steers a running agent: the message goes to the daemon and shows in the transcript once the agent has it', async () => {
+    const view: RunView = { ...failedView(), run: { ...failedView().run, status: 'running', failure_reason: null }, stages: [agentStage(true)] };
+    const inner = makeTestHost({ views: [view], events: { [RUN]: agentEvents(true) }, stageFiles: {}, questions: [] });
+    const sent: Array<[string, string, string]> = [];
+    const h: Host = { ...inner, steerStage: (run, node, text) => (sent.push([run, node, text]), inner.steerStage(run, node, text)) };
+    await render(h);
+    await until(() => q('[data-testid=steer-box]') !== null);
+    const box = q('[data-testid=steer-box] textarea') as HTMLTextAreaElement;
+    const send = q('[data-testid=steer-box] button[type=submit]') as HTMLButtonElement;
+    expect(send.disabled).toBe(true);
+    await act(async () => {
+      // React tracks the value through the native setter.
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set?.call(box, '  Run only the unit tests.  ');
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await act(async () => send.click());
+    await until(() => q('[data-testid=action-done]') !== null);
+    expect(sent).toEqual([[RUN, AGENT_NODE, 'Run only the unit tests.']]);
+    expect(box.value).toBe('');
+    await until(() => [...container.querySelectorAll('[data-testid=agent-notice]')].some((n) => n.textContent === 'Steered: “Run only the unit tests.”'));
+  });
+
+  it('offers no steering once the agent stage has ended, and says when the daemon is down', async () => {
+    const ended: RunView = { ...failedView(), run: { ...failedView().run, status: 'succeeded', failure_reason: null }, stages: [agentStage(false)] };
+    await render(makeTestHost({ views: [ended], events: { [RUN]: agentEvents(false) }, stageFiles: {}, questions: [] }));
+    await until(() => q('[data-testid=agent-transcript]') !== null);
+    expect(q('[data-testid=steer-box]')).toBeNull();
+    act(() => root?.unmount());
+    container.remove();
+
+    const running: RunView = { ...ended, run: { ...ended.run, status: 'running' }, stages: [agentStage(true)] };
+    const inner = makeTestHost({ views: [running], events: { [RUN]: agentEvents(true) }, stageFiles: {}, questions: [] });
+    await render({ ...inner, steerStage: () => Promise.reject({ code: 'daemon.not_running', message: 'no daemon' }) });
+    await until(() => q('[data-testid=steer-box]') !== null);
+    const box = q('[data-testid=steer-box] textarea') as HTMLTextAreaElement;
+    await act(async () => {
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set?.call(box, 'Stop');
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await act(async () => (q('[data-testid=steer-box] button[type=submit]') as HTMLButtonElement).click());
+    await until(() => q('[data-testid=steer-box] [data-testid=daemon-down]') !== null);
+    // The message stays, to send again once the daemon runs.
+    expect(box.value).toBe('Stop');
+  });
+
   it('reports an unknown run', async () => {
     container = document.createElement('div');
     document.body.append(container);

@@ -1,9 +1,10 @@
 import { useEffect, useMemo, useState } from 'react';
 
-import type { Event, StageRecord } from '../api';
+import type { Event, Host, StageRecord } from '../api';
 import { formatDateTime, formatDuration } from '../format';
 import { AgentFacts, TranscriptView } from './AgentTranscript';
 import { edgeReasonText, routingOf, stageFailureReason } from './derive';
+import { SteerBox } from './SteerBox';
 import { agentTranscript, hasAgentEvents } from './transcript';
 import type { FilesLoad } from './useRun';
 
@@ -29,8 +30,22 @@ function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
   return null;
 }
 
-/** The selected stage: status, timing, attempts and its files, outcome and routing. */
-export function StageDetail({ stage, files, events }: { stage: StageRecord; files: FilesLoad; events: readonly Event[] }) {
+/**
+ * The selected stage: status, timing, attempts and its files, outcome and
+ * routing; for an agent stage also its transcript, spend and files touched,
+ * and while it runs a box to steer it (when `host` is given).
+ */
+export function StageDetail({
+  stage,
+  files,
+  events,
+  host,
+}: {
+  stage: StageRecord;
+  files: FilesLoad;
+  events: readonly Event[];
+  host?: Host;
+}) {
   const ready = files.kind === 'ready' ? files.files : null;
   const updates = contextUpdates(stage);
   const routing = routingOf(events, stage.node_id, stage.visit);
@@ -89,6 +104,7 @@ export function StageDetail({ stage, files, events }: { stage: StageRecord; file
         </ul>
       )}
       {transcript && <AgentFacts stage={stage} transcript={transcript} />}
+      {transcript && host && stage.status === 'running' && <SteerBox key={key} host={host} runId={stage.run_id} node={stage.node_id} />}
       {files.kind === 'loading' && <p className="muted">Loading the stage's files…</p>}
       {files.kind === 'failed' && <p className="error">Could not read the stage's files: {files.message}</p>}
       {available.length > 0 && (
