@@ -16,10 +16,15 @@
 //! - [`transcript`]: the stage's `transcript.jsonl`.
 //! - [`event`]: what a session reports while it works.
 
+mod compaction;
 pub mod config;
 pub mod event;
+mod instructions;
+mod loop_detection;
 pub mod profile;
+mod record;
 pub mod session;
+mod system_prompt;
 pub mod tools;
 pub mod transcript;
 

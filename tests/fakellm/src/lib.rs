@@ -29,7 +29,8 @@
 //!
 //! # The default reply
 //!
-//! When a key has no reply queued, the answer is the text
+//! When a key has no reply queued, the answer is its
+//! [`FakeLlm::script_forever`] reply when it has one, else the text
 //! `fake reply to: ` followed by the first 200 characters of the *last user
 //! text* of the request: the last message with role `user` that has any text
 //! (Anthropic `messages`, Chat `messages`, Responses `input` items — or
@@ -73,7 +74,8 @@
 //! The `weft-fakellm` binary prints `listening on http://127.0.0.1:PORT` and
 //! serves until stdin closes (or it is killed). `POST /_fake/script/{key}`
 //! takes a JSON array of replies (or one reply) in the form of [`Reply`]'s
-//! serde representation, `GET /_fake/requests/{key}` returns the recorded
+//! serde representation, `POST /_fake/forever/{key}` takes one reply for
+//! [`FakeLlm::script_forever`], `GET /_fake/requests/{key}` returns the recorded
 //! requests as JSON and `GET /_fake/pending/{key}` the number of replies not
 //! yet consumed.
 
@@ -165,6 +167,14 @@ impl FakeLlm {
     /// default reply (see the crate docs) answers.
     pub fn script(&self, api_key: &str, replies: impl IntoIterator<Item = Reply>) {
         self.shared.script(api_key, replies);
+    }
+
+    /// Answer every request with this key that finds no scripted reply
+    /// queued with `reply`, for ever, instead of the default reply: a model
+    /// that never stops (a tool call) or that loops. Replaces any earlier
+    /// one.
+    pub fn script_forever(&self, api_key: &str, reply: Reply) {
+        self.shared.script_forever(api_key, reply);
     }
 
     /// Every request received with this API key, in order (requests without a

@@ -37,6 +37,13 @@ pub enum Reply {
     /// ending the chunked body. Non-streaming: send the headers and the first
     /// half of the body, then close.
     BreakStream { after_events: usize, text: String },
+    /// A turn making these tool calls, broken off in the middle of the first
+    /// one. Streaming: the events up to the one that starts the first call
+    /// (the first naming it), and one more (an argument fragment; never the
+    /// last event), then the connection closes. Gemini sends a call whole, so
+    /// there the stream breaks after the call and before the finish.
+    /// Non-streaming: like [`Reply::BreakStream`], half the body.
+    BreakInToolCall { tool_calls: Vec<ToolCall> },
     /// Streaming: a 200 `text/event-stream` whose events are neither valid
     /// JSON nor well-formed SSE. Non-streaming: a 200 `application/json` whose
     /// body is not JSON.
@@ -131,6 +138,9 @@ enum ReplyJson {
         #[serde(default)]
         text: String,
     },
+    BreakInToolCall {
+        tool_calls: Vec<ToolCall>,
+    },
     /// Any value is accepted (`true` by convention).
     MalformedSse(Value),
     RawStatus {
@@ -171,6 +181,7 @@ impl From<ReplyJson> for Reply {
             ReplyJson::BreakStream { after_events, text } => {
                 Reply::BreakStream { after_events, text }
             }
+            ReplyJson::BreakInToolCall { tool_calls } => Reply::BreakInToolCall { tool_calls },
             ReplyJson::MalformedSse(_) => Reply::MalformedSse,
             ReplyJson::RawStatus {
                 status,
@@ -214,6 +225,7 @@ impl From<Reply> for ReplyJson {
             Reply::BreakStream { after_events, text } => {
                 ReplyJson::BreakStream { after_events, text }
             }
+            Reply::BreakInToolCall { tool_calls } => ReplyJson::BreakInToolCall { tool_calls },
             Reply::MalformedSse => ReplyJson::MalformedSse(Value::Bool(true)),
             Reply::RawStatus {
                 status,
@@ -259,6 +271,9 @@ mod tests {
             Reply::BreakStream {
                 after_events: 3,
                 text: "x".into(),
+            },
+            Reply::BreakInToolCall {
+                tool_calls: vec![ToolCall::new("c2", "grep", json!({"pattern": "x"}))],
             },
             Reply::MalformedSse,
             Reply::RawStatus {

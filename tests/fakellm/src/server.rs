@@ -44,6 +44,9 @@ impl Recorded {
 #[derive(Debug, Default)]
 struct KeyState {
     replies: VecDeque<Reply>,
+    /// Answers every request once `replies` is empty, instead of the
+    /// default reply.
+    forever: Option<Reply>,
     requests: Vec<Recorded>,
 }
 
@@ -70,6 +73,10 @@ impl Shared {
         state.replies.len()
     }
 
+    pub(crate) fn script_forever(&self, api_key: &str, reply: Reply) {
+        self.keys().entry(api_key.to_owned()).or_default().forever = Some(reply);
+    }
+
     pub(crate) fn requests(&self, api_key: &str) -> Vec<Recorded> {
         self.keys()
             .get(api_key)
@@ -90,7 +97,9 @@ impl Shared {
     }
 
     fn next_reply(&self, api_key: &str) -> Option<Reply> {
-        self.keys().get_mut(api_key)?.replies.pop_front()
+        let mut keys = self.keys();
+        let state = keys.get_mut(api_key)?;
+        state.replies.pop_front().or_else(|| state.forever.clone())
     }
 
     fn next_seq(&self) -> u64 {
@@ -245,6 +254,30 @@ async fn answer(conn: &mut Conn, shared: &Shared, request: Request) -> std::io::
                 }
             }
         }
+        Reply::BreakInToolCall { tool_calls } => {
+            let first_name = tool_calls.first().map(|c| c.name.clone());
+            let turn = resolve(None, tool_calls, None, None);
+            match framing {
+                Framing::Sse => {
+                    let events = wire.events(&turn, &ctx);
+                    let named = first_name
+                        .map(|name| format!("\"name\":{}", Value::String(name)))
+                        .and_then(|needle| events.iter().position(|e| e.data.contains(&needle)))
+                        .unwrap_or(0);
+                    let sent = (named + 2).min(events.len().saturating_sub(1));
+                    conn.start_stream(200).await?;
+                    for event in &events[..sent] {
+                        send_event(conn, wire, event).await?;
+                    }
+                    conn.close().await
+                }
+                Framing::Whole | Framing::JsonArray => {
+                    let body = whole_body(wire, framing, &turn, &ctx);
+                    let half = &body.as_bytes()[..body.len() / 2];
+                    conn.respond_truncated(200, &[], half, body.len()).await
+                }
+            }
+        }
         Reply::MalformedSse => match framing {
             Framing::Sse => {
                 conn.start_stream(200).await?;
@@ -332,11 +365,21 @@ fn control_endpoint(shared: &Shared, request: &Request, control: &str) -> (u16, 
                 ),
             }
         }
+        ("POST", "forever") => match serde_json::from_slice::<Reply>(&request.body) {
+            Ok(reply) => {
+                shared.script_forever(&key, reply);
+                (200, json!({"forever": true}))
+            }
+            Err(e) => (
+                400,
+                json!({"error": {"message": format!("not a reply: {e}")}}),
+            ),
+        },
         ("GET", "requests") => (200, json!(shared.requests(&key))),
         ("GET", "pending") => (200, json!({"pending": shared.pending(&key)})),
         _ => (
             404,
-            json!({"error": {"message": "use POST /_fake/script/{key}, GET /_fake/requests/{key} or GET /_fake/pending/{key}"}}),
+            json!({"error": {"message": "use POST /_fake/script/{key}, POST /_fake/forever/{key}, GET /_fake/requests/{key} or GET /_fake/pending/{key}"}}),
         ),
     }
 }

@@ -269,3 +269,39 @@ fn chunked_request_bodies_are_accepted() {
         "chunked hello"
     );
 }
+
+#[test]
+fn break_in_tool_call_stops_after_the_first_call_starts() {
+    let server = FakeLlm::start();
+    for provider in ALL {
+        let key = key(&format!("break-tool-{provider:?}"));
+        let arguments = serde_json::json!({"file_path": "src/a/very/long/path/to/main.rs"});
+        server.script(
+            &key,
+            [Reply::BreakInToolCall {
+                tool_calls: vec![
+                    weft_fakellm::ToolCall::new("", "read_file", arguments.clone()),
+                    weft_fakellm::ToolCall::new("", "grep", serde_json::json!({})),
+                ],
+            }],
+        );
+        let response = provider.ask(&server, &key, "hi", true);
+        assert_eq!(response.status, 200);
+        assert!(!response.complete, "{provider:?}: the body never ends");
+        let data: String = response.events().iter().map(|e| e.data.clone()).collect();
+        assert!(
+            data.contains("read_file"),
+            "{provider:?}: the first call started: {data}"
+        );
+        assert!(
+            !data.contains("\"grep\""),
+            "{provider:?}: the second never did: {data}"
+        );
+        if !matches!(provider, Provider::Gemini) {
+            assert!(
+                !data.contains("main.rs"),
+                "{provider:?}: the arguments are cut short: {data}"
+            );
+        }
+    }
+}

@@ -287,3 +287,32 @@ async fn serves_from_inside_an_async_test() {
     assert!(raw.contains("\"content\":\"async ok\""));
     drop(server);
 }
+
+#[test]
+fn a_forever_reply_answers_once_the_queue_is_empty() {
+    let server = FakeLlm::start();
+    let key = key("forever");
+    server.script(&key, [Reply::Text("first".into())]);
+    server.script_forever(&key, Reply::Text("again".into()));
+    let ask =
+        |key: &str| Provider::Chat.text_of(&Provider::Chat.ask(&server, key, "hi", false).json());
+    assert_eq!(ask(&key), "first", "the queue comes first");
+    for _ in 0..3 {
+        assert_eq!(ask(&key), "again");
+    }
+    assert_eq!(server.pending(&key), 0);
+
+    // Over HTTP, for other processes.
+    let other = self::key("forever-http");
+    let body = json!({"text": "over http"}).to_string();
+    let response = send(
+        server.addr(),
+        "POST",
+        &format!("/_fake/forever/{other}"),
+        &[],
+        body.as_bytes(),
+    );
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(ask(&other), "over http");
+    assert_eq!(ask(&other), "over http");
+}

@@ -1,0 +1,852 @@
+//! `weft::agent::Session` against the fake provider server: the agent loop
+//! over real HTTP in each provider's wire format, with real tools in a
+//! temporary work dir — limits, loop detection, compaction, steering,
+//! cancellation and the transcript.
+
+#![allow(clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use weft::agent::tools::Workspace;
+use weft::agent::transcript::Entry;
+use weft::agent::{
+    AgentEvent, Limits, Permissions, Reply, Session, SessionConfig, SessionError, SessionErrorKind,
+};
+use weft::exec::cancel::{Cancel, CancelReason};
+use weft::llm::{LlmClient, LlmSettings, Request, RetryPolicy, Sleeper};
+use weft_fakellm::{Recorded, Reply as Fake, ToolCall, Usage as FakeUsage};
+
+use super::harness::{fake_llm, fresh_key};
+
+/// The four APIs, each as a provider pointed at the fake server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Api {
+    Anthropic,
+    OpenAi,
+    Gemini,
+    /// Chat Completions, as a provider named in settings.toml.
+    Compat,
+}
+
+impl Api {
+    fn provider(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic",
+            Api::OpenAi => "openai",
+            Api::Gemini => "gemini",
+            Api::Compat => "local",
+        }
+    }
+
+    fn model(self) -> &'static str {
+        match self {
+            Api::Anthropic => "claude-sonnet-4-5",
+            Api::OpenAi => "gpt-5.5",
+            Api::Gemini => "gemini-3-flash-preview",
+            Api::Compat => "llama3.1",
+        }
+    }
+
+    fn env(self, key: &str) -> BTreeMap<String, String> {
+        let url = fake_llm().url();
+        let (key_var, url_var, base) = match self {
+            Api::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", url),
+            Api::OpenAi => ("OPENAI_API_KEY", "OPENAI_BASE_URL", format!("{url}/v1")),
+            Api::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL", url),
+            Api::Compat => ("LOCAL_LLM_KEY", "LOCAL_LLM_URL", format!("{url}/v1")),
+        };
+        BTreeMap::from([(key_var.into(), key.into()), (url_var.into(), base)])
+    }
+}
+
+/// settings.toml: the OpenAI-compatible provider `local`, and a model of
+/// 20,000 tokens of context for compaction.
+const SETTINGS: &str = r#"
+[providers.local]
+kind = "openai_compat"
+base_url = "http://127.0.0.1:9/v1"
+base_url_env = "LOCAL_LLM_URL"
+api_key_env = "LOCAL_LLM_KEY"
+models = ["llama3.1", "tiny-context"]
+
+[[models]]
+id = "tiny-context"
+provider = "local"
+context_window = 20000
+"#;
+
+/// One test's agent: a fresh key on the shared fake server, a client, a
+/// work dir and a stage directory.
+struct Fixture {
+    api: Api,
+    key: String,
+    client: LlmClient,
+    work: tempfile::TempDir,
+    stage: tempfile::TempDir,
+    cancel: Cancel,
+}
+
+/// What a session gave back.
+struct Outcome {
+    result: Result<Reply, SessionError>,
+    events: Vec<AgentEvent>,
+    files_touched: Vec<String>,
+    usage: weft::llm::Usage,
+}
+
+impl Fixture {
+    fn new(api: Api) -> Fixture {
+        let key = fresh_key(&format!("agent-{}", api.provider()));
+        let settings = LlmSettings::parse(SETTINGS).expect("settings");
+        let client = LlmClient::new(&api.env(&key), &settings)
+            .expect("client")
+            .with_sleeper(Sleeper::recording())
+            .with_retry(RetryPolicy {
+                initial_delay: Duration::from_millis(1),
+                jitter: false,
+                ..RetryPolicy::default()
+            });
+        Fixture {
+            api,
+            key,
+            client,
+            work: tempfile::tempdir().expect("work dir"),
+            stage: tempfile::tempdir().expect("stage dir"),
+            cancel: Cancel::new(),
+        }
+    }
+
+    fn script(&self, replies: impl IntoIterator<Item = Fake>) {
+        fake_llm().script(&self.key, replies);
+    }
+
+    fn requests(&self) -> Vec<Recorded> {
+        fake_llm().requests(&self.key)
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        std::fs::write(self.work.path().join(path), text).expect("write a work file");
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.work.path().join(path)).expect("read a work file")
+    }
+
+    fn config(&self, stream: bool) -> SessionConfig {
+        SessionConfig {
+            request: Request {
+                model: Some(self.api.model().into()),
+                provider: Some(self.api.provider().into()),
+                stream,
+                ..Request::default()
+            },
+            limits: Limits::default(),
+            permissions: Permissions::Full,
+            instructions_from: self.work.path().to_path_buf(),
+            web_search_key: None,
+            record_dir: Some(self.stage.path().to_path_buf()),
+        }
+    }
+
+    fn workspace(&self) -> Workspace {
+        Workspace::new(self.work.path(), &[], self.cancel.clone()).expect("workspace")
+    }
+
+    async fn run(&self, config: SessionConfig, prompt: &str) -> Outcome {
+        self.run_with(config, prompt, |_, _| {}).await
+    }
+
+    /// Runs a session; `react` sees each event with the session's steering
+    /// handle.
+    async fn run_with(
+        &self,
+        config: SessionConfig,
+        prompt: &str,
+        mut react: impl FnMut(&AgentEvent, &weft::agent::Steering) + Send,
+    ) -> Outcome {
+        let mut session = Session::new(config, &self.client, self.workspace());
+        let steering = session.steering();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&events);
+        let mut on_event = move |event: AgentEvent| {
+            react(&event, &steering);
+            seen.lock().expect("events").push(event);
+        };
+        let result = session.send(prompt, &mut on_event).await;
+        let events = std::mem::take(&mut *events.lock().expect("events"));
+        Outcome {
+            result,
+            events,
+            files_touched: session.files_touched(),
+            usage: session.usage(),
+        }
+    }
+
+    fn transcript(&self) -> Vec<Entry> {
+        let text = std::fs::read_to_string(self.stage.path().join("transcript.jsonl"))
+            .expect("the transcript is written");
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("each line is an entry"))
+            .collect()
+    }
+
+    fn tool_file(&self, relative: &str) -> PathBuf {
+        self.stage.path().join(relative)
+    }
+}
+
+fn call(name: &str, arguments: Value) -> ToolCall {
+    ToolCall::new("", name, arguments)
+}
+
+fn error_kind(outcome: &Outcome) -> (SessionErrorKind, String) {
+    let e = outcome.result.clone().expect_err("the session fails");
+    (e.kind, e.message)
+}
+
+fn tools_completed(events: &[AgentEvent]) -> Vec<(String, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCompleted { tool, is_error, .. } => Some((tool.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A request body as text, for "the model was sent X" checks that hold in
+/// every wire format.
+fn body_text(request: &Recorded) -> String {
+    request.body.to_string()
+}
+
+// --- The loop on each provider ----------------------------------------------
+
+async fn read_edit_reply(api: Api, stream: bool) {
+    let f = Fixture::new(api);
+    f.write("greeting.txt", "hello world\n");
+    f.script([
+        Fake::Turn {
+            text: Some("Let me look at the file.".into()),
+            tool_calls: vec![call("read_file", json!({"file_path": "greeting.txt"}))],
+            usage: None,
+            finish: None,
+        },
+        Fake::ToolCalls(vec![call(
+            "write_file",
+            json!({"file_path": "greeting.txt", "content": "hello weft\n"}),
+        )]),
+        Fake::Text("I changed the greeting.".into()),
+    ]);
+    let out = f
+        .run(f.config(stream), "Change the greeting to weft.")
+        .await;
+    let reply = out.result.expect("the session completes");
+    assert_eq!(reply.text, "I changed the greeting.");
+    assert_eq!(
+        f.read("greeting.txt"),
+        "hello weft\n",
+        "the model's write happened"
+    );
+    assert_eq!(out.files_touched, ["greeting.txt"]);
+
+    let requests = f.requests();
+    assert_eq!(requests.len(), 3, "three model turns");
+    let first = body_text(&requests[0]);
+    assert!(
+        first.contains("Change the greeting to weft."),
+        "the prompt is sent"
+    );
+    assert!(
+        first.contains("<environment>"),
+        "the system prompt is sent: {first}"
+    );
+    assert!(
+        first.contains("write_file") && first.contains("read_file"),
+        "tools are declared"
+    );
+    assert!(
+        body_text(&requests[1]).contains("1 | hello world"),
+        "the second turn carries the read result"
+    );
+    assert!(body_text(&requests[2]).contains("Wrote 11 bytes to greeting.txt"));
+    assert_eq!(
+        tools_completed(&out.events),
+        [
+            ("read_file".to_string(), false),
+            ("write_file".to_string(), false)
+        ]
+    );
+    let turns: Vec<u32> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TurnCompleted { turn, .. } => Some(*turn),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(turns, [1, 2, 3]);
+    let models = out
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ModelCompleted { .. }))
+        .count();
+    assert_eq!(models, 3);
+    assert!(
+        out.usage.input > 0 && out.usage.output > 0,
+        "usage is summed"
+    );
+    if stream {
+        let text: String = out
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            text, "Let me look at the file.I changed the greeting.",
+            "streamed text arrives as coalesced events"
+        );
+        let text_events = out
+            .events
+            .iter()
+            .filter(|e| matches!(e, AgentEvent::Text { .. }))
+            .count();
+        assert!(
+            text_events <= 4,
+            "coalesced, not one event per word: {text_events}"
+        );
+    }
+}
+
+macro_rules! per_provider {
+    ($($name:ident: $api:expr;)*) => {$(
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn reads_edits_and_replies() { read_edit_reply($api, false).await }
+            #[tokio::test]
+            async fn streaming_reads_edits_and_replies() { read_edit_reply($api, true).await }
+            #[tokio::test]
+            async fn several_calls_in_one_turn_are_answered_in_order() {
+                parallel_reads($api, true).await
+            }
+            #[tokio::test]
+            async fn a_tool_error_is_fed_back() { tool_error_fed_back($api).await }
+            #[tokio::test]
+            async fn a_stream_broken_mid_tool_call_is_retried() {
+                broken_mid_tool_call($api).await
+            }
+        }
+    )*};
+}
+
+per_provider! {
+    anthropic: Api::Anthropic;
+    openai: Api::OpenAi;
+    gemini: Api::Gemini;
+    compat: Api::Compat;
+}
+
+async fn parallel_reads(api: Api, stream: bool) {
+    let f = Fixture::new(api);
+    for name in ["a", "b", "c"] {
+        f.write(&format!("{name}.txt"), &format!("content of {name}\n"));
+    }
+    f.script([
+        Fake::ToolCalls(vec![
+            call("read_file", json!({"file_path": "a.txt"})),
+            call("read_file", json!({"file_path": "b.txt"})),
+            call("read_file", json!({"file_path": "c.txt"})),
+        ]),
+        Fake::Text("read them".into()),
+    ]);
+    let out = f.run(f.config(stream), "read a, b and c").await;
+    out.result.expect("completes");
+    // The three reads ran as one batch: all started before any completed.
+    let order: Vec<&str> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolStarted { .. } => Some("start"),
+            AgentEvent::ToolCompleted { .. } => Some("done"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["start", "start", "start", "done", "done", "done"]);
+    let second = body_text(&f.requests()[1]);
+    let positions: Vec<usize> = ["content of a", "content of b", "content of c"]
+        .iter()
+        .map(|t| second.find(t).expect("every result is sent back"))
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "in the calls' order: {positions:?}"
+    );
+}
+
+async fn tool_error_fed_back(api: Api) {
+    let f = Fixture::new(api);
+    f.script([
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "missing.txt"}))]),
+        Fake::Text("the file is missing".into()),
+    ]);
+    let out = f.run(f.config(false), "read missing.txt").await;
+    assert_eq!(out.result.expect("completes").text, "the file is missing");
+    assert_eq!(
+        tools_completed(&out.events),
+        [("read_file".to_string(), true)]
+    );
+    let second = body_text(&f.requests()[1]);
+    assert!(second.contains("cannot read missing.txt"), "{second}");
+    if api == Api::Anthropic {
+        assert!(
+            second.contains(r#""is_error":true"#),
+            "Anthropic marks the result: {second}"
+        );
+    }
+}
+
+async fn broken_mid_tool_call(api: Api) {
+    let f = Fixture::new(api);
+    f.write("a.txt", "alpha\n");
+    let read = || vec![call("read_file", json!({"file_path": "a.txt"}))];
+    f.script([
+        Fake::BreakInToolCall { tool_calls: read() },
+        Fake::ToolCalls(read()),
+        Fake::Text("read it".into()),
+    ]);
+    let out = f.run(f.config(true), "read a.txt").await;
+    assert_eq!(out.result.expect("completes").text, "read it");
+    let retried = out
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Call(weft::llm::CallEvent::Retry { .. })))
+        .count();
+    assert_eq!(retried, 1, "the broken attempt is retried once");
+    assert_eq!(
+        tools_completed(&out.events),
+        [("read_file".to_string(), false)],
+        "the half-streamed call is never run"
+    );
+}
+
+// --- Guardrails the model recovers from ---------------------------------------
+
+#[tokio::test]
+async fn a_write_before_read_is_refused_and_the_model_recovers() {
+    let f = Fixture::new(Api::Anthropic);
+    f.write("notes.md", "old\n");
+    f.script([
+        Fake::ToolCalls(vec![call(
+            "write_file",
+            json!({"file_path": "notes.md", "content": "new\n"}),
+        )]),
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "notes.md"}))]),
+        Fake::ToolCalls(vec![call(
+            "write_file",
+            json!({"file_path": "notes.md", "content": "new\n"}),
+        )]),
+        Fake::Text("done".into()),
+    ]);
+    let out = f.run(f.config(false), "rewrite notes.md").await;
+    out.result.expect("completes");
+    assert_eq!(f.read("notes.md"), "new\n");
+    assert_eq!(
+        tools_completed(&out.events),
+        [
+            ("write_file".to_string(), true),
+            ("read_file".to_string(), false),
+            ("write_file".to_string(), false)
+        ]
+    );
+    assert!(body_text(&f.requests()[1]).contains("has not been read"));
+    assert_eq!(
+        out.files_touched,
+        ["notes.md"],
+        "only the successful write counts"
+    );
+}
+
+#[tokio::test]
+async fn unknown_tools_forbidden_tools_and_bad_arguments_are_error_results() {
+    let f = Fixture::new(Api::OpenAi);
+    f.script([
+        Fake::ToolCalls(vec![
+            call("teleport", json!({"to": "mars"})),
+            call("write_file", json!({"file_path": "x.txt", "content": "x"})),
+            call("read_file", json!(["not", "an", "object"])),
+        ]),
+        Fake::Text("I give up".into()),
+    ]);
+    let mut config = f.config(false);
+    config.permissions = Permissions::ReadOnly;
+    let out = f.run(config, "try things").await;
+    assert_eq!(out.result.expect("completes").text, "I give up");
+    assert!(
+        tools_completed(&out.events).iter().all(|(_, error)| *error),
+        "{:?}",
+        tools_completed(&out.events)
+    );
+    let second = body_text(&f.requests()[1]);
+    assert!(second.contains("unknown tool `teleport`"), "{second}");
+    assert!(second.contains("`write_file` is not allowed"), "{second}");
+    assert!(second.contains("must be a JSON object"), "{second}");
+    assert!(
+        !f.work.path().join("x.txt").exists(),
+        "a forbidden tool never runs"
+    );
+    let first = body_text(&f.requests()[0]);
+    assert!(
+        !first.contains("\"write_file\""),
+        "a read-only agent is not offered write_file"
+    );
+}
+
+// --- Limits -------------------------------------------------------------------
+
+fn reads(n: usize) -> Vec<Fake> {
+    (0..n)
+        .map(|i| {
+            Fake::ToolCalls(vec![call(
+                "read_file",
+                json!({"file_path": "f.txt", "offset": i + 1}),
+            )])
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_turn_limit_stops_the_session_naming_it() {
+    let f = Fixture::new(Api::Anthropic);
+    f.write("f.txt", "x\n");
+    f.script(reads(10));
+    let mut config = f.config(false);
+    config.limits.max_turns = 3;
+    let out = f.run(config, "go").await;
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Limit);
+    assert_eq!(message, "reached max_turns (3)");
+    assert_eq!(f.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn a_model_that_never_stops_hits_the_tool_round_limit() {
+    let f = Fixture::new(Api::Gemini);
+    f.write("f.txt", "x\n");
+    f.script(reads(3));
+    // Then the same call for ever (a loop, but the limit comes first).
+    fake_llm().script_forever(
+        &f.key,
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "f.txt"}))]),
+    );
+    let mut config = f.config(true);
+    config.limits.max_tool_rounds = 5;
+    let out = f.run(config, "go").await;
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Limit);
+    assert_eq!(message, "reached max_tool_rounds (5)");
+    assert_eq!(f.requests().len(), 6, "the sixth turn's calls are not run");
+    assert_eq!(tools_completed(&out.events).len(), 5);
+}
+
+#[tokio::test]
+async fn the_token_budget_counts_input_and_output_of_every_call() {
+    let f = Fixture::new(Api::Compat);
+    f.write("f.txt", "x\n");
+    let usage = Some(FakeUsage {
+        input: 60,
+        output: 10,
+        ..FakeUsage::default()
+    });
+    f.script((0..3).map(|i| Fake::Turn {
+        text: None,
+        tool_calls: vec![call(
+            "read_file",
+            json!({"file_path": "f.txt", "offset": i + 1}),
+        )],
+        usage,
+        finish: None,
+    }));
+    let mut config = f.config(false);
+    config.limits.max_tokens = Some(100);
+    let out = f.run(config, "go").await;
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Limit);
+    assert_eq!(message, "reached max_stage_tokens (100): 140 tokens used");
+    assert_eq!(f.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn the_timeout_stops_a_hanging_model_call() {
+    let f = Fixture::new(Api::Anthropic);
+    f.script([Fake::Hang]);
+    let mut config = f.config(true);
+    config.limits.timeout = Some(Duration::from_millis(300));
+    let out = f.run(config, "go").await;
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Limit);
+    assert!(message.starts_with("reached the timeout"), "{message}");
+}
+
+/// Cancellation while the model is answering: the stream is dropped at
+/// once. (Cancellation during a long `shell` call needs the shell tool: see
+/// the shell tests once it lands.)
+#[tokio::test]
+async fn cancelling_stops_a_model_call_in_flight() {
+    let f = Fixture::new(Api::OpenAi);
+    f.script([Fake::Hang]);
+    let cancel = f.cancel.clone();
+    let key = f.key.clone();
+    let canceller = tokio::spawn(async move {
+        // Wait for the request to reach the server, then cancel.
+        while fake_llm().requests(&key).is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        cancel.cancel(CancelReason::User("stop".into()));
+    });
+    let out = f.run(f.config(true), "go").await;
+    canceller.await.expect("canceller");
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Cancelled);
+    assert_eq!(message, "cancelled: stop");
+}
+
+#[tokio::test]
+async fn a_failed_model_call_is_an_llm_error() {
+    let f = Fixture::new(Api::Anthropic);
+    f.script([Fake::Error {
+        status: 401,
+        retry_after: None,
+        message: "bad key".into(),
+    }]);
+    let out = f.run(f.config(false), "go").await;
+    let (kind, _) = error_kind(&out);
+    assert!(
+        matches!(kind, SessionErrorKind::Llm(ref e) if e.code() == "llm.auth"),
+        "{kind:?}"
+    );
+}
+
+// --- Loop detection -------------------------------------------------------------
+
+#[tokio::test]
+async fn a_looping_model_is_warned_then_stopped() {
+    let f = Fixture::new(Api::Anthropic);
+    f.write("f.txt", "x\n");
+    let same = || Fake::ToolCalls(vec![call("read_file", json!({"file_path": "f.txt"}))]);
+    f.script((0..30).map(|_| same()));
+    let out = f.run(f.config(false), "go").await;
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Loop, "{message}");
+    assert!(message.contains("read_file"), "{message}");
+    let requests = f.requests();
+    assert_eq!(
+        requests.len(),
+        20,
+        "warned after 10 turns, stopped after 10 more"
+    );
+    assert!(
+        body_text(&requests[10]).contains("[Loop detected]"),
+        "the warning reaches the model"
+    );
+    assert!(!body_text(&requests[9]).contains("[Loop detected]"));
+    let detected = out
+        .events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::LoopDetected { pattern_len: 1, .. }))
+        .count();
+    assert_eq!(detected, 1);
+}
+
+// --- Steering -------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_steering_message_reaches_the_model_at_its_next_turn() {
+    let f = Fixture::new(Api::Gemini);
+    f.write("f.txt", "x\n");
+    f.script([
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "f.txt"}))]),
+        Fake::Text("ok".into()),
+    ]);
+    let out = f
+        .run_with(f.config(false), "go", |event, steering| {
+            if matches!(event, AgentEvent::ToolStarted { .. }) {
+                steering.send("use tabs, not spaces");
+            }
+        })
+        .await;
+    out.result.expect("completes");
+    let requests = f.requests();
+    assert!(!body_text(&requests[0]).contains("use tabs"));
+    assert!(body_text(&requests[1]).contains("[Steering] use tabs, not spaces"));
+    assert!(
+        out.events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Steered { text } if text == "use tabs, not spaces"))
+    );
+    assert!(
+        f.transcript()
+            .iter()
+            .any(|e| matches!(e, Entry::Steering { .. }))
+    );
+}
+
+// --- Compaction -----------------------------------------------------------------
+
+#[tokio::test]
+async fn a_conversation_near_the_context_window_is_compacted() {
+    let f = Fixture::new(Api::Compat);
+    // 20,000 characters a file: about 5,000 tokens a turn against a window of
+    // 20,000 (tiny-context), so compaction is due from the third turn and
+    // possible (more than six turns) after the seventh.
+    for i in 0..7 {
+        f.write(
+            &format!("big{i}.txt"),
+            &format!("line {i}\n").repeat(20_000 / 7),
+        );
+    }
+    let mut replies: Vec<Fake> = (0..7)
+        .map(|i| {
+            Fake::ToolCalls(vec![call(
+                "read_file",
+                json!({"file_path": format!("big{i}.txt")}),
+            )])
+        })
+        .collect();
+    replies.push(Fake::Text("## Goal\nread the big files".into()));
+    replies.push(Fake::Text("all read".into()));
+    f.script(replies);
+    let mut config = f.config(true);
+    config.request.model = Some("tiny-context".into());
+    let out = f.run(config, "read every big file").await;
+    assert_eq!(out.result.expect("completes").text, "all read");
+    let requests = f.requests();
+    assert_eq!(requests.len(), 9, "seven turns, the summary, the last turn");
+    let summary_call = &requests[7].body;
+    assert_ne!(
+        summary_call["stream"],
+        json!(true),
+        "the summary is not streamed"
+    );
+    assert!(summary_call["tools"].is_null(), "and offers no tools");
+    let after = body_text(&requests[8]);
+    assert!(after.contains("[Context Summary]") && after.contains("read the big files"));
+    assert!(
+        !after.contains("read every big file\""),
+        "the old turns are gone"
+    );
+    let compacted = out.events.iter().find_map(|e| match e {
+        AgentEvent::Compacted {
+            original_turns,
+            preserved_turns,
+            context_window,
+            ..
+        } => Some((*original_turns, *preserved_turns, *context_window)),
+        _ => None,
+    });
+    assert_eq!(compacted, Some((7, 6, 20_000)));
+}
+
+// --- The transcript -------------------------------------------------------------
+
+#[tokio::test]
+async fn the_transcript_records_the_session_line_by_line() {
+    let f = Fixture::new(Api::Anthropic);
+    // 1,000 lines of 100 characters: over read_file's 50,000 for the model.
+    f.write(
+        "a.txt",
+        &format!("{}\n", "0123456789".repeat(10)).repeat(1_000),
+    );
+    f.script([
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "a.txt"}))]),
+        Fake::Text("done".into()),
+    ]);
+    let out = f.run(f.config(false), "read a.txt").await;
+    out.result.expect("completes");
+    let entries = f.transcript();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Session { .. } => "session",
+            Entry::System { .. } => "system",
+            Entry::User { .. } => "user",
+            Entry::Assistant { .. } => "assistant",
+            Entry::Tool { .. } => "tool",
+            Entry::Steering { .. } => "steering",
+            Entry::Compaction { .. } => "compaction",
+            Entry::LoopDetected { .. } => "loop_detected",
+            Entry::End { .. } => "end",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "session",
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "end"
+        ]
+    );
+    let Entry::Tool {
+        output_file: Some(file),
+        output_bytes,
+        ..
+    } = &entries[4]
+    else {
+        panic!("a tool line naming its output file: {:?}", entries[4]);
+    };
+    let full = std::fs::read_to_string(f.tool_file(file)).expect("the full output is kept");
+    assert_eq!(full.len() as u64, *output_bytes);
+    assert_eq!(file, "tools/0001-read_file.txt");
+    let sent = body_text(&f.requests()[1]);
+    assert!(
+        sent.contains("characters cut; the whole output is in tools/0001-read_file.txt"),
+        "the model gets a cut output naming the file"
+    );
+    assert!(matches!(&entries[6], Entry::End { reason } if reason == "completed"));
+    let Entry::Session {
+        provider, tools, ..
+    } = &entries[0]
+    else {
+        panic!("session first");
+    };
+    assert_eq!(provider, "anthropic");
+    assert!(tools.contains(&"edit_file".to_string()));
+}
+
+#[tokio::test]
+async fn project_instructions_are_in_the_system_prompt() {
+    let f = Fixture::new(Api::OpenAi);
+    std::fs::create_dir_all(f.work.path().join(".codex")).expect("dir");
+    f.write("AGENTS.md", "Always run the linter.");
+    f.write(".codex/instructions.md", "Codex: prefer small patches.");
+    f.write("CLAUDE.md", "Claude only.");
+    f.script([Fake::Text("ok".into())]);
+    f.run(f.config(false), "hi")
+        .await
+        .result
+        .expect("completes");
+    let first = body_text(&f.requests()[0]);
+    assert!(first.contains("Always run the linter.") && first.contains("prefer small patches"));
+    assert!(!first.contains("Claude only."), "CLAUDE.md is Anthropic's");
+}
+
+#[test]
+fn a_session_future_is_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let f = Fixture::new(Api::Anthropic);
+    let mut session = Session::new(f.config(false), &f.client, f.workspace());
+    let mut on_event = |_: AgentEvent| {};
+    let future = session.send("hi", &mut on_event);
+    assert_send(&future);
+}
