@@ -11,6 +11,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use super::compaction;
 use super::config::SessionConfig;
 use super::event::AgentEvent;
@@ -115,7 +117,8 @@ impl std::error::Error for SessionError {}
 pub struct Session<'a> {
     pub(crate) config: SessionConfig,
     pub(crate) client: &'a LlmClient,
-    pub(crate) workspace: Workspace,
+    /// Shared with the blocking threads read tools run on.
+    pub(crate) workspace: Arc<Workspace>,
     pub(crate) steering: Steering,
     state: State,
 }
@@ -146,6 +149,8 @@ struct State {
 /// What the first `send` settles for the whole session.
 struct Setup {
     tools: Vec<Tool>,
+    /// The tools' declarations, as sent every turn.
+    specs: Vec<crate::llm::ToolSpec>,
     system: String,
     context_window: u64,
 }
@@ -170,7 +175,7 @@ impl<'a> Session<'a> {
         Session {
             config,
             client,
-            workspace,
+            workspace: Arc::new(workspace),
             steering: Steering::default(),
             state: State {
                 recorder,
@@ -370,6 +375,7 @@ impl<'a> Session<'a> {
             on_event,
         );
         self.state.setup = Some(Setup {
+            specs: tools.iter().map(|t| t.spec()).collect(),
             tools,
             system,
             context_window,
@@ -411,12 +417,14 @@ impl<'a> Session<'a> {
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<Completion, SessionError> {
         let setup = self.setup();
-        let request = Request {
+        let mut request = Request {
             system: Some(setup.system.clone()),
-            messages: self.state.history.clone(),
-            tools: setup.tools.iter().map(|t| t.spec()).collect(),
+            tools: setup.specs.clone(),
             ..self.config.request.clone()
         };
+        // Lent to the request rather than copied: the conversation is the
+        // bulk of a session's memory, and this is every turn.
+        request.messages = std::mem::take(&mut self.state.history);
         let started = Instant::now();
         let mut text = TextBuffer::new(turn);
         let result = {
@@ -439,6 +447,7 @@ impl<'a> Session<'a> {
             )
             .await
         };
+        self.state.history = std::mem::take(&mut request.messages);
         text.flush(on_event);
         let completion = result?.map_err(SessionError::llm)?;
         self.count(&completion, started.elapsed(), on_event);
@@ -545,10 +554,15 @@ impl<'a> Session<'a> {
                     arguments: p.call.arguments.clone(),
                 });
             }
-            let workspace = &self.workspace;
-            let runs = futures_util::future::join_all(batch.iter().map(|p| run_one(workspace, p)));
+            let runs = futures_util::future::join_all(batch.iter().map(|p| {
+                run_call(
+                    Arc::clone(&self.workspace),
+                    p.tool.clone(),
+                    p.call.arguments.clone(),
+                )
+            }));
             let ran = guard(
-                &workspace.cancel,
+                &self.workspace.cancel,
                 deadline,
                 self.config.limits.timeout,
                 runs,
@@ -766,11 +780,27 @@ fn is_read_only(planned: &Planned<'_>) -> bool {
     planned.tool.as_ref().map_or(true, |t| t.is_read_only())
 }
 
-async fn run_one(workspace: &Workspace, planned: &Planned<'_>) -> Ran {
+/// Runs one call. Read tools do their file work synchronously, so they run
+/// on the blocking pool: several at once, and a long search never holds up
+/// the runtime (or the cancellation that drops it). A tool that panics is
+/// an error result.
+async fn run_call(
+    workspace: Arc<Workspace>,
+    tool: Result<Tool, ToolOutput>,
+    arguments: Value,
+) -> Ran {
     let started = Instant::now();
-    let output = match &planned.tool {
-        Ok(tool) => tool.run(workspace, &planned.call.arguments).await,
-        Err(refusal) => refusal.clone(),
+    let output = match tool {
+        Err(refusal) => refusal,
+        Ok(tool) if tool.is_read_only() => {
+            let task = tokio::task::spawn_blocking(move || {
+                tokio::runtime::Handle::current().block_on(tool.run(&workspace, &arguments))
+            });
+            task.await.unwrap_or_else(|e| {
+                ToolOutput::error(format!("the {} tool failed: {e}", tool.name()))
+            })
+        }
+        Ok(tool) => tool.run(&workspace, &arguments).await,
     };
     Ran {
         output,
@@ -826,20 +856,30 @@ impl TextBuffer {
     }
 
     fn push(&mut self, text: &str, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+        self.push_at(text, Instant::now(), on_event);
+    }
+
+    fn push_at(&mut self, text: &str, now: Instant, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
         self.pending.push_str(text);
-        if self.pending.len() >= TEXT_FLUSH_BYTES || self.last.elapsed() >= TEXT_FLUSH_INTERVAL {
-            self.flush(on_event);
+        if self.pending.len() >= TEXT_FLUSH_BYTES
+            || now.saturating_duration_since(self.last) >= TEXT_FLUSH_INTERVAL
+        {
+            self.flush_at(now, on_event);
         }
     }
 
     fn flush(&mut self, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+        self.flush_at(Instant::now(), on_event);
+    }
+
+    fn flush_at(&mut self, now: Instant, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
         if !self.pending.is_empty() {
             on_event(AgentEvent::Text {
                 turn: self.turn,
                 text: std::mem::take(&mut self.pending),
             });
         }
-        self.last = Instant::now();
+        self.last = now;
     }
 }
 
@@ -864,4 +904,42 @@ fn finish_name(finish: &FinishReason) -> &str {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(events: &[AgentEvent]) -> Vec<usize> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Text { text, .. } => Some(text.len()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn streamed_text_is_passed_on_every_2_kb_or_100_ms() {
+        let start = Instant::now();
+        let mut buffer = TextBuffer::new(1);
+        buffer.last = start;
+        let mut events = Vec::new();
+        let mut on_event = |e: AgentEvent| events.push(e);
+        // 3,000 bytes at once in words of 10: one event at 2 KB, the rest held.
+        for _ in 0..300 {
+            buffer.push_at("word word ", start, &mut on_event);
+        }
+        // 100 ms later, the next word sends what waited.
+        buffer.push_at("late ", start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        buffer.push_at("end", start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        buffer.flush_at(start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        buffer.flush_at(start + TEXT_FLUSH_INTERVAL, &mut on_event);
+        assert_eq!(
+            texts(&events),
+            [2050, 955, 3],
+            "nothing empty, nothing lost"
+        );
+    }
 }

@@ -293,6 +293,9 @@ fn summary(kind: &EventKind) -> String {
             if let Some(reason) = outcome.failure_reason() {
                 text.push_str(&format!(": {reason}"));
             }
+            if !outcome.files_touched.is_empty() {
+                text.push_str(&format!("; wrote {}", files(&outcome.files_touched)));
+            }
             text
         }
         EventKind::EdgeSelected {
@@ -444,6 +447,21 @@ fn summary(kind: &EventKind) -> String {
             failed,
         } => format!("{status} ({succeeded} succeeded, {failed} failed)"),
     }
+}
+
+/// Files an agent stage wrote, the first few by name.
+fn files(paths: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = paths
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    text
 }
 
 #[cfg(test)]

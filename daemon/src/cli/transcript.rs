@@ -163,7 +163,11 @@ fn write_entry(out: &mut impl Write, entry: &Entry) -> std::io::Result<()> {
 /// `text` with every line indented by two spaces.
 fn indented(out: &mut impl Write, text: &str) -> std::io::Result<()> {
     for line in text.trim_end().lines() {
-        writeln!(out, "  {line}")?;
+        if line.trim().is_empty() {
+            writeln!(out)?;
+        } else {
+            writeln!(out, "  {line}")?;
+        }
     }
     Ok(())
 }

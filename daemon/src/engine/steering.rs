@@ -18,6 +18,10 @@ use crate::util::lock::lock;
 /// model's context as it is.
 pub const MAX_STEERING_BYTES: usize = 16 * 1024;
 
+/// Steering messages one agent stage accepts in all: its queue holds no
+/// more, however fast a client sends.
+pub const MAX_STEERING_MESSAGES: u32 = 100;
+
 /// Agent stages that may be steered, shared (cheap to clone).
 #[derive(Clone, Default)]
 pub struct RunningAgents {
@@ -36,6 +40,8 @@ struct Running {
     node_id: String,
     visit: u32,
     steering: Steering,
+    /// Messages queued so far.
+    sent: u32,
 }
 
 impl std::fmt::Debug for RunningAgents {
@@ -88,6 +94,10 @@ pub enum SteerError {
     Empty,
     #[error("the steering message has {0} bytes; the most is {MAX_STEERING_BYTES}")]
     TooLong(usize),
+    #[error(
+        "agent stage `{node}` has been sent {MAX_STEERING_MESSAGES} steering messages, the most it takes"
+    )]
+    TooMany { node: String },
 }
 
 impl RunningAgents {
@@ -107,6 +117,7 @@ impl RunningAgents {
             node_id: node_id.to_string(),
             visit,
             steering,
+            sent: 0,
         });
         Registration {
             agents: self.clone(),
@@ -143,38 +154,46 @@ impl RunningAgents {
         if text.len() > MAX_STEERING_BYTES {
             return Err(SteerError::TooLong(text.len()));
         }
-        let agents = lock(&self.inner.agents);
-        let of_run: Vec<&Running> = agents.iter().filter(|a| a.run_id == run_id).collect();
-        let names = || of_run.iter().map(|a| a.node_id.clone()).collect::<Vec<_>>();
-        let target = match node {
-            Some(node) => of_run.iter().find(|a| a.node_id == node).ok_or_else(|| {
-                if of_run.is_empty() {
-                    SteerError::NoneRunning {
-                        run_id: run_id.to_string(),
-                    }
-                } else {
-                    SteerError::NotRunning {
-                        run_id: run_id.to_string(),
-                        node: node.to_string(),
-                        running: names(),
-                    }
-                }
-            })?,
-            None => match of_run.as_slice() {
-                [one] => one,
-                [] => {
-                    return Err(SteerError::NoneRunning {
-                        run_id: run_id.to_string(),
-                    });
-                }
-                _ => {
-                    return Err(SteerError::Ambiguous {
-                        run_id: run_id.to_string(),
-                        running: names(),
-                    });
-                }
-            },
+        let mut agents = lock(&self.inner.agents);
+        let of_run: Vec<usize> = (0..agents.len())
+            .filter(|&i| agents[i].run_id == run_id)
+            .collect();
+        let names = || {
+            of_run
+                .iter()
+                .map(|&i| agents[i].node_id.clone())
+                .collect::<Vec<_>>()
         };
+        let found = match node {
+            Some(node) => of_run.iter().copied().find(|&i| agents[i].node_id == node),
+            None if of_run.len() == 1 => Some(of_run[0]),
+            None if of_run.len() > 1 => {
+                return Err(SteerError::Ambiguous {
+                    run_id: run_id.to_string(),
+                    running: names(),
+                });
+            }
+            None => None,
+        };
+        let Some(at) = found else {
+            return Err(match node {
+                Some(node) if !of_run.is_empty() => SteerError::NotRunning {
+                    run_id: run_id.to_string(),
+                    node: node.to_string(),
+                    running: names(),
+                },
+                _ => SteerError::NoneRunning {
+                    run_id: run_id.to_string(),
+                },
+            });
+        };
+        let target = &mut agents[at];
+        if target.sent >= MAX_STEERING_MESSAGES {
+            return Err(SteerError::TooMany {
+                node: target.node_id.clone(),
+            });
+        }
+        target.sent += 1;
         target.steering.send(text);
         Ok(Steered {
             run_id: target.run_id.clone(),
@@ -242,6 +261,19 @@ mod tests {
         assert!(matches!(
             agents.steer("r", None, &long),
             Err(SteerError::TooLong(_))
+        ));
+    }
+
+    #[test]
+    fn an_agent_takes_a_bounded_number_of_messages() {
+        let agents = RunningAgents::default();
+        let _a = agents.register("r", "plan", 1, Steering::default());
+        for _ in 0..MAX_STEERING_MESSAGES {
+            agents.steer("r", None, "x").expect("within the bound");
+        }
+        assert!(matches!(
+            agents.steer("r", None, "x"),
+            Err(SteerError::TooMany { .. })
         ));
     }
 }

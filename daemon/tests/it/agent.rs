@@ -700,26 +700,30 @@ async fn a_steering_message_reaches_the_model_at_its_next_turn() {
 
 // --- Compaction -----------------------------------------------------------------
 
-#[tokio::test]
-async fn a_conversation_near_the_context_window_is_compacted() {
-    let f = Fixture::new(Api::Compat);
-    // 20,000 characters a file: about 5,000 tokens a turn against a window of
-    // 20,000 (tiny-context), so compaction is due from the third turn and
-    // possible (more than six turns) after the seventh.
+/// Seven turns reading 20,000 characters each: about 5,000 tokens a turn
+/// against a window of 20,000 (tiny-context), so compaction is due from the
+/// third turn and possible (more than six turns) after the seventh.
+fn big_reads(f: &Fixture) -> Vec<Fake> {
     for i in 0..7 {
         f.write(
             &format!("big{i}.txt"),
             &format!("line {i}\n").repeat(20_000 / 7),
         );
     }
-    let mut replies: Vec<Fake> = (0..7)
+    (0..7)
         .map(|i| {
             Fake::ToolCalls(vec![call(
                 "read_file",
                 json!({"file_path": format!("big{i}.txt")}),
             )])
         })
-        .collect();
+        .collect()
+}
+
+#[tokio::test]
+async fn a_conversation_near_the_context_window_is_compacted() {
+    let f = Fixture::new(Api::Compat);
+    let mut replies = big_reads(&f);
     replies.push(Fake::Text("## Goal\nread the big files".into()));
     replies.push(Fake::Text("all read".into()));
     f.script(replies);
@@ -849,4 +853,40 @@ fn a_session_future_is_send() {
     let mut on_event = |_: AgentEvent| {};
     let future = session.send("hi", &mut on_event);
     assert_send(&future);
+}
+
+#[tokio::test]
+async fn a_failed_compaction_is_reported_and_the_session_goes_on() {
+    let f = Fixture::new(Api::Compat);
+    let mut replies = big_reads(&f);
+    replies.push(Fake::Error {
+        status: 400,
+        retry_after: None,
+        message: "summaries are not allowed".into(),
+    });
+    replies.push(Fake::Text("all read".into()));
+    f.script(replies);
+    let mut config = f.config(false);
+    config.request.model = Some("tiny-context".into());
+    let out = f.run(config, "read every big file").await;
+    assert_eq!(out.result.expect("completes").text, "all read");
+    let failed = out.events.iter().find_map(|e| match e {
+        AgentEvent::CompactionFailed { error } => Some(error.clone()),
+        _ => None,
+    });
+    assert!(
+        failed.is_some_and(|e| e.contains("summaries are not allowed")),
+        "{:?}",
+        out.events.last()
+    );
+    assert!(
+        !out.events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Compacted { .. }))
+    );
+    let last = body_text(f.requests().last().expect("requests"));
+    assert!(
+        last.contains("read every big file"),
+        "the history is left whole"
+    );
 }

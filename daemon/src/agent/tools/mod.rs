@@ -21,6 +21,7 @@ mod web_search;
 mod workspace;
 mod write_file;
 
+pub use web_search::WebSearch;
 pub use workspace::Workspace;
 
 use serde_json::Value;
@@ -256,9 +257,7 @@ pub fn cut_for_model(text: &str, limit: usize, cut: Cut, kept_in: Option<&str>) 
         return text.to_string();
     }
     let removed = total - limit;
-    let whole = kept_in.map_or(String::new(), |path| {
-        format!("; the whole output is in {path}")
-    });
+    let whole = kept_in.map_or(String::new(), |path| format!("; the whole output is in {path}"));
     let marker = format!("\n[... {removed} characters cut{whole} ...]\n");
     match cut {
         Cut::Tail => {
@@ -288,11 +287,7 @@ pub(super) fn optional_u64(arguments: &Value, key: &str) -> Result<Option<u64>, 
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
-            .or_else(|| {
-                v.as_f64()
-                    .filter(|f| *f >= 0.0 && f.fract() == 0.0)
-                    .map(|f| f as u64)
-            })
+            .or_else(|| v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
             .map(Some)
             .ok_or_else(|| ToolOutput::error(format!("`{key}` must be a non-negative integer"))),
     }
@@ -317,19 +312,10 @@ mod tests {
     fn output_is_cut_with_a_marker_naming_what_was_cut() {
         let text: String = "a".repeat(60) + &"b".repeat(40);
         let cut = cut_for_model(&text, 20, Cut::HeadTail, Some("tools/0001-shell.txt"));
-        assert!(
-            cut.starts_with(&"a".repeat(10)) && cut.ends_with(&"b".repeat(10)),
-            "{cut}"
-        );
-        assert!(
-            cut.contains("80 characters cut") && cut.contains("tools/0001-shell.txt"),
-            "{cut}"
-        );
+        assert!(cut.starts_with(&"a".repeat(10)) && cut.ends_with(&"b".repeat(10)), "{cut}");
+        assert!(cut.contains("80 characters cut") && cut.contains("tools/0001-shell.txt"), "{cut}");
         let tail = cut_for_model(&text, 20, Cut::Tail, None);
-        assert!(
-            tail.ends_with(&"b".repeat(20)) && tail.contains("80 characters cut"),
-            "{tail}"
-        );
+        assert!(tail.ends_with(&"b".repeat(20)) && tail.contains("80 characters cut"), "{tail}");
         assert_eq!(cut_for_model("short", 20, Cut::Tail, None), "short");
     }
 }

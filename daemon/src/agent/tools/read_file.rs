@@ -37,9 +37,7 @@ pub(super) fn run(workspace: &Workspace, arguments: &Value) -> ToolOutput {
 fn read(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput, ToolOutput> {
     let path = workspace.resolve(required_str(arguments, "file_path")?)?;
     let offset = optional_u64(arguments, "offset")?.unwrap_or(1).max(1);
-    let limit = optional_u64(arguments, "limit")?
-        .unwrap_or(DEFAULT_LIMIT)
-        .max(1);
+    let limit = optional_u64(arguments, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1);
     let text = read_text(workspace, &path)?;
     workspace.mark_read(&path);
     let total = text.lines().count();
@@ -54,10 +52,7 @@ fn read(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput, ToolOutp
     if text.is_empty() {
         out.push_str("(the file is empty)\n");
     } else if first >= total {
-        let _ = writeln!(
-            out,
-            "(offset {offset} is past the end: the file has {total} lines)"
-        );
+        let _ = writeln!(out, "(offset {offset} is past the end: the file has {total} lines)");
     } else if shown_to < total {
         let _ = writeln!(
             out,
@@ -70,13 +65,11 @@ fn read(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput, ToolOutp
 
 /// The text of a regular file in the workspace, or an error for the model
 /// (missing, a directory, too large, binary). Invalid UTF-8 is replaced.
-pub(super) fn read_text(
-    workspace: &Workspace,
-    path: &std::path::Path,
-) -> Result<String, ToolOutput> {
+pub(super) fn read_text(workspace: &Workspace, path: &std::path::Path) -> Result<String, ToolOutput> {
     let shown = workspace.relative(path);
-    let bytes = crate::limits::read_capped(path, MAX_FILE_BYTES)
-        .map_err(|e| ToolOutput::error(format!("cannot read {shown}: {}", e.into_io())))?;
+    let bytes = crate::limits::read_capped(path, MAX_FILE_BYTES).map_err(|e| {
+        ToolOutput::error(format!("cannot read {shown}: {}", e.into_io()))
+    })?;
     if bytes.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolOutput::error(format!(
             "{shown} is a binary file ({} bytes); it cannot be shown as text",

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::ToolOutput;
+use super::{ToolOutput, WebSearch};
 use crate::exec::cancel::Cancel;
 use crate::util::lock::lock;
 
@@ -31,6 +31,9 @@ pub struct Workspace {
     /// Where `shell` keeps each call's full output while it runs (the
     /// stage directory's `tools/`); a temporary directory when `None`.
     pub scratch_dir: Option<PathBuf>,
+    /// Where `web_search` asks and with which key (from the session's
+    /// `web_search_key`); `None`: the tool answers that it is not set up.
+    pub web_search: Option<WebSearch>,
 }
 
 impl Workspace {
@@ -38,11 +41,7 @@ impl Workspace {
     ///
     /// # Errors
     /// When `work_dir` (or an extra root) cannot be resolved.
-    pub fn new(
-        work_dir: &Path,
-        extra_roots: &[PathBuf],
-        cancel: Cancel,
-    ) -> std::io::Result<Workspace> {
+    pub fn new(work_dir: &Path, extra_roots: &[PathBuf], cancel: Cancel) -> std::io::Result<Workspace> {
         let root = work_dir.canonicalize()?;
         let extra_roots = extra_roots
             .iter()
@@ -57,6 +56,7 @@ impl Workspace {
             shell_default_timeout: Duration::from_secs(120),
             shell_max_timeout: Duration::from_secs(600),
             scratch_dir: None,
+            web_search: None,
         })
     }
 
@@ -87,8 +87,9 @@ impl Workspace {
         } else {
             self.root.join(given)
         };
-        let resolved = resolve_existing_prefix(&joined)
-            .map_err(|e| ToolOutput::error(format!("cannot resolve `{path}`: {e}")))?;
+        let resolved = resolve_existing_prefix(&joined).map_err(|e| {
+            ToolOutput::error(format!("cannot resolve `{path}`: {e}"))
+        })?;
         if self.contains(&resolved) {
             Ok(resolved)
         } else {
@@ -191,10 +192,7 @@ mod tests {
         assert!(ws.resolve("../escape.txt").is_err());
         assert!(ws.resolve("src/../../escape.txt").is_err());
         assert!(ws.resolve("/etc/passwd").is_err());
-        assert!(
-            ws.resolve("missing/../../x").is_err(),
-            "`..` after a missing dir"
-        );
+        assert!(ws.resolve("missing/../../x").is_err(), "`..` after a missing dir");
         assert!(ws.resolve("").is_err());
         let absolute = ws.root().join("src/a.rs");
         assert!(ws.resolve(absolute.to_str().expect("utf-8")).is_ok());
@@ -216,13 +214,9 @@ mod tests {
         std::fs::write(dir.path().join("a.txt"), "a").expect("write");
         let existing = ws.resolve("a.txt").expect("resolve");
         let message = ws.check_write(&existing).expect_err("unread").content;
-        assert!(
-            message.contains("has not been read") && message.contains("read_file"),
-            "{message}"
-        );
+        assert!(message.contains("has not been read") && message.contains("read_file"), "{message}");
         ws.mark_read(&existing);
         ws.check_write(&existing).expect("read first");
-        ws.check_write(&ws.resolve("new.txt").expect("resolve"))
-            .expect("a new file");
+        ws.check_write(&ws.resolve("new.txt").expect("resolve")).expect("a new file");
     }
 }

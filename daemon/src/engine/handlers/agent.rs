@@ -27,11 +27,11 @@ use serde_json::Value;
 use super::StageCx;
 use super::model_stage::{self, Problem, Prompt, Schema};
 use crate::agent::tools::Workspace;
-use crate::agent::transcript::{TOOLS_DIR, TRANSCRIPT_FILE};
+use crate::agent::transcript::{Entry, TOOLS_DIR, TRANSCRIPT_FILE};
 use crate::agent::{
     AgentEvent, Limits, Permissions, Session, SessionConfig, SessionError, SessionErrorKind,
 };
-use crate::model::{AgentDefaults, EventKind, FailureClass, Outcome, Spend};
+use crate::model::{AgentDefaults, EventKind, FailureClass, Outcome};
 
 /// `web_search` is offered only when the run's environment has this key.
 const SEARCH_KEY_VAR: &str = "BRAVE_SEARCH_API_KEY";
@@ -155,21 +155,22 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     tally.finish(outcome, &session)
 }
 
-/// What the stage spent, from the session's `ModelCompleted` reports.
+/// Which model answered last, from the session's `ModelCompleted` reports
+/// (the stage's spend is named after it).
 #[derive(Default)]
 struct Tally {
-    spend: Spend,
-    /// The provider and model that answered last.
+    /// The provider and model.
     last: Option<(String, String)>,
 }
 
 impl Tally {
-    /// `outcome` with the stage's spend and the files the session wrote
-    /// (also when it failed: they were written).
+    /// `outcome` with the stage's spend (every call, compaction's too) and
+    /// the files the session wrote (also when it failed: they were
+    /// written).
     fn finish(&self, mut outcome: Outcome, session: &Session<'_>) -> Outcome {
         outcome.llm = model_stage::usage(
             self.last.as_ref().map(|(p, m)| (p.as_str(), m.as_str())),
-            &self.spend,
+            &session.spend(),
         );
         outcome.files_touched = session.files_touched();
         outcome
@@ -188,14 +189,9 @@ async fn send(
     let recorder = cx.recorder;
     let mut on_event = |event: AgentEvent| {
         if let AgentEvent::ModelCompleted {
-            provider,
-            model,
-            usage,
-            cost,
-            ..
+            provider, model, ..
         } = &event
         {
-            tally.spend.add_call(*usage, *cost);
             tally.last = Some((provider.clone(), model.clone()));
         }
         if let Some(kind) = event_kind(event) {
@@ -405,6 +401,7 @@ fn keep_earlier_transcript(cx: &StageCx<'_>) {
         return;
     };
     let kept = kept_name(n);
+    mark_unfinished(&current);
     if let Err(e) = std::fs::rename(&current, cx.dir.join(&kept)) {
         cx.notice(format!(
             "could not keep the earlier transcript as {kept}: {e}"
@@ -416,6 +413,36 @@ fn keep_earlier_transcript(cx: &StageCx<'_>) {
         let _ = std::fs::rename(&tools, cx.dir.join(format!("{TOOLS_DIR}.{n}")));
     }
     cx.notice(format!("an earlier attempt's transcript is kept as {kept}"));
+}
+
+/// Ends a transcript whose session never ended (the process running it
+/// stopped: a crash, a kill) with an `end` line saying so, so that it
+/// reads as the failed attempt it was. Only its last line is read.
+fn mark_unfinished(path: &std::path::Path) {
+    const TAIL: u64 = 64 * 1024;
+    let Ok(tail) = crate::limits::read_tail(path, TAIL) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&tail);
+    let last = text.trim_end().lines().next_back().unwrap_or_default();
+    if matches!(serde_json::from_str(last), Ok(Entry::End { .. })) {
+        return;
+    }
+    let end = Entry::End {
+        reason: "lost: the process running this attempt stopped before it ended".into(),
+    };
+    let Ok(mut line) = serde_json::to_string(&end) else {
+        return;
+    };
+    // A line the crash cut short is ended first, so the new one parses.
+    if !text.is_empty() && !text.ends_with('\n') {
+        line.insert(0, '\n');
+    }
+    line.push('\n');
+    let _ = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
 }
 
 /// The name an earlier transcript is kept under.
@@ -561,5 +588,25 @@ mod tests {
                 .expect_err("bad")
                 .contains("duration")
         );
+    }
+
+    #[test]
+    fn a_transcript_cut_short_is_ended_as_lost_and_an_ended_one_is_left_alone() {
+        let dir = tempfile::tempdir().expect("temp");
+        let cut = dir.path().join("cut.jsonl");
+        std::fs::write(&cut, "{\"type\":\"user\",\"text\":\"x\"}\n{\"type\":\"assi")
+            .expect("write");
+        mark_unfinished(&cut);
+        let text = std::fs::read_to_string(&cut).expect("read");
+        let last = text.lines().last().expect("a line");
+        assert!(
+            matches!(serde_json::from_str(last), Ok(Entry::End { reason }) if reason.starts_with("lost")),
+            "{text}"
+        );
+        let ended = dir.path().join("ended.jsonl");
+        let done = "{\"type\":\"end\",\"reason\":\"completed\"}\n";
+        std::fs::write(&ended, done).expect("write");
+        mark_unfinished(&ended);
+        assert_eq!(std::fs::read_to_string(&ended).expect("read"), done);
     }
 }

@@ -57,29 +57,30 @@ impl Prompt {
 pub(super) fn request(cx: &StageCx<'_>) -> Request {
     let node = cx.node;
     let choice = cx.run.models.choice();
-    let mut request = Request::default();
-    request.model = node
-        .attrs
-        .non_empty("model")
-        .map(|m| m.into_owned())
-        .or_else(|| choice.model.clone());
-    request.provider = node
-        .attrs
-        .non_empty("provider")
-        .map(|p| p.into_owned())
-        .or_else(|| choice.provider.clone());
-    request.reasoning_effort = node
-        .attrs
-        .non_empty("reasoning_effort")
-        .and_then(|e| ReasoningEffort::parse(&e));
-    request.speed = node.attrs.non_empty("speed").and_then(|s| Speed::parse(&s));
-    request.max_tokens = node
-        .attrs
-        .value("max_tokens")
-        .and_then(crate::lang::value::Value::as_int)
-        .and_then(|n| u32::try_from(n).ok())
-        .filter(|n| *n > 0);
-    request
+    Request {
+        model: node
+            .attrs
+            .non_empty("model")
+            .map(|m| m.into_owned())
+            .or_else(|| choice.model.clone()),
+        provider: node
+            .attrs
+            .non_empty("provider")
+            .map(|p| p.into_owned())
+            .or_else(|| choice.provider.clone()),
+        reasoning_effort: node
+            .attrs
+            .non_empty("reasoning_effort")
+            .and_then(|e| ReasoningEffort::parse(&e)),
+        speed: node.attrs.non_empty("speed").and_then(|s| Speed::parse(&s)),
+        max_tokens: node
+            .attrs
+            .value("max_tokens")
+            .and_then(crate::lang::value::Value::as_int)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n > 0),
+        ..Request::default()
+    }
 }
 
 /// What the node's output must be (`output_schema`).

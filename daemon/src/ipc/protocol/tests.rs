@@ -263,6 +263,18 @@ fn every_method_request_and_result_survive_a_round_trip() {
             RunSummary::from(run_record()),
         ),
         round_trip(
+            RunSteer {
+                run: "01J".into(),
+                node: Some("fix".into()),
+                text: "use the new API".into(),
+            },
+            SteerQueued {
+                run_id: "01JRUN".into(),
+                node_id: "fix".into(),
+                visit: 2,
+            },
+        ),
+        round_trip(
             DaemonStop {},
             DaemonStopping {
                 pid: 4242,

@@ -59,6 +59,8 @@ fn refusal(e: &SteerError) -> RpcError {
         }
         SteerError::Ambiguous { running, .. } => RpcError::new(Code::AgentAmbiguous, e.to_string())
             .with_detail("running", listed(running)),
-        SteerError::Empty | SteerError::TooLong(_) => RpcError::invalid_params(e.to_string()),
+        SteerError::Empty | SteerError::TooLong(_) | SteerError::TooMany { .. } => {
+            RpcError::invalid_params(e.to_string())
+        }
     }
 }
