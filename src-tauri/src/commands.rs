@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{
     AnswerBy, CallerEnv, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList,
-    RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted,
+    RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::llm::LlmSettings;
@@ -154,6 +154,16 @@ pub async fn run_resume(run: String) -> Result<RunStarted> {
         auto_approve: false,
         // The daemon holds no keys of its own: the run uses the app's.
         env: CallerEnv::current(),
+    };
+    Ok(client().await?.call(params).await?)
+}
+
+/// Queues a steering message for the running agent stage `node` of `run`.
+pub async fn steer_stage(run: String, node: String, text: String) -> Result<SteerQueued> {
+    let params = RunSteer {
+        run,
+        node: Some(node),
+        text,
     };
     Ok(client().await?.call(params).await?)
 }

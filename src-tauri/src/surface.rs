@@ -22,7 +22,9 @@ use std::path::PathBuf;
 
 use tauri::AppHandle;
 use tauri::ipc::Channel;
-use weft::ipc::protocol::{AnswerBy, CancelRequested, DaemonInfo, RunList, RunStart, RunStarted};
+use weft::ipc::protocol::{
+    AnswerBy, CancelRequested, DaemonInfo, RunList, RunStart, RunStarted, SteerQueued,
+};
 use weft::lang::Diagnostic;
 use weft::model::{Event, RunSummary};
 use weft::store::QuestionRecord;
@@ -91,6 +93,11 @@ macro_rules! with_commands {
             live commands::run_archive(run: String, archived: bool) -> RunSummary;
             /// Continues an interrupted or cancelled run from its checkpoint.
             live commands::run_resume(run: String) -> RunStarted;
+            /// Sends `text` to the running agent stage `node` of the run; the
+            /// agent reads it before its next model call, and the run records
+            /// `agent.steered` when it does. `agent.not_running` when that
+            /// stage is not running an agent now.
+            live commands::steer_stage(run: String, node: String, text: String) -> SteerQueued;
             /// Pending questions, of one run or of all.
             live commands::question_list(run: Option<String>) -> Vec<QuestionRecord>;
             /// Answers a question (idempotent).

@@ -18,11 +18,15 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
   6. starts the app a second time with `--run RUN --question ID`, as weftd
      does when a gate notification is clicked: the second process hands
      the route to the open window and exits,
+  6b. runs an agent stage against the fake LLM server (`weft-fakellm`,
+     beside the app): while its `shell` call runs, the stage panel shows
+     the call running, and a steering message typed in the panel reaches
+     the model's next request and shows in the transcript,
   7. stops weftd and checks that the run's header, graph and a stage's log
      still show, and that an action says the daemon is not running.
 
 On the way it screenshots every screen into docs/screenshots/ (run-gate,
-run, runs, gates, launch, run-artifacts, run-offline). Assertions are on DOM text, never on
+run, runs, gates, launch, run-artifacts, run-agent, run-offline). Assertions are on DOM text, never on
 pixels.
 
 Usage (needs a display and a session bus; `make test-app` runs it so):
@@ -30,7 +34,7 @@ Usage (needs a display and a session bus; `make test-app` runs it so):
     xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \\
         python3 tests/app/e2e.py target/debug/weft-desktop [SCREENSHOT_DIR]
 
-weft and weftd are taken from beside the app. Prints "N passed, M failed"
+weft, weftd and weft-fakellm are taken from beside the app. Prints "N passed, M failed"
 and exits 1 when anything failed. Python standard library only.
 """
 
@@ -45,6 +49,7 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.request
 from pathlib import Path
 from typing import Callable
 
@@ -123,6 +128,29 @@ include = ["reports/**"]
 REPORT_PATH = "reports/summary.md"
 REPORT_BYTES = b"# Release report\n\n- e2e-42 shipped\n"
 
+# An agent stage, scripted on the fake LLM server: a `shell` call long
+# enough to steer the agent while it runs, then a last answer.
+AGENT_KEY = "sk-e2e-agent"
+AGENT_WORKFLOW = """\
+digraph Tidy {
+    graph [goal="Check the notes"]
+    start [shape=Mdiamond]
+    exit  [shape=Msquare]
+    tidy  [shape=box, label="Tidy", prompt="{{ goal }}"]
+    start -> tidy -> exit
+}
+"""
+AGENT_SHELL_SECONDS = 6  # the window for steering; the model's next request waits for it
+AGENT_SCRIPT = [
+    {"turn": {
+        "text": "I'll run the **checks** first.",
+        "tool_calls": [{"id": "toolu_checks", "name": "shell",
+                        "arguments": {"command": f"sleep {AGENT_SHELL_SECONDS}; echo checks passed"}}],
+    }},
+    {"text": "The checks pass; nothing to tidy."},
+]
+STEER_TEXT = "Leave the first line of the notes alone."
+
 # A stand-in for xdg-open: records its arguments, one call per line.
 FAKE_XDG_OPEN = """\
 #!/bin/sh
@@ -151,6 +179,7 @@ class E2E:
         self.driver_proc: subprocess.Popen | None = None
         self.session: Session | None = None
         self.run_id: str | None = None
+        self.fakellm: subprocess.Popen | None = None
         self.xdg_log = scratch / "xdg-open.log"
 
     # ---- processes -----------------------------------------------------------------
@@ -253,6 +282,8 @@ class E2E:
             stop_process_group(self.driver_proc)
         if self.daemon is not None:
             stop_process_group(self.daemon)
+        if self.fakellm is not None:
+            stop_process_group(self.fakellm)
 
     # ---- page helpers --------------------------------------------------------------
 
@@ -439,6 +470,67 @@ class E2E:
         )
         self.wait_text("showing the run of the question", "[data-testid=run-header]", WORKFLOW_NAME)
 
+    def step_agent(self) -> None:
+        fakellm = self.bin_dir / "weft-fakellm"
+        fake = subprocess.Popen(
+            [str(fakellm)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env, start_new_session=True
+        )
+        self.fakellm = fake
+        assert fake.stdout is not None
+        line = fake.stdout.readline().decode()
+        if not line.startswith("listening on "):
+            raise Failure(f"weft-fakellm did not start: {line!r}")
+        url = line.removeprefix("listening on ").strip()
+
+        def fake_call(method: str, path: str, body: object | None = None) -> object:
+            data = None if body is None else json.dumps(body).encode()
+            request = urllib.request.Request(f"{url}{path}", data=data, method=method,
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=CLI_TIMEOUT_S) as answer:
+                return json.loads(answer.read() or b"null")
+
+        fake_call("POST", f"/_fake/script/{AGENT_KEY}", AGENT_SCRIPT)
+        (self.work / "tidy.fabro").write_text(AGENT_WORKFLOW)
+        env = {**self.env, "ANTHROPIC_API_KEY": AGENT_KEY, "ANTHROPIC_BASE_URL": url}
+        started = subprocess.run(
+            [str(self.weft), "run", "--detach", "--json", "tidy.fabro", "--model", "claude-haiku-4-5"],
+            env=env, cwd=self.work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+        )
+        if started.returncode != 0:
+            raise Failure(f"`weft run tidy.fabro` failed ({started.returncode}): {started.stderr.strip()}")
+        run_id = json.loads(started.stdout)["run_id"]
+        self.s.set_hash(f"#/runs/{run_id}")
+        # The panel follows the run to the agent, whose shell call is running.
+        wait_until(
+            "the agent's shell call showing as running",
+            lambda: self.s.execute(
+                "return !!document.querySelector("
+                "'[data-testid=stage-detail][data-node=tidy] [data-testid=tool-call][data-tool=shell][data-state=running]');"
+            ),
+            UI_TIMEOUT_S,
+            describe=self.page,
+        )
+        self.s.type(self.s.find("[data-testid=steer-box] textarea"), STEER_TEXT)
+        self.s.click(self.s.find_by_text("[data-testid=steer-box] button", "Send to the agent"))
+        self.wait_text("the message queued for the agent", "[data-testid=steer-box] [data-testid=action-done]", "Sent")
+        # Delivered before the next model call, once the shell call is done.
+        self.wait_text("the steering message in the transcript", "[data-testid=agent-notice][data-kind=steered]",
+                       STEER_TEXT, timeout=UI_TIMEOUT_S + AGENT_SHELL_SECONDS)
+        self.wait_text("the agent's stage succeeding", "[data-testid=stage-detail][data-node=tidy] .run-chip",
+                       "succeeded", timeout=RUN_TIMEOUT_S)
+        self.wait_text("the shell call's duration", "[data-testid=tool-call][data-tool=shell] .tool-call__time", "s")
+        requests = fake_call("GET", f"/_fake/requests/{AGENT_KEY}")
+        if not isinstance(requests, list) or len(requests) != 2:
+            raise Failure(f"the model should have been called twice, got {requests!r}"[:500])
+        if STEER_TEXT not in json.dumps(requests[-1]):
+            raise Failure("the model's second request does not carry the steering message")
+        if self.s.execute("return document.querySelectorAll('[data-testid=steer-box]').length;") != 0:
+            raise Failure("the steering box still shows after the stage ended")
+        self.shot("run-agent.png")
+        assert fake.stdin is not None
+        fake.stdin.close()
+        fake.wait(timeout=CLI_TIMEOUT_S)
+
     def step_offline(self) -> None:
         # weftd is our child: reap it while `weft daemon stop` waits for it to
         # go (an unreaped zombie still "exists", and the stop would wait on).
@@ -505,6 +597,7 @@ def run_steps(test: E2E) -> tuple[int, int]:
         ("Launch shows a broken workflow's diagnostic", test.step_launch_broken),
         ("an artifact is previewed and revealed in its folder", test.step_artifacts),
         ("a second start hands its question to the open window", test.step_second_start),
+        ("an agent stage shows its transcript live and takes a steering message", test.step_agent),
         ("with weftd stopped the run's details and logs still show", test.step_offline),
     ]
     passed = failed = 0
@@ -533,7 +626,7 @@ def main(argv: list[str]) -> int:
         return 2
     app = Path(argv[1]).resolve()
     shots = Path(argv[2]).resolve() if len(argv) == 3 else REPO / "docs" / "screenshots"
-    for binary in (app, app.parent / "weft", app.parent / "weftd"):
+    for binary in (app, app.parent / "weft", app.parent / "weftd", app.parent / "weft-fakellm"):
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             print(f"app e2e: {binary} is not an executable; build with `cargo build --workspace --bins`",
                   file=sys.stderr)

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use weft::ipc::protocol::RunList;
 use weft::store::Home;
 use weft::views::Views;
-use weft_fakellm::{FakeLlm, Reply, Usage};
+use weft_fakellm::{FakeLlm, Reply, ToolCall, Usage};
 use weft_tests::{Run, Sandbox};
 
 const STALE: &str = "UI fixtures are stale: run `WEFT_UPDATE_FIXTURES=1 cargo nextest run -p weft-tests --test it ui_fixtures`";
@@ -170,6 +170,12 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
     );
     assert_eq!(c["status"], "succeeded", "{c}");
 
+    // An agent stage against the fake Anthropic server: it reads a file,
+    // has a write refused (read-before-write), rewrites the file it read,
+    // reads it back and reports; the app's transcript panel and tool-call
+    // ticks show it.
+    record_agent_run(sb, fake);
+
     // A parallel fan-out over three checks, joined again.
     sb.write(
         "checks.fabro",
@@ -215,6 +221,9 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
         "the run ended cancelled: {followed:?}"
     );
 
+    // An agent still working in the daemon, waiting on its model.
+    record_running_agent(sb, fake);
+
     // A release waiting at a human gate, left waiting.
     sb.write(
         "ship.fabro",
@@ -247,6 +256,155 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
                 .as_array()
                 .is_some_and(|a| !a.is_empty())
     });
+}
+
+/// An agent stage left running in the daemon, its second model call
+/// unanswered: the app shows a live transcript and the steering box.
+fn record_running_agent(sb: &Sandbox, fake: &FakeLlm) {
+    sb.write("todo.txt", "- tidy the imports\n");
+    let key = format!("sk-ui-fixtures-running-{}", std::process::id());
+    fake.script(
+        &key,
+        [
+            Reply::Turn {
+                text: Some("Let me see what is left to do.".into()),
+                tool_calls: vec![ToolCall::new(
+                    "toolu_todo",
+                    "read_file",
+                    json!({"file_path": "todo.txt"}),
+                )],
+                usage: Some(Usage {
+                    input: 1_900,
+                    output: 45,
+                    ..Usage::default()
+                }),
+                finish: None,
+            },
+            Reply::Hang,
+        ],
+    );
+    sb.write(
+        "tidy.fabro",
+        r#"digraph Tidy { graph [goal="Work through todo.txt"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           tidy [shape=box, prompt="{{ goal }}"]
+           start -> tidy -> exit }"#,
+    );
+    let mut cmd = weft(sb);
+    cmd.env("ANTHROPIC_API_KEY", &key)
+        .env("ANTHROPIC_BASE_URL", fake.url());
+    let started = run(
+        cmd,
+        &[
+            "run",
+            "tidy.fabro",
+            "--detach",
+            "--json",
+            "--model",
+            "claude-haiku-4-5",
+        ],
+    );
+    assert_eq!(started.code, 0, "{started:?}");
+    let id = json_of(&started.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // Until the second model call is under way: the first turn and its
+    // tool call are recorded, and the agent waits on the model.
+    wait_for("the agent's second model call", || {
+        fake.requests(&key).len() >= 2 && {
+            let events = run(weft(sb), &["events", &id, "--json"]);
+            events.stdout.matches("\"agent.turn.started\"").count() >= 2
+        }
+    });
+}
+
+/// An agent stage's whole session, scripted turn by turn on the fake
+/// Anthropic server: real tool calls on real files in the sandbox.
+fn record_agent_run(sb: &Sandbox, fake: &FakeLlm) {
+    sb.write("calc.py", "def add(a, b):\n    return a - b\n");
+    sb.write("NOTES.md", "# Notes\n");
+    let key = format!("sk-ui-fixtures-agent-{}", std::process::id());
+    let usage = |input, output| {
+        Some(Usage {
+            input,
+            output,
+            ..Usage::default()
+        })
+    };
+    fake.script(
+        &key,
+        [
+            Reply::Turn {
+                text: Some("I'll read `calc.py` first to see what `add` does.".into()),
+                tool_calls: vec![ToolCall::new(
+                    "toolu_read",
+                    "read_file",
+                    json!({"file_path": "calc.py"}),
+                )],
+                usage: usage(2_400, 60),
+                finish: None,
+            },
+            Reply::Turn {
+                text: Some(
+                    "`add` **subtracts**. I'll note the bug and fix it:\n\n- `NOTES.md`: the finding\n- `calc.py`: the fix"
+                        .into(),
+                ),
+                tool_calls: vec![
+                    ToolCall::new(
+                        "toolu_note",
+                        "write_file",
+                        json!({"file_path": "NOTES.md", "content": "# Notes\n\n- add() subtracted\n"}),
+                    ),
+                    ToolCall::new(
+                        "toolu_fix",
+                        "write_file",
+                        json!({"file_path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+                    ),
+                ],
+                usage: usage(3_100, 140),
+                finish: None,
+            },
+            Reply::Turn {
+                text: Some("Checking the result.".into()),
+                tool_calls: vec![ToolCall::new(
+                    "toolu_check",
+                    "read_file",
+                    json!({"file_path": "calc.py"}),
+                )],
+                usage: usage(3_600, 40),
+                finish: None,
+            },
+            Reply::Turn {
+                text: Some(
+                    "Fixed `add` in `calc.py`: it returned `a - b`.\n\nI did not change `NOTES.md`: it was not read first."
+                        .into(),
+                ),
+                tool_calls: Vec::new(),
+                usage: usage(3_900, 70),
+                finish: None,
+            },
+        ],
+    );
+    sb.write(
+        "fix.fabro",
+        r#"digraph Fix { graph [goal="Fix the add function in calc.py"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           fix [shape=box, prompt="{{ goal }}"]
+           start -> fix -> exit }"#,
+    );
+    let mut cmd = weft(sb);
+    cmd.env("ANTHROPIC_API_KEY", &key)
+        .env("ANTHROPIC_BASE_URL", fake.url());
+    let c = run_here(cmd, "fix.fabro", &["--model", "claude-haiku-4-5"], 0);
+    assert_eq!(c["status"], "succeeded", "{c}");
+    let run_id = c["run_id"].as_str().unwrap_or_default();
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("calc.py")).unwrap_or_default(),
+        "def add(a, b):\n    return a + b\n",
+        "the agent's write reached the file; its events:\n{}",
+        run(weft(sb), &["events", run_id]).stdout
+    );
 }
 
 /// The filtered run-list queries the UI's tests make, recorded with the
@@ -424,7 +582,8 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
     let sb = Sandbox::new();
     record_history(&sb, &fake);
 
-    // The gate's run is still waiting in the daemon: dump now, then stop it.
+    // The gate's run and the agent's are still in the daemon: dump now,
+    // then stop it.
     let home = Home::at(sb.path().join("home"));
     let mut fixtures = dump(&home);
     let stop = run(weft(&sb), &["daemon", "stop"]);
@@ -442,9 +601,11 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
     let runs: Vec<String> = shape(&fixtures).into_iter().map(|(run, _)| run).collect();
     for expected in [
         "\"Ship\" \"blocked\"",
+        "\"Tidy\" \"running\"",
         "\"Migrate\" \"cancelled\"",
         "\"Checks\" \"succeeded\"",
         "\"Summarize\" \"succeeded\"",
+        "\"Fix\" \"succeeded\"",
         "\"Deploy\" \"failed\"",
         "\"Release\" \"succeeded\"",
     ] {
@@ -453,7 +614,7 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
             "the history has {expected}: {runs:?}"
         );
     }
-    assert_eq!(runs.len(), 6, "one view per run: {runs:?}");
+    assert_eq!(runs.len(), 8, "one view per run: {runs:?}");
     let media: BTreeSet<&str> = fixtures["artifacts"]
         .as_object()
         .map(|a| a.values().filter_map(|c| c["media"].as_str()).collect())

@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, DaemonInfo, Diagnostic, Event, InitialRoute, LogMatch, QuestionRecord, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, DaemonInfo, Diagnostic, Event, InitialRoute, LogMatch, QuestionRecord, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -70,6 +70,13 @@ export type Commands = {
   run_archive: { args: { run: string; archived: boolean }; result: RunSummary };
   /** Continues an interrupted or cancelled run from its checkpoint. */
   run_resume: { args: { run: string }; result: RunStarted };
+  /**
+   * Sends `text` to the running agent stage `node` of the run; the
+   * agent reads it before its next model call, and the run records
+   * `agent.steered` when it does. `agent.not_running` when that
+   * stage is not running an agent now.
+   */
+  steer_stage: { args: { run: string; node: string; text: string }; result: SteerQueued };
   /** Pending questions, of one run or of all. */
   question_list: { args: { run?: string | null | undefined }; result: Array<QuestionRecord> };
   /** Answers a question (idempotent). */
@@ -120,6 +127,7 @@ export const COMMAND_KINDS = {
   run_cancel: 'live',
   run_archive: 'live',
   run_resume: 'live',
+  steer_stage: 'live',
   question_list: 'live',
   question_answer: 'live',
   validate_workflow: 'app',
@@ -195,6 +203,13 @@ export interface CommandMethods {
   runArchive(run: string, archived: boolean): Promise<RunSummary>;
   /** Continues an interrupted or cancelled run from its checkpoint. */
   runResume(run: string): Promise<RunStarted>;
+  /**
+   * Sends `text` to the running agent stage `node` of the run; the
+   * agent reads it before its next model call, and the run records
+   * `agent.steered` when it does. `agent.not_running` when that
+   * stage is not running an agent now.
+   */
+  steerStage(run: string, node: string, text: string): Promise<SteerQueued>;
   /** Pending questions, of one run or of all. */
   questionList(run?: string | null): Promise<Array<QuestionRecord>>;
   /** Answers a question (idempotent). */
@@ -231,6 +246,7 @@ export const METHOD_COMMANDS = {
   runCancel: 'run_cancel',
   runArchive: 'run_archive',
   runResume: 'run_resume',
+  steerStage: 'steer_stage',
   questionList: 'question_list',
   questionAnswer: 'question_answer',
   validateWorkflow: 'validate_workflow',
@@ -256,6 +272,7 @@ export function commandMethods(send: Send): CommandMethods {
     runCancel: (run) => send('run_cancel', { run }),
     runArchive: (run, archived) => send('run_archive', { run, archived }),
     runResume: (run) => send('run_resume', { run }),
+    steerStage: (run, node, text) => send('steer_stage', { run, node, text }),
     questionList: (run) => send('question_list', { run }),
     questionAnswer: (question, answer) => send('question_answer', { question, answer }),
     validateWorkflow: (path) => send('validate_workflow', { path }),

@@ -10,8 +10,10 @@ describe('the recorded fixtures', () => {
     const statuses = recorded.views.map((v) => `${v.run.workflow_name} ${v.run.status}`);
     expect(statuses).toEqual([
       'Ship blocked',
+      'Tidy running',
       'Migrate cancelled',
       'Checks succeeded',
+      'Fix succeeded',
       'Summarize succeeded',
       'Deploy failed',
       'Release succeeded',

@@ -152,6 +152,27 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
       for (const l of listeners) if (l.run === null || l.run === question.run_id) l.onEvent(event);
       return Promise.resolve(answered);
     },
+    // weftd queues the message and the run records `agent.steered` when the
+    // agent takes it before its next turn; the test host records it at once.
+    steerStage: (run, node, text) => {
+      const view = find(run);
+      if (!view) return notFound(run);
+      const stage = view.stages.find((s) => s.node_id === node && s.handler === 'agent' && s.status === 'running');
+      if (!stage) return fail('agent.not_running', `no agent stage ${node} is running in run ${view.run.id}`);
+      const events = fixtures.events[view.run.id] ?? [];
+      const event: Event = {
+        seq: (events.at(-1)?.seq ?? 0) + 1,
+        ts: new Date().toISOString(),
+        run_id: view.run.id,
+        node_id: node,
+        visit: stage.visit,
+        event: 'agent.steered',
+        properties: { text },
+      };
+      fixtures.events[view.run.id] = [...events, event];
+      for (const l of listeners) if (l.run === null || l.run === view.run.id) l.onEvent(event);
+      return Promise.resolve({ run_id: view.run.id, node_id: node, visit: stage.visit });
+    },
     // The models the fixtures' runs asked for: there is no catalog here.
     modelNames: () =>
       Promise.resolve([...new Set(fixtures.views.flatMap((v) => v.options.model.model ?? []))].sort()),

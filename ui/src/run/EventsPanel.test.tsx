@@ -4,7 +4,8 @@ import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Event } from '../api';
-import { EVENT_ROW_HEIGHT, EventsPanel } from './EventsPanel';
+import { agentEvents } from './agent.test-data';
+import { EVENT_ROW_HEIGHT, eventSummary, EventsPanel } from './EventsPanel';
 import { RUN } from './fixture.test-data';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -66,5 +67,19 @@ describe('the events panel', () => {
     expect(later.length).toBeLessThan(60);
     const spacer = list?.querySelector<HTMLElement>('ul');
     expect(spacer?.style.height).toBe(`${20_000 * EVENT_ROW_HEIGHT}px`);
+  });
+});
+
+describe('eventSummary of agent events', () => {
+  it('says what the agent did, as `weft events` does', () => {
+    const lines = agentEvents(false)
+      .filter((e) => e.event.startsWith('agent.'))
+      .map((e) => `${e.event} ${eventSummary(e)}`);
+    expect(lines).toContain('agent.tool.started shell cargo test');
+    expect(lines).toContain('agent.tool.completed write_file failed in 0.0s: src/main.rs exists and has not been read: read it before writing it');
+    expect(lines).toContain('agent.tool.completed shell done in 4.0s');
+    expect(lines).toContain('agent.turn.completed turn 1: 2 tool call(s), 2.4k in / 120 out, 1.8s');
+    expect(lines).toContain('agent.steered steered: Keep the public API unchanged.');
+    expect(lines.every((l) => l.split(' ').length > 1 && !l.endsWith(' '))).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { type CSSProperties, useLayoutEffect, useMemo, useRef, useState } from '
 
 import type { Event } from '../api';
 import { virtualWindow } from '../components/virtualWindow';
+import { formatDuration, formatTokens } from '../format';
 import { downloadText } from '../logs/download';
 import { ALERT_EVENTS } from './derive';
 
@@ -29,6 +30,25 @@ export function eventSummary(e: Event): string {
       return e.properties.question;
     case 'run.notice':
       return e.properties.message;
+    // As `weft events` says them (daemon/src/cli/events.rs).
+    case 'agent.turn.started':
+      return `turn ${e.properties.turn}`;
+    case 'agent.text':
+      return e.properties.text.trim().slice(0, 120);
+    case 'agent.turn.completed':
+      return `turn ${e.properties.turn}: ${e.properties.tool_calls} tool call(s), ${formatTokens(e.properties.input_tokens)} in / ${formatTokens(e.properties.output_tokens)} out, ${formatDuration(e.properties.duration_ms)}`;
+    case 'agent.tool.started':
+      return `${e.properties.tool} ${e.properties.summary}`;
+    case 'agent.tool.completed':
+      return e.properties.is_error
+        ? `${e.properties.tool} failed in ${formatDuration(e.properties.duration_ms)}: ${e.properties.preview.trim().slice(0, 120)}`
+        : `${e.properties.tool} done in ${formatDuration(e.properties.duration_ms)}`;
+    case 'agent.compaction':
+      return `compacted ${e.properties.original_turns} turns (kept the last ${e.properties.preserved_turns})`;
+    case 'agent.loop_detected':
+      return `loop detected: ${e.properties.tools.join(', ')}; the model was warned`;
+    case 'agent.steered':
+      return `steered: ${e.properties.text.slice(0, 120)}`;
     default:
       return '';
   }

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
 import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, QUESTION, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
@@ -178,6 +179,69 @@ describe('RunScreen', () => {
     await act(async () => rerun?.click());
     await until(() => q('[data-testid=daemon-down]') !== null);
     expect(q('[data-testid=daemon-down]')?.textContent).toContain('not running');
+  });
+
+  it("shows a running agent stage's transcript growing as its events arrive", async () => {
+    const running = agentEvents(true);
+    const view: RunView = { ...failedView(), run: { ...failedView().run, status: 'running', failure_reason: null }, stages: [agentStage(true)] };
+    const { host: h, advance } = liveRun(view);
+    await render(h);
+    await until(() => shownStage() === AGENT_NODE);
+    const texts = () => [...container.querySelectorAll('[data-testid=agent-text]')].map((t) => t.textContent);
+    // The events arrive one by one over the subscription, as weftd sends them.
+    for (const e of running.slice(0, 4)) await advance('running', [agentStage(true)], e);
+    await until(() => texts().length === 1);
+    expect(texts()[0]).toContain('I will read the failing test first.');
+    for (const e of running.slice(4)) await advance('running', [agentStage(true)], e);
+    await until(() => container.querySelectorAll('[data-testid=tool-call]').length === 4);
+    expect([...container.querySelectorAll('[data-testid=tool-call]')].at(-1)?.getAttribute('data-state')).toBe('running');
+    expect(q('[data-testid=agent-spend]')?.textContent).toBe('5.5k in · 210 out · $0.02 · 2 calls');
+    await until(() => container.querySelectorAll('[data-testid=tool-tick]').length === 4);
+  });
+
+  it('steers a running agent: the message goes to the daemon and shows in the transcript once the agent has it', async () => {
+    const view: RunView = { ...failedView(), run: { ...failedView().run, status: 'running', failure_reason: null }, stages: [agentStage(true)] };
+    const inner = makeTestHost({ views: [view], events: { [RUN]: agentEvents(true) }, stageFiles: {}, questions: [] });
+    const sent: Array<[string, string, string]> = [];
+    const h: Host = { ...inner, steerStage: (run, node, text) => (sent.push([run, node, text]), inner.steerStage(run, node, text)) };
+    await render(h);
+    await until(() => q('[data-testid=steer-box]') !== null);
+    const box = q('[data-testid=steer-box] textarea') as HTMLTextAreaElement;
+    const send = q('[data-testid=steer-box] button[type=submit]') as HTMLButtonElement;
+    expect(send.disabled).toBe(true);
+    await act(async () => {
+      // React tracks the value through the native setter.
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set?.call(box, '  Run only the unit tests.  ');
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await act(async () => send.click());
+    await until(() => q('[data-testid=action-done]') !== null);
+    expect(sent).toEqual([[RUN, AGENT_NODE, 'Run only the unit tests.']]);
+    expect(box.value).toBe('');
+    await until(() => [...container.querySelectorAll('[data-testid=agent-notice]')].some((n) => n.textContent === 'Steered: “Run only the unit tests.”'));
+  });
+
+  it('offers no steering once the agent stage has ended, and says when the daemon is down', async () => {
+    const ended: RunView = { ...failedView(), run: { ...failedView().run, status: 'succeeded', failure_reason: null }, stages: [agentStage(false)] };
+    await render(makeTestHost({ views: [ended], events: { [RUN]: agentEvents(false) }, stageFiles: {}, questions: [] }));
+    await until(() => q('[data-testid=agent-transcript]') !== null);
+    expect(q('[data-testid=steer-box]')).toBeNull();
+    act(() => root?.unmount());
+    container.remove();
+
+    const running: RunView = { ...ended, run: { ...ended.run, status: 'running' }, stages: [agentStage(true)] };
+    const inner = makeTestHost({ views: [running], events: { [RUN]: agentEvents(true) }, stageFiles: {}, questions: [] });
+    await render({ ...inner, steerStage: () => Promise.reject({ code: 'daemon.not_running', message: 'no daemon' }) });
+    await until(() => q('[data-testid=steer-box]') !== null);
+    const box = q('[data-testid=steer-box] textarea') as HTMLTextAreaElement;
+    await act(async () => {
+      Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set?.call(box, 'Stop');
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await act(async () => (q('[data-testid=steer-box] button[type=submit]') as HTMLButtonElement).click());
+    await until(() => q('[data-testid=steer-box] [data-testid=daemon-down]') !== null);
+    // The message stays, to send again once the daemon runs.
+    expect(box.value).toBe('Stop');
   });
 
   it('reports an unknown run', async () => {

@@ -151,7 +151,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
         </div>
         <div className="run__side">
           {selectedStage ? (
-            <StageDetail stage={selectedStage} files={files} events={events} />
+            <StageDetail stage={selectedStage} files={files} events={events} host={host} />
           ) : selected ? (
             <p className="muted">{selected.node} has not run yet.</p>
           ) : (

@@ -1,13 +1,17 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 
-import type { Event, StageRecord } from '../api';
+import type { Event, Host, StageRecord } from '../api';
 import { formatDateTime, formatDuration } from '../format';
+import { AgentFacts, TranscriptView } from './AgentTranscript';
 import { edgeReasonText, routingOf, stageFailureReason } from './derive';
+import { SteerBox } from './SteerBox';
+import { agentTranscript, hasAgentEvents } from './transcript';
 import type { FilesLoad } from './useRun';
 
-type Tab = 'response' | 'prompt' | 'script' | 'stdout' | 'stderr' | 'status' | 'context' | 'routing';
+type Tab = 'transcript' | 'response' | 'prompt' | 'script' | 'stdout' | 'stderr' | 'status' | 'context' | 'routing';
 
 const TAB_NAMES: Record<Tab, string> = {
+  transcript: 'Transcript',
   response: 'response.md',
   prompt: 'prompt.md',
   script: 'Command',
@@ -26,11 +30,31 @@ function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
   return null;
 }
 
-/** The selected stage: status, timing, attempts and its files, outcome and routing. */
-export function StageDetail({ stage, files, events }: { stage: StageRecord; files: FilesLoad; events: readonly Event[] }) {
+/**
+ * The selected stage: status, timing, attempts and its files, outcome and
+ * routing; for an agent stage also its transcript, spend and files touched,
+ * and while it runs a box to steer it (when `host` is given).
+ */
+export function StageDetail({
+  stage,
+  files,
+  events,
+  host,
+}: {
+  stage: StageRecord;
+  files: FilesLoad;
+  events: readonly Event[];
+  host?: Host;
+}) {
   const ready = files.kind === 'ready' ? files.files : null;
   const updates = contextUpdates(stage);
   const routing = routingOf(events, stage.node_id, stage.visit);
+  // An agent stage (or one that reported agent activity) gets its transcript, first.
+  const isAgent = stage.handler === 'agent' || hasAgentEvents(events, stage.node_id, stage.visit);
+  const transcript = useMemo(
+    () => (isAgent ? agentTranscript(events, stage.node_id, stage.visit) : null),
+    [isAgent, events, stage.node_id, stage.visit],
+  );
   const texts: Partial<Record<Tab, string | null | undefined>> = {
     response: ready?.response,
     prompt: ready?.prompt,
@@ -40,7 +64,9 @@ export function StageDetail({ stage, files, events }: { stage: StageRecord; file
     status: ready?.status != null ? JSON.stringify(ready.status, null, 2) : null,
     context: updates && Object.keys(updates).length > 0 ? JSON.stringify(updates, null, 2) : null,
   };
-  const available = (Object.keys(TAB_NAMES) as Tab[]).filter((t) => (t === 'routing' ? routing.length > 0 : !!texts[t]));
+  const available = (Object.keys(TAB_NAMES) as Tab[]).filter((t) =>
+    t === 'routing' ? routing.length > 0 : t === 'transcript' ? transcript !== null : !!texts[t],
+  );
   const [tab, setTab] = useState<Tab | null>(null);
   const key = `${stage.node_id}@${stage.visit}`;
   useEffect(() => setTab(null), [key]);
@@ -77,6 +103,8 @@ export function StageDetail({ stage, files, events }: { stage: StageRecord; file
           )}
         </ul>
       )}
+      {transcript && <AgentFacts stage={stage} transcript={transcript} />}
+      {transcript && host && stage.status === 'running' && <SteerBox key={key} host={host} runId={stage.run_id} node={stage.node_id} />}
       {files.kind === 'loading' && <p className="muted">Loading the stage's files…</p>}
       {files.kind === 'failed' && <p className="error">Could not read the stage's files: {files.message}</p>}
       {available.length > 0 && (
@@ -88,7 +116,9 @@ export function StageDetail({ stage, files, events }: { stage: StageRecord; file
           ))}
         </div>
       )}
-      {shown === 'routing' ? (
+      {shown === 'transcript' && transcript ? (
+        <TranscriptView transcript={transcript} stageRunning={stage.status === 'running'} />
+      ) : shown === 'routing' ? (
         <ul className="stage__routing" data-testid="routing">
           {routing.map((e) =>
             e.event === 'edge.selected' ? (

@@ -23,6 +23,11 @@ const BAR_INSET_PX = 10;
 const LABEL_GAP_PX = 4;
 /** Used where there is no canvas to measure with (unit tests): about 11 px text. */
 const ESTIMATED_CHAR_PX = 7;
+/**
+ * The most tool-call ticks drawn on one bar (its latest): beyond a few
+ * hundred they are thinner than a pixel apart, and each is a DOM node.
+ */
+const TICKS_PER_BAR_MAX = 1_000;
 
 /**
  * Places the names of one lane's bars. A name goes inside its bar when it
@@ -94,6 +99,8 @@ function useTrackMetrics(ref: RefObject<HTMLDivElement | null>, lanes: number): 
  * One bar per stage attempt, positioned by time; the main line and each
  * parallel branch in its own lane. A bar too short for its name shows it
  * beside the bar or, without room there, in its tooltip (`placeLabels`).
+ * An agent stage's tool calls are ticks along the foot of its bar, each as
+ * long as the call took, with the tool and its summary in the tooltip.
  */
 export function TimelineView({
   timeline,
@@ -147,6 +154,24 @@ export function TimelineView({
                   </button>
                 );
               })}
+              {bars.flatMap(({ bar }) =>
+                bar.ticks.slice(-TICKS_PER_BAR_MAX).map((tick, i) => {
+                  const end = tick.end ?? bar.end;
+                  const what = `${bar.node}: ${tick.tool} ${tick.summary}`.trim();
+                  const title = `${what} (${tick.end == null ? 'running' : formatDuration(end - tick.start)}${tick.failed ? ', error' : ''})`;
+                  return (
+                    <span
+                      key={`${bar.node}@${bar.visit}#${bar.attempt}/${i}`}
+                      className={`timeline__tick${tick.failed ? ' timeline__tick--failed' : ''}`}
+                      data-testid="tool-tick"
+                      data-node={bar.node}
+                      style={{ left: `${((tick.start - timeline.start) / span) * 100}%`, width: `${((end - tick.start) / span) * 100}%` }}
+                      title={title}
+                      onClick={() => onSelect(bar.node, bar.visit)}
+                    />
+                  );
+                }),
+              )}
             </div>
           </div>
         );

@@ -4,6 +4,7 @@
 
 import type { EdgeReason, Event, QuestionRecord, RunView, StageRecord } from '../api/wire';
 import type { NodeState } from '../graph/GraphView';
+import { toolTicksByStage, type ToolTick } from './transcript';
 
 /** Graph decoration: what `GraphView` takes besides the DOT text. */
 export interface GraphDecoration {
@@ -154,6 +155,8 @@ export interface TimelineBar {
   end: number;
   /** Still running: `end` is "now". */
   open: boolean;
+  /** An agent stage's tool calls during this attempt, in start order. */
+  ticks: ToolTick[];
 }
 
 /** A lane: the main line, or one parallel branch. */
@@ -174,8 +177,11 @@ const time = (ts: string | null | undefined) => (ts ? Date.parse(ts) : NaN);
  * Timeline lanes: one bar per attempt of each stage (attempts split at
  * `stage.started` / `stage.retrying` events; one bar when there are none),
  * the main line first, then each parallel branch in order of appearance.
+ * An agent stage's tool calls become ticks on the bar of the attempt they
+ * started in.
  */
 export function timelineOf(stages: readonly StageRecord[], events: readonly Event[], now: number): Timeline {
+  const ticks = toolTicksByStage(events);
   const marks = new Map<string, Array<{ t: number; kind: 'start' | 'retry'; attempt: number }>>();
   for (const e of events) {
     if ((e.event !== 'stage.started' && e.event !== 'stage.retrying') || !e.node_id) continue;
@@ -206,14 +212,17 @@ export function timelineOf(stages: readonly StageRecord[], events: readonly Even
       .filter((m) => !Number.isNaN(m.t))
       .sort((a, b) => a.t - b.t);
     const bounds = starts.filter((m) => m.kind === 'start');
+    const stageTicks = ticks.get(`${stage.node_id}@${stage.visit}`) ?? [];
     if (bounds.length <= 1) {
-      lane.bars.push({ node: stage.node_id, visit: stage.visit, attempt: Math.max(stage.attempts, 1), status: stage.status, start: begin, end: finish, open });
+      lane.bars.push({ node: stage.node_id, visit: stage.visit, attempt: Math.max(stage.attempts, 1), status: stage.status, start: begin, end: finish, open, ticks: stageTicks });
     } else {
       bounds.forEach((b, i) => {
         const last = i === bounds.length - 1;
         const next = bounds[i + 1]?.t ?? finish;
         const retry = starts.find((m) => m.kind === 'retry' && m.t >= b.t && (last || m.t <= next));
         const end = last ? finish : (retry?.t ?? next);
+        // A call belongs to the attempt it started in: from this start to the next.
+        const until = last ? Infinity : next;
         lane.bars.push({
           node: stage.node_id,
           visit: stage.visit,
@@ -222,6 +231,7 @@ export function timelineOf(stages: readonly StageRecord[], events: readonly Even
           start: b.t,
           end: Math.max(end, b.t),
           open: last && open,
+          ticks: stageTicks.filter((t) => (i === 0 || t.start >= b.t) && t.start < until),
         });
       });
     }

@@ -40,8 +40,10 @@ describe('RunsScreen', () => {
     const rows = [...el.querySelectorAll('[data-testid=run-row]')];
     expect(rows.map((r) => r.querySelector('.runs__workflow')?.textContent)).toEqual([
       'Ship',
+      'Tidy',
       'Migrate',
       'Checks',
+      'Fix',
       'Summarize',
       'Deploy',
       'Release',
@@ -64,7 +66,7 @@ describe('RunsScreen', () => {
   it('offers the workflows of the pages read when the store cannot list them', async () => {
     const el = await render(makeTestHost(recorded));
     const options = [...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent);
-    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Migrate', 'Release', 'Ship', 'Summarize']);
+    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Release', 'Ship', 'Summarize', 'Tidy']);
   });
 
   it('takes the first page asked for before it mounted instead of asking again', async () => {
@@ -79,7 +81,7 @@ describe('RunsScreen', () => {
     };
     prefetchFirstPage(host);
     const el = await render(host);
-    expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(6);
+    expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(recorded.views.length);
     expect(asked, 'one request for the first page, the early one').toEqual([{ limit: PAGE_SIZE, offset: 0, archived: false }]);
 
     // Taken once: the next screen asks for itself.
@@ -103,7 +105,7 @@ describe('RunsScreen', () => {
     const el = await render(host);
     expect(el.querySelectorAll('[data-testid=run-row]'), 'the handed-over rows, before any answer').toHaveLength(2);
     await act(async () => answer(fresh));
-    expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(6);
+    expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(recorded.views.length);
   });
 
   it('says what failed when the history cannot be read', async () => {
@@ -141,7 +143,7 @@ describe('RunsScreen', () => {
     };
     const el = await render(host);
     const rowsNow = () => el.querySelectorAll('[data-testid=run-row]').length;
-    expect(rowsNow()).toBe(6);
+    expect(rowsNow()).toBe(recorded.views.length);
     // A new run lands in the database, and the daemon announces it.
     const newest = structuredClone(fixtures.views[0]!);
     newest.run.id = '01ZZZZZZZZZZZZZZZZZZZZZZZZ';
@@ -163,7 +165,7 @@ describe('RunsScreen', () => {
     await act(async () => {
       await new Promise((r) => setTimeout(r, 0));
     });
-    expect(rowsNow()).toBe(7);
+    expect(rowsNow()).toBe(recorded.views.length + 1);
     expect(el.querySelector('[data-testid=run-row] .runs__workflow')?.textContent).toBe('Fresh');
   });
 });
