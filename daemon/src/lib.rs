@@ -20,9 +20,9 @@
 //! 9. [`exec`]: stage processes (process groups, the start gate, the
 //!    reaper), cancellation, and the environment commands inherit.
 //! 10. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
-//!    OpenAI-compatible servers), the model catalog, retries and failover.
+//!     OpenAI-compatible servers), the model catalog, retries and failover.
 //! 11. [`agent`]: Weft's own coding agent: the tool loop, its tools and
-//!    guardrails.
+//!     guardrails.
 //! 12. [`engine`]: executes runs: the run loop, routing, handlers.
 //! 13. [`ipc`]: the wire protocol, its framing and socket, and the client.
 //! 14. [`server`]: `weftd`, the daemon: the engine behind the socket.

@@ -63,7 +63,10 @@ pub enum AgentEvent {
     /// Compaction's model call failed; the session goes on uncompacted.
     CompactionFailed { error: String },
     /// The model repeated a pattern of tool calls; it was warned.
-    LoopDetected { pattern_len: u32, tools: Vec<String> },
+    LoopDetected {
+        pattern_len: u32,
+        tools: Vec<String>,
+    },
     /// A steering message was given to the model.
     Steered { text: String },
 }

@@ -26,9 +26,13 @@ pub enum Entry {
         permissions: String,
     },
     /// The system prompt.
-    System { text: String },
+    System {
+        text: String,
+    },
     /// A user message: the prompt, a repair request.
-    User { text: String },
+    User {
+        text: String,
+    },
     /// A model turn: what it said and which tools it asked for.
     Assistant {
         turn: u32,
@@ -58,11 +62,21 @@ pub enum Entry {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         touched: Vec<String>,
     },
-    Steering { text: String },
-    Compaction { summary: String, original_turns: u32, preserved_turns: u32 },
-    LoopDetected { message: String },
+    Steering {
+        text: String,
+    },
+    Compaction {
+        summary: String,
+        original_turns: u32,
+        preserved_turns: u32,
+    },
+    LoopDetected {
+        message: String,
+    },
     /// The session ended: `completed`, or why it stopped.
-    End { reason: String },
+    End {
+        reason: String,
+    },
 }
 
 /// A tool call as the transcript shows it.

@@ -24,12 +24,12 @@ use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 
 use self::branch::Branch;
-use crate::exec::cancel::CancelReason;
 use super::checkpoint::{CHECKPOINT_VERSION, Checkpoint, ParallelProgress};
 use super::context::Context;
 use super::handlers::RunEnv;
 use super::recorder::Recorder;
 use super::routing::{self, Selection};
+use crate::exec::cancel::CancelReason;
 use crate::lang::graph::{Graph, Handler, Node};
 use crate::model::{EdgeReason, EventKind};
 use crate::model::{FailureClass, Outcome};

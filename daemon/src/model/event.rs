@@ -296,7 +296,10 @@ pub enum EventKind {
     },
     /// An agent repeated a pattern of tool calls and was warned.
     #[serde(rename = "agent.loop_detected")]
-    AgentLoopDetected { pattern_len: u32, tools: Vec<String> },
+    AgentLoopDetected {
+        pattern_len: u32,
+        tools: Vec<String>,
+    },
     /// A steering message reached a running agent (human-tools/steering.mdx).
     #[serde(rename = "agent.steered")]
     AgentSteered { text: String },

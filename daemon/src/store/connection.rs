@@ -208,7 +208,8 @@ fn use_wal(conn: &Connection) -> Result<()> {
         match attempt {
             Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
             Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::DatabaseBusy && started.elapsed() < BUSY_TIMEOUT => {}
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT => {}
             // A mode that did not change (another process held a lock
             // SQLite would not wait for) is tried again too.
             Ok(_) if started.elapsed() < BUSY_TIMEOUT => {}

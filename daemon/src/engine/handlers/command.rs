@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::StageCx;
 use crate::engine::output;
-use crate::exec::process::{self, Language, Script};
 use crate::engine::retry::RetryPolicy;
+use crate::exec::process::{self, Language, Script};
 use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome};
 

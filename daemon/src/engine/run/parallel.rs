@@ -34,10 +34,10 @@ use serde_json::{Map, Value};
 
 use super::branch::Branch;
 use super::{Finish, MAX_NESTING, Runner, State, too_deep};
-use crate::exec::cancel::CancelReason;
 use crate::engine::checkpoint::{BranchProgress, BranchResult, ParallelProgress};
 use crate::engine::context::Context;
 use crate::engine::handlers::RunEnv;
+use crate::exec::cancel::CancelReason;
 use crate::lang::graph::{Graph, Handler, Node};
 use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome, Status};
