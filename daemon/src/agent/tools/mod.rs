@@ -21,6 +21,7 @@ mod web_search;
 mod workspace;
 mod write_file;
 
+pub use web_search::WebSearch;
 pub use workspace::Workspace;
 
 use serde_json::Value;
@@ -256,7 +257,9 @@ pub fn cut_for_model(text: &str, limit: usize, cut: Cut, kept_in: Option<&str>) 
         return text.to_string();
     }
     let removed = total - limit;
-    let whole = kept_in.map_or(String::new(), |path| format!("; the whole output is in {path}"));
+    let whole = kept_in.map_or(String::new(), |path| {
+        format!("; the whole output is in {path}")
+    });
     let marker = format!("\n[... {removed} characters cut{whole} ...]\n");
     match cut {
         Cut::Tail => {
@@ -274,10 +277,43 @@ pub fn cut_for_model(text: &str, limit: usize, cut: Cut, kept_in: Option<&str>) 
 
 /// Reads a required string argument.
 pub(super) fn required_str<'a>(arguments: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
-    arguments
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolOutput::error(format!("missing required string argument `{key}`")))
+    match arguments.get(key) {
+        Some(Value::String(text)) => Ok(text),
+        None | Some(Value::Null) => Err(ToolOutput::error(format!(
+            "missing required string argument `{key}`"
+        ))),
+        Some(other) => Err(ToolOutput::error(format!(
+            "`{key}` must be a string, not {}",
+            json_kind(other)
+        ))),
+    }
+}
+
+/// Reads an optional boolean argument (`"true"`/`"false"` strings too:
+/// some models quote them).
+pub(super) fn optional_bool(arguments: &Value, key: &str) -> Result<Option<bool>, ToolOutput> {
+    match arguments.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s == "true" => Ok(Some(true)),
+        Some(Value::String(s)) if s == "false" => Ok(Some(false)),
+        Some(other) => Err(ToolOutput::error(format!(
+            "`{key}` must be true or false, not {}",
+            json_kind(other)
+        ))),
+    }
+}
+
+/// `a number`, `an array`: what a JSON value is, for argument errors.
+pub(super) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Reads an optional non-negative integer argument.
@@ -286,7 +322,11 @@ pub(super) fn optional_u64(arguments: &Value, key: &str) -> Result<Option<u64>, 
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
-            .or_else(|| v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                    .map(|f| f as u64)
+            })
             .map(Some)
             .ok_or_else(|| ToolOutput::error(format!("`{key}` must be a non-negative integer"))),
     }
@@ -311,10 +351,19 @@ mod tests {
     fn output_is_cut_with_a_marker_naming_what_was_cut() {
         let text: String = "a".repeat(60) + &"b".repeat(40);
         let cut = cut_for_model(&text, 20, Cut::HeadTail, Some("tools/0001-shell.txt"));
-        assert!(cut.starts_with(&"a".repeat(10)) && cut.ends_with(&"b".repeat(10)), "{cut}");
-        assert!(cut.contains("80 characters cut") && cut.contains("tools/0001-shell.txt"), "{cut}");
+        assert!(
+            cut.starts_with(&"a".repeat(10)) && cut.ends_with(&"b".repeat(10)),
+            "{cut}"
+        );
+        assert!(
+            cut.contains("80 characters cut") && cut.contains("tools/0001-shell.txt"),
+            "{cut}"
+        );
         let tail = cut_for_model(&text, 20, Cut::Tail, None);
-        assert!(tail.ends_with(&"b".repeat(20)) && tail.contains("80 characters cut"), "{tail}");
+        assert!(
+            tail.ends_with(&"b".repeat(20)) && tail.contains("80 characters cut"),
+            "{tail}"
+        );
         assert_eq!(cut_for_model("short", 20, Cut::Tail, None), "short");
     }
 }
