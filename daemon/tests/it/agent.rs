@@ -1012,3 +1012,23 @@ async fn a_failed_compaction_is_reported_and_the_session_goes_on() {
         "the history is left whole"
     );
 }
+
+#[tokio::test]
+async fn a_final_answer_that_crosses_the_token_budget_is_kept() {
+    let f = Fixture::new(Api::Compat);
+    f.script([Fake::Turn {
+        text: Some("done".into()),
+        tool_calls: vec![],
+        usage: Some(FakeUsage {
+            input: 150,
+            output: 50,
+            ..FakeUsage::default()
+        }),
+        finish: None,
+    }]);
+    let mut config = f.config(false);
+    config.limits.max_tokens = Some(100);
+    let out = f.run(config, "go").await;
+    assert_eq!(out.result.expect("the answer stands").text, "done");
+    assert_eq!(out.usage.input + out.usage.output, 200);
+}
