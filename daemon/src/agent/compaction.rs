@@ -32,18 +32,19 @@ Approaches (what was tried and did not work, so it is not tried again), ## Open 
 (known problems, loose ends), ## Next Steps (what the agent should do next). Be specific \
 and brief; keep exact names of files, functions and commands. Reply with the summary only.";
 
-/// Estimated tokens of a conversation: a quarter of its characters.
+/// Estimated tokens of a conversation: a quarter of its size. Bytes, not
+/// characters: it runs every turn over the whole conversation, and a byte
+/// length costs nothing to read (non-ASCII text only makes the estimate
+/// err towards compacting early).
 pub(crate) fn estimate_tokens(system: &str, history: &[Message]) -> u64 {
-    let mut chars = system.chars().count();
+    let mut chars = system.len();
     for message in history {
         for part in &message.parts {
             chars += match part {
-                Part::Text(text) => text.chars().count(),
-                Part::Reasoning(r) => r.text.chars().count(),
-                Part::ToolCall(call) => {
-                    call.name.len() + call.arguments.to_string().chars().count()
-                }
-                Part::ToolResult(result) => result.content.chars().count(),
+                Part::Text(text) => text.len(),
+                Part::Reasoning(r) => r.text.len(),
+                Part::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
+                Part::ToolResult(result) => result.content.len(),
                 // Providers count an image as roughly a thousand tokens.
                 Part::Image(_) => 4_000,
             };

@@ -268,8 +268,9 @@ impl<'a> Session<'a> {
             let response = &completion.response;
             let calls: Vec<ToolCall> = response.tool_calls().into_iter().cloned().collect();
             self.state.history.push(response.to_message());
-            self.check_tokens()?;
 
+            // A finished answer is kept even if it crossed the budget: the
+            // budget stops further work, not work already paid for.
             if calls.is_empty() {
                 on_event(AgentEvent::TurnCompleted {
                     turn,
@@ -282,6 +283,7 @@ impl<'a> Session<'a> {
                 });
             }
 
+            self.check_tokens()?;
             if self.state.tool_rounds >= self.config.limits.max_tool_rounds {
                 return Err(SessionError::limit(format!(
                     "reached max_tool_rounds ({})",

@@ -226,6 +226,29 @@ fn body_text(request: &Recorded) -> String {
 
 // --- The loop on each provider ----------------------------------------------
 
+/// The profile's editing tool: `apply_patch` for OpenAI, else `edit_file`.
+fn edit_tool(api: Api) -> &'static str {
+    match api {
+        Api::OpenAi => "apply_patch",
+        _ => "edit_file",
+    }
+}
+
+/// A call changing `hello world` to `hello weft` in greeting.txt with
+/// [`edit_tool`].
+fn edit_call(api: Api) -> ToolCall {
+    match api {
+        Api::OpenAi => call(
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: greeting.txt\n@@\n-hello world\n+hello weft\n*** End Patch\n"}),
+        ),
+        _ => call(
+            "edit_file",
+            json!({"file_path": "greeting.txt", "old_string": "hello world", "new_string": "hello weft"}),
+        ),
+    }
+}
+
 async fn read_edit_reply(api: Api, stream: bool) {
     let f = Fixture::new(api);
     f.write("greeting.txt", "hello world\n");
@@ -236,9 +259,10 @@ async fn read_edit_reply(api: Api, stream: bool) {
             usage: None,
             finish: None,
         },
+        Fake::ToolCalls(vec![edit_call(api)]),
         Fake::ToolCalls(vec![call(
-            "write_file",
-            json!({"file_path": "greeting.txt", "content": "hello weft\n"}),
+            "shell",
+            json!({"command": "grep -c weft greeting.txt && echo checked"}),
         )]),
         Fake::Text("I changed the greeting.".into()),
     ]);
@@ -255,7 +279,7 @@ async fn read_edit_reply(api: Api, stream: bool) {
     assert_eq!(out.files_touched, ["greeting.txt"]);
 
     let requests = f.requests();
-    assert_eq!(requests.len(), 3, "three model turns");
+    assert_eq!(requests.len(), 4, "four model turns");
     let first = body_text(&requests[0]);
     assert!(
         first.contains("Change the greeting to weft."),
@@ -266,19 +290,27 @@ async fn read_edit_reply(api: Api, stream: bool) {
         "the system prompt is sent: {first}"
     );
     assert!(
-        first.contains("write_file") && first.contains("read_file"),
-        "tools are declared"
+        first.contains(edit_tool(api)) && first.contains("read_file") && first.contains("shell"),
+        "the profile's tools are declared"
     );
     assert!(
         body_text(&requests[1]).contains("1 | hello world"),
         "the second turn carries the read result"
     );
-    assert!(body_text(&requests[2]).contains("Wrote 11 bytes to greeting.txt"));
+    assert!(
+        body_text(&requests[2]).contains("greeting.txt"),
+        "the edit's confirmation is sent back"
+    );
+    assert!(
+        body_text(&requests[3]).contains("checked"),
+        "the shell's output is sent back"
+    );
     assert_eq!(
         tools_completed(&out.events),
         [
             ("read_file".to_string(), false),
-            ("write_file".to_string(), false)
+            (edit_tool(api).to_string(), false),
+            ("shell".to_string(), false)
         ]
     );
     let turns: Vec<u32> = out
@@ -289,13 +321,13 @@ async fn read_edit_reply(api: Api, stream: bool) {
             _ => None,
         })
         .collect();
-    assert_eq!(turns, [1, 2, 3]);
+    assert_eq!(turns, [1, 2, 3, 4]);
     let models = out
         .events
         .iter()
         .filter(|e| matches!(e, AgentEvent::ModelCompleted { .. }))
         .count();
-    assert_eq!(models, 3);
+    assert_eq!(models, 4);
     assert!(
         out.usage.input > 0 && out.usage.output > 0,
         "usage is summed"
@@ -404,7 +436,7 @@ async fn tool_error_fed_back(api: Api) {
         [("read_file".to_string(), true)]
     );
     let second = body_text(&f.requests()[1]);
-    assert!(second.contains("cannot read missing.txt"), "{second}");
+    assert!(second.contains("missing.txt does not exist"), "{second}");
     if api == Api::Anthropic {
         assert!(
             second.contains(r#""is_error":true"#),
@@ -595,9 +627,81 @@ async fn the_timeout_stops_a_hanging_model_call() {
     assert!(message.starts_with("reached the timeout"), "{message}");
 }
 
+/// A command that starts a background `sleep 60`, writes its pid to
+/// `sleeper.pid` and waits for it.
+fn long_shell() -> Fake {
+    Fake::ToolCalls(vec![call(
+        "shell",
+        json!({"command": "sleep 60 & echo $! > sleeper.pid; wait"}),
+    )])
+}
+
+/// The pid in `sleeper.pid`, once the shell has written it.
+async fn sleeper_pid(f_work: &std::path::Path) -> u32 {
+    let file = f_work.join("sleeper.pid");
+    for _ in 0..2_000 {
+        if let Some(pid) = std::fs::read_to_string(&file)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the shell never started the sleeper");
+}
+
+/// Waits (up to 20 s) until process `pid` is gone or a zombie.
+async fn assert_gone(pid: u32) {
+    for _ in 0..2_000 {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()))
+            .flatten();
+        if matches!(state, None | Some('Z' | 'X')) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("process {pid} outlived the session");
+}
+
+#[tokio::test]
+async fn cancelling_during_a_long_shell_call_kills_the_command() {
+    let f = Fixture::new(Api::Anthropic);
+    f.script([long_shell()]);
+    let cancel = f.cancel.clone();
+    let work = f.work.path().to_path_buf();
+    let canceller = tokio::spawn(async move {
+        let pid = sleeper_pid(&work).await;
+        cancel.cancel(CancelReason::User("stop".into()));
+        pid
+    });
+    let out = f.run(f.config(true), "wait").await;
+    let pid = canceller.await.expect("canceller");
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Cancelled);
+    assert_eq!(message, "cancelled: stop");
+    assert_gone(pid).await;
+    assert_eq!(f.requests().len(), 1, "no model call after the cancel");
+}
+
+#[tokio::test]
+async fn the_timeout_during_a_long_shell_call_kills_the_command() {
+    let f = Fixture::new(Api::Gemini);
+    f.script([long_shell()]);
+    let mut config = f.config(false);
+    config.limits.timeout = Some(Duration::from_secs(2));
+    let out = f.run(config, "wait").await;
+    let (kind, message) = error_kind(&out);
+    assert_eq!(kind, SessionErrorKind::Limit);
+    assert!(message.starts_with("reached the timeout"), "{message}");
+    assert_gone(sleeper_pid(f.work.path()).await).await;
+}
+
 /// Cancellation while the model is answering: the stream is dropped at
-/// once. (Cancellation during a long `shell` call needs the shell tool: see
-/// the shell tests once it lands.)
+/// once.
 #[tokio::test]
 async fn cancelling_stops_a_model_call_in_flight() {
     let f = Fixture::new(Api::OpenAi);
@@ -783,13 +887,11 @@ async fn a_conversation_near_the_context_window_is_compacted() {
 #[tokio::test]
 async fn the_transcript_records_the_session_line_by_line() {
     let f = Fixture::new(Api::Anthropic);
-    // 1,000 lines of 100 characters: over read_file's 50,000 for the model.
-    f.write(
-        "a.txt",
-        &format!("{}\n", "0123456789".repeat(10)).repeat(1_000),
-    );
+    // 300 lines of 400 characters: grep's 200 hits are over its 30,000
+    // characters for the model.
+    f.write("a.txt", &format!("{}\n", "x".repeat(400)).repeat(300));
     f.script([
-        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "a.txt"}))]),
+        Fake::ToolCalls(vec![call("grep", json!({"pattern": "x"}))]),
         Fake::Text("done".into()),
     ]);
     let out = f.run(f.config(false), "read a.txt").await;
@@ -831,10 +933,10 @@ async fn the_transcript_records_the_session_line_by_line() {
     };
     let full = std::fs::read_to_string(f.tool_file(file)).expect("the full output is kept");
     assert_eq!(full.len() as u64, *output_bytes);
-    assert_eq!(file, "tools/0001-read_file.txt");
+    assert_eq!(file, "tools/0001-grep.txt");
     let sent = body_text(&f.requests()[1]);
     assert!(
-        sent.contains("characters cut; the whole output is in tools/0001-read_file.txt"),
+        sent.contains("characters cut; the whole output is in tools/0001-grep.txt"),
         "the model gets a cut output naming the file"
     );
     assert!(matches!(&entries[6], Entry::End { reason } if reason == "completed"));
@@ -909,4 +1011,24 @@ async fn a_failed_compaction_is_reported_and_the_session_goes_on() {
         last.contains("read every big file"),
         "the history is left whole"
     );
+}
+
+#[tokio::test]
+async fn a_final_answer_that_crosses_the_token_budget_is_kept() {
+    let f = Fixture::new(Api::Compat);
+    f.script([Fake::Turn {
+        text: Some("done".into()),
+        tool_calls: vec![],
+        usage: Some(FakeUsage {
+            input: 150,
+            output: 50,
+            ..FakeUsage::default()
+        }),
+        finish: None,
+    }]);
+    let mut config = f.config(false);
+    config.limits.max_tokens = Some(100);
+    let out = f.run(config, "go").await;
+    assert_eq!(out.result.expect("the answer stands").text, "done");
+    assert_eq!(out.usage.input + out.usage.output, 200);
 }
