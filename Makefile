@@ -107,8 +107,21 @@ demo: deps build
 	  else \
 	    echo "The LLM example did not succeed (a wrong key or an unreachable server?): $(WEFT) logs <run> shows why"; \
 	  fi; \
+	  echo; \
+	  echo "==> running examples/fix-failing-test.fabro (an agent stage: your model reads, edits and tests code)"; \
+	  echo "    in a scratch repository, $(DEMO_DIR)/scratch-slug, copied from examples/scratch-slug"; \
+	  rm -rf $(DEMO_DIR)/scratch-slug && cp -r examples/scratch-slug $(DEMO_DIR)/scratch-slug && \
+	  ( cd $(DEMO_DIR)/scratch-slug && git init -q && git add -A && \
+	    git -c user.name=weft -c user.email=weft@localhost commit -qm "scratch: a failing test" ) >/dev/null 2>&1 || true; \
+	  if $(WEFT) run $(CURDIR)/examples/fix-failing-test.fabro --work-dir $(DEMO_DIR)/scratch-slug --json > $(DEMO_DIR)/agent-conclusion.json; then \
+	    run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/agent-conclusion.json); \
+	    echo "The agent fixed the test. Its transcript: $(WEFT) logs $$run fix"; \
+	    echo "What it changed: cd $(DEMO_DIR)/scratch-slug && git diff"; \
+	  else \
+	    echo "The agent example did not succeed; $(WEFT) logs <run> fix shows its transcript"; \
+	  fi; \
 	else \
-	  echo "==> skipping examples/summarize-repo.fabro: no language model is configured"; \
+	  echo "==> skipping examples/summarize-repo.fabro and examples/fix-failing-test.fabro: no language model is configured"; \
 	  echo "    To run it, set one of ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY,"; \
 	  echo "    or point Weft at a local server (Ollama, vLLM, ...) in $$home/settings.toml:"; \
 	  echo "        [providers.ollama]"; \

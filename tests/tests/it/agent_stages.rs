@@ -721,3 +721,92 @@ fn an_agent_of_a_no_daemon_run_cannot_be_steered_through_weftd_and_the_error_say
         refused.stderr
     );
 }
+
+/// The agent example `make demo` runs, `examples/fix-failing-test.fabro`,
+/// runs to completion in a copy of `examples/scratch-slug` when the model
+/// does its job: the fake scripts what a model would do (run the test, read
+/// the code, edit it, run the test again), and the workflow's own `verify`
+/// command decides whether the run succeeds.
+#[test]
+fn the_fix_failing_test_example_fixes_scratch_slug_and_its_verify_stage_passes() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let fake = FakeLlm::start();
+    let key = key("example");
+    let old = "    words = title.lower().split(\" \")\n    return \"-\".join(words)\n";
+    let new = "    words = \"\".join(c if c.isalnum() or c in \" -\" else \" \" for c in title.lower()).split()\n    return \"-\".join(words)\n";
+    fake.script(
+        &key,
+        [
+            Reply::ToolCalls(vec![ToolCall::new(
+                "c1",
+                "shell",
+                json!({"command": "python3 test_slug.py"}),
+            )]),
+            Reply::ToolCalls(vec![ToolCall::new(
+                "c2",
+                "read_file",
+                json!({"file_path": "slug.py"}),
+            )]),
+            Reply::ToolCalls(vec![ToolCall::new(
+                "c3",
+                "write_file",
+                json!({"file_path": "slug.py", "content": read(&examples.join("scratch-slug/slug.py")).replace(old, new)}),
+            )]),
+            Reply::ToolCalls(vec![ToolCall::new(
+                "c4",
+                "shell",
+                json!({"command": "python3 test_slug.py"}),
+            )]),
+            Reply::Text("Punctuation was kept and runs of spaces made empty words.".into()),
+        ],
+    );
+    let sb = Sandbox::new();
+    for file in ["slug.py", "test_slug.py"] {
+        sb.write(
+            &format!("scratch-slug/{file}"),
+            read(&examples.join("scratch-slug").join(file)),
+        );
+    }
+    let workflow = examples.join("fix-failing-test.fabro");
+    let out = sb
+        .weft()
+        .envs(model_env(&fake, &key))
+        .args([
+            "run",
+            &workflow.to_string_lossy(),
+            "--json",
+            "--model",
+            "gpt-5.2",
+        ])
+        .args([
+            "--work-dir",
+            &sb.path().join("scratch-slug").to_string_lossy(),
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let conclusion: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(conclusion["status"], "succeeded", "{conclusion}");
+    let sent = fake.requests(&key);
+    assert_eq!(sent.len(), 5, "five agent turns");
+    assert!(
+        sent[1].body.to_string().contains("AssertionError"),
+        "the model saw the failing test: {}",
+        sent[1].body
+    );
+    assert!(
+        sent[4].body.to_string().contains("all 4 cases pass"),
+        "the model saw the test pass: {}",
+        sent[4].body
+    );
+    let run_id = conclusion["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let status: Value =
+        serde_json::from_str(&read(&stage_dir(&sb, &run_id, "fix").join("status.json")))
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status["files_touched"], json!(["slug.py"]));
+}
