@@ -32,27 +32,6 @@ Approaches (what was tried and did not work, so it is not tried again), ## Open 
 (known problems, loose ends), ## Next Steps (what the agent should do next). Be specific \
 and brief; keep exact names of files, functions and commands. Reply with the summary only.";
 
-/// Estimated tokens of a conversation: a quarter of its size. Bytes, not
-/// characters: it runs every turn over the whole conversation, and a byte
-/// length costs nothing to read (non-ASCII text only makes the estimate
-/// err towards compacting early).
-pub(crate) fn estimate_tokens(system: &str, history: &[Message]) -> u64 {
-    let mut chars = system.len();
-    for message in history {
-        for part in &message.parts {
-            chars += match part {
-                Part::Text(text) => text.len(),
-                Part::Reasoning(r) => r.text.len(),
-                Part::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
-                Part::ToolResult(result) => result.content.len(),
-                // Providers count an image as roughly a thousand tokens.
-                Part::Image(_) => 4_000,
-            };
-        }
-    }
-    u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
-}
-
 /// Whether `estimated` tokens are over the threshold of `context_window`.
 pub(crate) fn needed(estimated: u64, context_window: u64) -> bool {
     estimated.saturating_mul(100) > context_window.saturating_mul(THRESHOLD_PERCENT)
@@ -191,7 +170,7 @@ mod tests {
             text.len()
         );
         assert!(text.contains("src/a.rs"));
-        assert!(estimate_tokens("", &history) >= 250);
+        assert!(super::super::history::History::from_messages(history).estimate_tokens("") >= 250);
         assert!(needed(81, 100) && !needed(80, 100));
     }
 }

@@ -19,6 +19,7 @@
 mod compaction;
 pub mod config;
 pub mod event;
+mod history;
 mod instructions;
 mod loop_detection;
 pub mod profile;

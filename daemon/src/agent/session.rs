@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::compaction;
 use super::config::SessionConfig;
 use super::event::AgentEvent;
+use super::history::History;
 use super::instructions;
 use super::loop_detection::{self, LoopDetector, Verdict};
 use super::profile::Profile;
@@ -25,8 +26,8 @@ use super::tools::{Tool, ToolOutput, Workspace, cut_for_model};
 use super::transcript::{Call, Entry};
 use crate::exec::cancel::Cancel;
 use crate::llm::{
-    CallEvent, Completion, FinishReason, LlmClient, LlmError, Message, Part, Request, Role,
-    StreamEvent, ToolCall, ToolResult, Usage,
+    CallEvent, Completion, FinishReason, LlmClient, LlmError, Message, Part, Request, StreamEvent,
+    ToolCall, ToolResult, Usage,
 };
 use crate::model::Spend;
 
@@ -130,7 +131,7 @@ struct State {
     setup: Option<Setup>,
     /// When the first `send` began (the timeout counts from there).
     started: Option<Instant>,
-    history: Vec<Message>,
+    history: History,
     /// Model calls of the conversation (compaction's are not counted).
     turns: u32,
     /// Turns that asked for tools.
@@ -182,6 +183,20 @@ impl<'a> Session<'a> {
                 ..State::default()
             },
         }
+    }
+
+    /// The session continues `conversation` (a thread shared with earlier
+    /// stages at full fidelity): its first `send` adds to it.
+    #[must_use]
+    pub fn continuing(mut self, conversation: Vec<Message>) -> Session<'a> {
+        self.state.history = History::from_messages(conversation);
+        self
+    }
+
+    /// The conversation so far: what a shared thread goes on from.
+    #[must_use]
+    pub fn conversation(&self) -> &[Message] {
+        self.state.history.messages()
     }
 
     /// The handle that steers this session.
@@ -398,13 +413,7 @@ impl<'a> Session<'a> {
     fn deliver_steering(&mut self, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
         for text in self.steering.drain() {
             let part = Part::Text(format!("{STEERING_PREFIX} {text}"));
-            match self.state.history.last_mut() {
-                Some(last) if last.role == Role::User => last.parts.push(part),
-                _ => self.state.history.push(Message {
-                    role: Role::User,
-                    parts: vec![part],
-                }),
-            }
+            self.state.history.add_to_user_turn(part);
             on_event(AgentEvent::Steered { text: text.clone() });
             self.record(Entry::Steering { text }, on_event);
         }
@@ -426,7 +435,7 @@ impl<'a> Session<'a> {
         };
         // Lent to the request rather than copied: the conversation is the
         // bulk of a session's memory, and this is every turn.
-        request.messages = std::mem::take(&mut self.state.history);
+        request.messages = self.state.history.lend();
         let started = Instant::now();
         let mut text = TextBuffer::new(turn);
         let result = {
@@ -449,7 +458,9 @@ impl<'a> Session<'a> {
             )
             .await
         };
-        self.state.history = std::mem::take(&mut request.messages);
+        self.state
+            .history
+            .give_back(std::mem::take(&mut request.messages));
         text.flush(on_event);
         let completion = result?.map_err(SessionError::llm)?;
         self.count(&completion, started.elapsed(), on_event);
@@ -687,15 +698,15 @@ impl<'a> Session<'a> {
     ) -> Result<(), SessionError> {
         let setup = self.setup();
         let context_window = setup.context_window;
-        let estimated = compaction::estimate_tokens(&setup.system, &self.state.history);
+        let estimated = self.state.history.estimate_tokens(&setup.system);
         if !compaction::needed(estimated, context_window) {
             return Ok(());
         }
-        let Some(at) = compaction::split_point(&self.state.history) else {
+        let Some(at) = compaction::split_point(self.state.history.messages()) else {
             return Ok(());
         };
         let files = self.files_touched();
-        let old = &self.state.history[..at];
+        let old = &self.state.history.messages()[..at];
         let request = Request {
             system: Some(compaction::SUMMARY_SYSTEM.to_string()),
             messages: vec![Message::user(format!(
@@ -737,11 +748,11 @@ impl<'a> Session<'a> {
         };
         self.count(&completion, started.elapsed(), on_event);
         let summary = completion.response.text();
-        let original_turns = compaction::turns(&self.state.history);
-        let kept = self.state.history.split_off(at);
-        self.state.history = vec![compaction::summary_message(&summary, &files)];
-        self.state.history.extend(kept);
-        let preserved_turns = compaction::turns(&self.state.history);
+        let original_turns = compaction::turns(self.state.history.messages());
+        self.state
+            .history
+            .replace_before(at, compaction::summary_message(&summary, &files));
+        let preserved_turns = compaction::turns(self.state.history.messages());
         on_event(AgentEvent::Compacted {
             original_turns,
             preserved_turns,

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::llm::{LlmClient, LlmSettings, Message};
+use crate::llm::{LlmClient, LlmSettings, Message, Part};
 use crate::model::ModelChoice;
 use crate::util::lock::lock;
 
@@ -81,6 +81,38 @@ impl Models {
     #[must_use]
     pub fn thread(&self, id: &str) -> Vec<Message> {
         self.threads().get(id).cloned().unwrap_or_default()
+    }
+
+    /// Thread `id` as text: the tool calls and results of agent turns
+    /// left out, and what remains of consecutive turns of one side joined
+    /// (providers want user and assistant turns to alternate).
+    #[must_use]
+    pub fn thread_text(&self, id: &str) -> Vec<Message> {
+        let mut text: Vec<Message> = Vec::new();
+        for message in self.thread(id) {
+            let parts: Vec<Part> = message
+                .parts
+                .into_iter()
+                .filter(|p| matches!(p, Part::Text(_)))
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            match text.last_mut() {
+                Some(last) if last.role == message.role => last.parts.extend(parts),
+                _ => text.push(Message {
+                    role: message.role,
+                    parts,
+                }),
+            }
+        }
+        text
+    }
+
+    /// Replaces thread `id` with `conversation` (an agent stage's, which
+    /// went on from the thread).
+    pub(crate) fn set_thread(&self, id: &str, conversation: Vec<Message>) {
+        self.threads().insert(id.to_string(), conversation);
     }
 
     /// Adds a finished exchange to thread `id`.

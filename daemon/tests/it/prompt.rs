@@ -17,7 +17,7 @@ use weft::model::EventKind;
 use weft::model::ModelChoice;
 use weft::model::RunStatus;
 
-use weft_fakellm::{Recorded, Reply, Usage as FakeUsage};
+use weft_fakellm::{Recorded, Reply, ToolCall, Usage as FakeUsage};
 
 use super::harness::{Options, Run, fake_llm, fresh_key, run_in};
 
@@ -423,6 +423,102 @@ async fn nodes_sharing_a_thread_at_full_fidelity_continue_one_conversation() {
             .contains("Plan: add the route.")
     );
     assert!(second[2]["content"].to_string().contains("Now do it."));
+}
+
+#[tokio::test]
+async fn agents_sharing_a_thread_continue_one_conversation_and_a_prompt_node_of_it_sees_the_text() {
+    let key = fresh_key("agent-thread");
+    fake_llm().script(
+        &key,
+        [
+            Reply::ToolCalls(vec![ToolCall::new(
+                "g1",
+                "glob",
+                serde_json::json!({"pattern": "*.fabro"}),
+            )]),
+            Reply::Text("Planned.".into()),
+            Reply::Text("Implemented.".into()),
+            Reply::Text("Reviewed.".into()),
+        ],
+    );
+    let source = r#"digraph T {
+        start [shape=Mdiamond]; exit [shape=Msquare]
+        node [fidelity="full", thread_id="impl"]
+        plan [prompt="Plan it."]
+        implement [prompt="Now do it."]
+        review [shape=tab, prompt="Review it."]
+        start -> plan -> implement -> review -> exit }"#;
+    let r = run(source, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded, "{}", r.reason());
+    let sent = bodies(&key);
+    assert_eq!(sent.len(), 4);
+    let implement = sent[2]["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = implement
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user", "assistant", "user"],
+        "the plan agent's whole session, tool call and result included, then the new prompt"
+    );
+    let text = serde_json::to_string(implement).expect("json");
+    assert!(text.contains("Plan it.") && text.contains("tool_use") && text.contains("flow.fabro"));
+    assert!(text.contains("Planned.") && text.contains("Now do it."));
+
+    let review = &sent[3];
+    assert!(
+        review.get("tools").is_none(),
+        "a prompt node offers no tools"
+    );
+    let messages = review["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 5, "{messages:#?}");
+    let text = serde_json::to_string(messages).expect("json");
+    assert!(
+        !text.contains("tool_use") && !text.contains("tool_result"),
+        "a request without tools carries no tool calls: {text}"
+    );
+    for said in [
+        "Plan it.",
+        "Planned.",
+        "Now do it.",
+        "Implemented.",
+        "Review it.",
+    ] {
+        assert!(text.contains(said), "{said} in {text}");
+    }
+}
+
+#[tokio::test]
+async fn the_graph_default_thread_and_an_edge_thread_id_choose_the_thread_a_stage_joins() {
+    let key = fresh_key("default-thread");
+    fake_llm().script(
+        &key,
+        ["One.", "Two.", "Three.", "Four."].map(|t| Reply::Text(t.into())),
+    );
+    // a and b join the default thread; c is sent to thread "side" by its
+    // entering edge; d is back in the default thread.
+    let source = r#"digraph T {
+        graph [default_fidelity="full", default_thread="main"]
+        start [shape=Mdiamond]; exit [shape=Msquare]
+        node [shape=tab]
+        a [prompt="Say one."]; b [prompt="Say two."]; c [prompt="Say three."]; d [prompt="Say four."]
+        start -> a -> b
+        b -> c [thread_id="side"]
+        c -> d -> exit }"#;
+    let r = run(source, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded, "{}", r.reason());
+    let sent = bodies(&key);
+    let count = |i: usize| sent[i]["messages"].as_array().map_or(0, Vec::len);
+    assert_eq!(count(0), 1, "a starts the default thread");
+    assert_eq!(count(1), 3, "b continues it");
+    assert_eq!(count(2), 1, "c's edge puts it in a new thread");
+    assert_eq!(
+        count(3),
+        5,
+        "d continues the default thread: a, b, then its prompt"
+    );
+    assert!(!sent[3]["messages"].to_string().contains("Say three."));
 }
 
 #[tokio::test]

@@ -17,8 +17,10 @@
 //! - steering: the session is registered in [`crate::engine::steering`]
 //!   while it runs, so `run.steer` reaches it.
 //!
-//! Not yet: `thread_id` (a conversation shared by several agent nodes at
-//! full fidelity); each agent stage starts its own session.
+//! - `thread_id` at full fidelity: the session goes on from the thread's
+//!   conversation (tool calls included) and, when the stage succeeds, the
+//!   thread goes on from the session's. A prompt node of the thread sees
+//!   its text only.
 
 use std::time::Duration;
 
@@ -76,7 +78,8 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         Ok(settings) => settings,
         Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
     };
-    let Prompt { text, .. } = Prompt::build(cx);
+    let Prompt { text, fidelity } = Prompt::build(cx);
+    let thread = model_stage::thread(cx, fidelity);
     keep_earlier_transcript(cx);
 
     let mut workspace = match Workspace::new(&cx.run.work_dir, &[], cx.run.cancel.child()) {
@@ -115,6 +118,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         record_dir: Some(cx.dir.to_path_buf()),
     };
     let mut session = Session::new(config, client, workspace);
+    if let Some(thread) = &thread {
+        session = session.continuing(cx.run.models.thread(thread));
+    }
     let _steerable =
         cx.run
             .agents
@@ -154,6 +160,11 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         }
     };
     cx.write_file("response.md", response.as_bytes());
+    if let Some(thread) = &thread {
+        cx.run
+            .models
+            .set_thread(thread, session.conversation().to_vec());
+    }
     let outcome = model_stage::with_response(cx, outcome, &response);
     tally.finish(outcome, &session)
 }

@@ -51,6 +51,15 @@ impl Prompt {
     }
 }
 
+/// The conversation thread a stage shares (execution/context.mdx, "Full
+/// fidelity and threads"): `internal.thread_id` (the entering edge's
+/// `thread_id`, else the node's, else the graph's `default_thread`), at full
+/// fidelity only.
+pub(super) fn thread(cx: &StageCx<'_>, fidelity: Fidelity) -> Option<String> {
+    let thread = cx.context.text("internal.thread_id");
+    (fidelity == Fidelity::Full && !thread.trim().is_empty()).then_some(thread)
+}
+
 /// A request without messages, with the node's model settings: `model`,
 /// `provider` (else the run's `--model`/`--provider`/`[run.model]`),
 /// `reasoning_effort`, `speed` and `max_tokens`.

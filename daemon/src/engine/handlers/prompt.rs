@@ -16,7 +16,6 @@
 
 use super::StageCx;
 use super::model_stage::{self, Problem, Prompt, Schema};
-use crate::engine::preamble::Fidelity;
 use crate::llm::{Completion, Message, Request};
 use crate::model::EventKind;
 use crate::model::Spend;
@@ -26,7 +25,6 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     if cx.run.dry_run {
         return super::dry_run::simulate(cx);
     }
-    let node = cx.node;
     let client = match cx.run.models.client() {
         Ok(client) => client,
         Err(why) => {
@@ -38,13 +36,12 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     };
     let Prompt { text, fidelity } = Prompt::build(cx);
 
-    // At full fidelity, nodes sharing a `thread_id` share one conversation.
-    let thread = (fidelity == Fidelity::Full)
-        .then(|| node.attrs.non_empty("thread_id").map(|t| t.into_owned()))
-        .flatten();
+    let thread = model_stage::thread(cx, fidelity);
     let mut request = model_stage::request(cx);
     if let Some(thread) = &thread {
-        request.messages = cx.run.models.thread(thread);
+        // Without the tool calls agents of the thread made: a request that
+        // offers no tools may not carry them.
+        request.messages = cx.run.models.thread_text(thread);
     }
     request.messages.push(Message::user(text.clone()));
 

@@ -118,25 +118,31 @@ impl Runner<'_> {
 
     /// Records the fidelity the stage of `node` runs at as
     /// `internal.fidelity`: the entering edge's, else the node's, else the
-    /// graph's `default_fidelity`, else `compact`.
+    /// graph's `default_fidelity`, else `compact`; and the conversation
+    /// thread it joins as `internal.thread_id`: the entering edge's, else
+    /// the node's, else the graph's `default_thread` (a model stage uses it
+    /// at full fidelity only).
     fn set_fidelity(&mut self, node: &Node) {
         let graph = self.graph;
-        let edge = self
-            .entered_by
-            .take()
-            .and_then(|i| graph.edges.get(i))
-            .and_then(|e| e.attrs.non_empty("fidelity"));
+        let edge = self.entered_by.take().and_then(|i| graph.edges.get(i));
+        let on_edge = |key: &str| edge.and_then(|e| e.attrs.non_empty(key));
         let mut fidelity = Fidelity::resolve(
-            edge.as_deref(),
+            on_edge("fidelity").as_deref(),
             node.attrs.non_empty("fidelity").as_deref(),
             graph.attrs.non_empty("default_fidelity").as_deref(),
         );
         if std::mem::take(&mut self.resumed) {
             fidelity = fidelity.after_resume();
         }
-        self.state
-            .context
-            .set("internal.fidelity", fidelity.as_str());
+        let context = &mut self.state.context;
+        context.set("internal.fidelity", fidelity.as_str());
+        let thread = on_edge("thread_id")
+            .or_else(|| node.attrs.non_empty("thread_id"))
+            .or_else(|| graph.attrs.non_empty("default_thread"));
+        match thread {
+            Some(thread) => context.set("internal.thread_id", thread.into_owned()),
+            None => context.remove("internal.thread_id"),
+        }
     }
 
     /// Does the stage's work: a parallel stage's branches or a
