@@ -640,11 +640,17 @@ impl<'a> Session<'a> {
         let output = ran.output;
         self.state.tool_seq += 1;
         let seq = self.state.tool_seq;
-        let output_file = self
-            .state
-            .recorder
-            .as_mut()
-            .and_then(|r| r.tool_output(seq, &call.name, &output.content));
+        // An output the transcript line holds whole needs no file of its
+        // own (and a file per call would make each round cost more than the
+        // last: creating files slows as the directory grows).
+        let output_file = if output.content.len() <= TRANSCRIPT_SUMMARY_CHARS {
+            None
+        } else {
+            self.state
+                .recorder
+                .as_mut()
+                .and_then(|r| r.tool_output(seq, &call.name, &output.content))
+        };
         let (limit, cut) = match &planned.tool {
             Ok(tool) => tool.output_limit(),
             Err(_) => (10_000, super::tools::Cut::HeadTail),

@@ -1,7 +1,7 @@
 //! The stage's `transcript.jsonl`: one JSON object per line, appended as
 //! the session goes, so a crash loses at most the line being written.
-//! `weft logs RUN NODE` prints it; full tool outputs are beside it in
-//! `tools/` (named in each `tool` entry).
+//! `weft logs RUN NODE` prints it; a tool output longer than its `summary`
+//! is beside it in `tools/` (named in the `tool` entry).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -52,10 +52,11 @@ pub enum Entry {
         tool: String,
         is_error: bool,
         duration_ms: u64,
-        /// The start of the output (what `weft logs` shows).
+        /// The start of the output (what `weft logs` shows): all of it when
+        /// it is 500 bytes or less.
         summary: String,
-        /// The full output's size and file (relative to the stage
-        /// directory).
+        /// The full output's size and, when `summary` is not all of it, its
+        /// file (relative to the stage directory).
         output_bytes: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_file: Option<String>,

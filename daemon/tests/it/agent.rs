@@ -951,6 +951,38 @@ async fn the_transcript_records_the_session_line_by_line() {
 }
 
 #[tokio::test]
+async fn a_short_tool_output_is_whole_in_its_transcript_line_without_a_file() {
+    let f = Fixture::new(Api::Anthropic);
+    f.write("a.txt", "one line\n");
+    f.script([
+        Fake::ToolCalls(vec![call("read_file", json!({"file_path": "a.txt"}))]),
+        Fake::Text("done".into()),
+    ]);
+    let out = f.run(f.config(false), "read a.txt").await;
+    out.result.expect("completes");
+    let tool = f
+        .transcript()
+        .into_iter()
+        .find(|e| matches!(e, Entry::Tool { .. }))
+        .expect("a tool line");
+    let Entry::Tool {
+        output_file: None,
+        summary,
+        output_bytes,
+        ..
+    } = &tool
+    else {
+        panic!("no output file for a short output: {tool:?}");
+    };
+    assert_eq!(summary.len() as u64, *output_bytes, "the whole output");
+    assert!(summary.contains("one line"));
+    assert!(
+        !f.tool_file("tools").exists(),
+        "no tools/ folder when every output fits its line"
+    );
+}
+
+#[tokio::test]
 async fn project_instructions_are_in_the_system_prompt() {
     let f = Fixture::new(Api::OpenAi);
     std::fs::create_dir_all(f.work.path().join(".codex")).expect("dir");
