@@ -22,10 +22,12 @@
 //! fake server (the stylesheets name Claude and Gemini models too), under an
 //! API key of its own. The fake plays a model that, in each agent session,
 //! reads `README.md` and globs `*` in one turn (read-only calls, run at
-//! once), runs `ls` with `shell`, writes a notes file of its own, and then
-//! ends its turn with text, each step only when the node offers the tool;
-//! prompt nodes (no tools offered) get the text at once. The docs'
-//! `{{ inputs.* }}` get the values of `reference_blocks::DOC_INPUTS`.
+//! once), runs `ls` with `shell`, writes a notes file of its own, adds a
+//! line to `README.md` with the profile's edit tool (`edit_file`, or
+//! `apply_patch` on OpenAI), and then ends its turn with text, each step
+//! only when the node offers the tool; prompt nodes (no tools offered) get
+//! the text at once. The docs' `{{ inputs.* }}` get the values of
+//! `reference_blocks::DOC_INPUTS`.
 //! Commands that cannot run here are stubbed first on `PATH` ([`STUBS`],
 //! with the reason each).
 //!
@@ -33,10 +35,10 @@
 //! at any depth) reach a terminal state within a bounded wait; every agent
 //! stage that started ran the agent loop: an `agent.turn.started` event,
 //! tool calls that all succeeded (so the agent worked in the work dir),
-//! `files_touched` equal to what its writes touched, and a
-//! `transcript.jsonl` in its stage directory ending `completed`; no agent
-//! stage failed; no other stage failed unless [`EXPECTED_FAILURES`] says
-//! why (and then it must fail). Problems are collected and reported
+//! `files_touched` equal to what its writes touched, a `transcript.jsonl`
+//! in its stage directory ending `completed`; the edits are in the work
+//! dir's README.md; no agent stage failed; no other stage failed unless
+//! [`EXPECTED_FAILURES`] says why (and then it must fail). Problems are collected and reported
 //! together at the end, one line per problem naming the workflow and where
 //! it comes from.
 
@@ -114,6 +116,9 @@ const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[(
 /// How long one workflow may take to reach a terminal state. Each takes
 /// well under a second on an idle machine; this only bounds a hang.
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The last line of the README.md each work dir starts with.
+const README_LAST_LINE: &str = "A scratch project for the reference workflows.";
 
 /// The text the fake model ends every turn with.
 const FINAL_TEXT: &str = "Done: read the README and finished the task.";
@@ -360,6 +365,24 @@ fn model(request: &Recorded, sessions: &AtomicUsize) -> Reply {
                 json!({"file_path": format!("notes/agent-{n}.md"), "content": "notes\n"}),
             )])
         }
+        // README.md was read in the first turn, so it may be edited, with
+        // the profile's own tool: a line after the one every copy keeps.
+        4 if has("edit_file") => Reply::ToolCalls(vec![ToolCall::new(
+            "",
+            "edit_file",
+            json!({
+                "file_path": "README.md",
+                "old_string": README_LAST_LINE,
+                "new_string": format!("{README_LAST_LINE}\nEdited by an agent."),
+            }),
+        )]),
+        4 if has("apply_patch") => Reply::ToolCalls(vec![ToolCall::new(
+            "",
+            "apply_patch",
+            json!({"patch": format!(
+                "*** Begin Patch\n*** Update File: README.md\n@@\n {README_LAST_LINE}\n+Edited by an agent.\n*** End Patch\n"
+            )}),
+        )]),
         _ => Reply::Text(FINAL_TEXT.into()),
     }
 }
@@ -376,7 +399,7 @@ fn start_case(sb: &Sandbox, index: usize, case: &Case, fake: &FakeLlm) -> Result
     let work = sb.path().join(&dir).join("work");
     sb.write(
         &format!("{dir}/work/README.md"),
-        "# Demo\n\nA scratch project for the reference workflows.\n",
+        format!("# Demo\n\n{README_LAST_LINE}\n"),
     );
     if case.name == "examples/fix-failing-test.fabro" {
         for file in ["slug.py", "test_slug.py"] {
@@ -694,19 +717,26 @@ fn the_agent_workflows_of_the_reference_docs_and_the_examples_run_to_completion(
     let mut started = Vec::new();
     for (index, case) in cases.iter().enumerate() {
         match start_case(&sb, index, case, &fake) {
-            Ok(run_id) => started.push((case, run_id)),
+            Ok(run_id) => started.push((index, case, run_id)),
             Err(why) => problems.push(format!("{} ({}): {why}", case.name, case.origin)),
         }
     }
-    let ids: Vec<&str> = started.iter().map(|(_, id)| id.as_str()).collect();
+    let ids: Vec<&str> = started.iter().map(|(_, _, id)| id.as_str()).collect();
     let home = Home::at(sb.path().join("home"));
     match wait_until_all_ended(&home, &ids) {
         Err(why) => problems.push(why),
         Ok(runs) => {
             let store = Store::open_read_only(&home).unwrap_or_else(|e| panic!("{e}"));
-            for (case, run_id) in &started {
+            for (index, case, run_id) in &started {
+                let mut found = check_case(case, run_id, &runs, &store);
+                // The edits landed in the work dir the run was given.
+                let readme = sb.path().join(format!("case{index}/work/README.md"));
+                let text = std::fs::read_to_string(&readme).unwrap_or_default();
+                if !text.contains(&format!("{README_LAST_LINE}\nEdited by an agent.")) {
+                    found.push(format!("no agent edit in {}: {text:?}", readme.display()));
+                }
                 problems.extend(
-                    check_case(case, run_id, &runs, &store)
+                    found
                         .into_iter()
                         .map(|p| format!("{} ({}): {p}", case.name, case.origin)),
                 );
@@ -735,7 +765,8 @@ fn the_agent_workflows_of_the_reference_docs_and_the_examples_run_to_completion(
 }
 
 /// The fake model reads each wire's own shape of tools and tool results:
-/// two reads first, then `shell`, then `write_file`, then the final text;
+/// two reads first, then `shell`, then `write_file`, then `edit_file` or
+/// `apply_patch`, then the final text;
 /// text at once when no tools are offered, and no step whose tool is not.
 #[test]
 fn the_fake_model_steps_through_its_tools_on_every_wire() {
@@ -746,7 +777,7 @@ fn the_fake_model_steps_through_its_tools_on_every_wire() {
         body,
         provider,
     };
-    let names = ["read_file", "glob", "shell", "write_file"];
+    let names = ["read_file", "glob", "shell", "write_file", "edit_file"];
     let flat: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
     let chat: Vec<Value> = names
         .iter()
@@ -798,7 +829,16 @@ fn the_fake_model_steps_through_its_tools_on_every_wire() {
         assert_eq!(ask(0, &tools), ["read_file", "glob"], "{wire:?}: first");
         assert_eq!(ask(2, &tools), ["shell"], "{wire:?}: after the reads");
         assert_eq!(ask(3, &tools), ["write_file"], "{wire:?}: after shell");
-        assert_eq!(ask(4, &tools), [FINAL_TEXT], "{wire:?}: after the write");
+        assert_eq!(ask(4, &tools), ["edit_file"], "{wire:?}: after the write");
+        assert_eq!(ask(5, &tools), [FINAL_TEXT], "{wire:?}: after the edit");
+        let patching: Value =
+            serde_json::from_str(&tools.to_string().replace("edit_file", "apply_patch"))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            ask(4, &patching),
+            ["apply_patch"],
+            "{wire:?}: OpenAI's edit tool"
+        );
         assert_eq!(ask(0, &json!([])), [FINAL_TEXT], "{wire:?}: a prompt node");
         let read_only = match wire {
             Wire::Gemini => {
