@@ -528,36 +528,24 @@ fn check_case(case: &Case, run_id: &str, runs: &[RunRecord], store: &Store) -> V
     problems
 }
 
-/// Waits until every run of `home` has ended, `started` among them, and
-/// returns them all; an error names what is still going after
-/// [`RUN_DEADLINE`].
-fn wait_until_all_ended(home: &Home, started: &[&str]) -> Result<Vec<RunRecord>, String> {
+fn has_ended(run: &RunRecord) -> bool {
+    matches!(
+        run.status,
+        RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+    )
+}
+
+/// Waits until every run of `home` has ended, `started` among them, or
+/// [`RUN_DEADLINE`] has passed, and returns them all.
+fn wait_until_all_ended(home: &Home, started: &[&str]) -> Vec<RunRecord> {
     let deadline = Instant::now() + RUN_DEADLINE;
     loop {
         let runs = Store::open_read_only(home)
             .and_then(|s| s.list_runs(&RunFilter::default()))
             .unwrap_or_default();
-        let ended = |r: &RunRecord| {
-            matches!(
-                r.status,
-                RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-            )
-        };
         let all_there = started.iter().all(|id| runs.iter().any(|r| r.id == *id));
-        if all_there && runs.iter().all(ended) {
-            return Ok(runs);
-        }
-        if Instant::now() >= deadline {
-            let going: Vec<String> = runs
-                .iter()
-                .filter(|r| !ended(r))
-                .map(|r| format!("{} ({}) is {}", r.id, r.workflow_name, r.status))
-                .collect();
-            return Err(format!(
-                "not every run ended within {}s: {}",
-                RUN_DEADLINE.as_secs(),
-                going.join(", ")
-            ));
+        if (all_there && runs.iter().all(has_ended)) || Instant::now() >= deadline {
+            return runs;
         }
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -723,25 +711,37 @@ fn the_agent_workflows_of_the_reference_docs_and_the_examples_run_to_completion(
     }
     let ids: Vec<&str> = started.iter().map(|(_, _, id)| id.as_str()).collect();
     let home = Home::at(sb.path().join("home"));
-    match wait_until_all_ended(&home, &ids) {
-        Err(why) => problems.push(why),
-        Ok(runs) => {
-            let store = Store::open_read_only(&home).unwrap_or_else(|e| panic!("{e}"));
-            for (index, case, run_id) in &started {
-                let mut found = check_case(case, run_id, &runs, &store);
-                // The edits landed in the work dir the run was given.
-                let readme = sb.path().join(format!("case{index}/work/README.md"));
-                let text = std::fs::read_to_string(&readme).unwrap_or_default();
-                if !text.contains(&format!("{README_LAST_LINE}\nEdited by an agent.")) {
-                    found.push(format!("no agent edit in {}: {text:?}", readme.display()));
-                }
-                problems.extend(
-                    found
-                        .into_iter()
-                        .map(|p| format!("{} ({}): {p}", case.name, case.origin)),
-                );
+    let runs = wait_until_all_ended(&home, &ids);
+    let store = Store::open_read_only(&home).unwrap_or_else(|e| panic!("{e}"));
+    for (index, case, run_id) in &started {
+        let going: Vec<String> = family(&runs, run_id)
+            .into_iter()
+            .filter(|r| !has_ended(r))
+            .map(|r| format!("{} ({}) is {}", r.id, r.workflow_name, r.status))
+            .collect();
+        let found = if !runs.iter().any(|r| r.id == *run_id) {
+            vec![format!("its run {run_id} is not in the store")]
+        } else if !going.is_empty() {
+            vec![format!(
+                "did not end within {}s: {}",
+                RUN_DEADLINE.as_secs(),
+                going.join(", ")
+            )]
+        } else {
+            let mut found = check_case(case, run_id, &runs, &store);
+            // The edits landed in the work dir the run was given.
+            let readme = sb.path().join(format!("case{index}/work/README.md"));
+            let text = std::fs::read_to_string(&readme).unwrap_or_default();
+            if !text.contains(&format!("{README_LAST_LINE}\nEdited by an agent.")) {
+                found.push(format!("no agent edit in {}: {text:?}", readme.display()));
             }
-        }
+            found
+        };
+        problems.extend(
+            found
+                .into_iter()
+                .map(|p| format!("{} ({}): {p}", case.name, case.origin)),
+        );
     }
 
     println!(
