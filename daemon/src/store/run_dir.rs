@@ -138,7 +138,7 @@ impl RunDir {
     /// made path-safe (characters outside `[A-Za-z0-9_.-]` become `_`), so
     /// two ids differing only in such characters share a folder.
     #[must_use]
-    pub(crate) fn node_dir(&self, node_id: &str, visit: u32) -> PathBuf {
+    pub fn node_dir(&self, node_id: &str, visit: u32) -> PathBuf {
         let name = path_safe(node_id);
         let folder = if visit >= 2 {
             format!("{name}-visit_{visit}")

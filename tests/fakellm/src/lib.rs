@@ -29,8 +29,9 @@
 //!
 //! # The default reply
 //!
-//! When a key has no reply queued, the answer is its
-//! [`FakeLlm::script_forever`] reply when it has one, else the text
+//! When a key has no reply queued, the answer is what its
+//! [`FakeLlm::respond_with`] function returns for the request when it has
+//! one, else its [`FakeLlm::script_forever`] reply when it has one, else the text
 //! `fake reply to: ` followed by the first 200 characters of the *last user
 //! text* of the request: the last message with role `user` that has any text
 //! (Anthropic `messages`, Chat `messages`, Responses `input` items — or
@@ -175,6 +176,22 @@ impl FakeLlm {
     /// one.
     pub fn script_forever(&self, api_key: &str, reply: Reply) {
         self.shared.script_forever(api_key, reply);
+    }
+
+    /// Answer every request with this key that finds no scripted reply
+    /// queued with what `respond` returns for it (the request as
+    /// [`FakeLlm::requests`] records it), before any
+    /// [`FakeLlm::script_forever`] reply: a model whose answer depends on
+    /// the conversation, e.g. one tool call in each agent session and then
+    /// text. `respond` runs on the server's thread, one request at a time
+    /// per connection; it must not block. Replaces any earlier one.
+    pub fn respond_with(
+        &self,
+        api_key: &str,
+        respond: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    ) {
+        self.shared
+            .respond_with(api_key, server::Responder(Arc::new(respond)));
     }
 
     /// Every request received with this API key, in order (requests without a

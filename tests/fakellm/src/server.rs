@@ -47,7 +47,20 @@ struct KeyState {
     /// Answers every request once `replies` is empty, instead of the
     /// default reply.
     forever: Option<Reply>,
+    /// Chooses the reply from the request once `replies` is empty, before
+    /// `forever`.
+    respond: Option<Responder>,
     requests: Vec<Recorded>,
+}
+
+/// A test's function from a request to its reply ([`crate::FakeLlm::respond_with`]).
+#[derive(Clone)]
+pub(crate) struct Responder(pub(crate) Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
 }
 
 /// State shared by the server and the [`crate::FakeLlm`] handle.
@@ -77,6 +90,10 @@ impl Shared {
         self.keys().entry(api_key.to_owned()).or_default().forever = Some(reply);
     }
 
+    pub(crate) fn respond_with(&self, api_key: &str, respond: Responder) {
+        self.keys().entry(api_key.to_owned()).or_default().respond = Some(respond);
+    }
+
     pub(crate) fn requests(&self, api_key: &str) -> Vec<Recorded> {
         self.keys()
             .get(api_key)
@@ -96,10 +113,20 @@ impl Shared {
             .push(recorded);
     }
 
-    fn next_reply(&self, api_key: &str) -> Option<Reply> {
-        let mut keys = self.keys();
-        let state = keys.get_mut(api_key)?;
-        state.replies.pop_front().or_else(|| state.forever.clone())
+    fn next_reply(&self, api_key: &str, request: &Recorded) -> Option<Reply> {
+        let respond = {
+            let mut keys = self.keys();
+            let state = keys.get_mut(api_key)?;
+            if let Some(reply) = state.replies.pop_front() {
+                return Some(reply);
+            }
+            match &state.respond {
+                Some(respond) => Arc::clone(&respond.0),
+                None => return state.forever.clone(),
+            }
+        };
+        // Called without the lock held: the function is the test's code.
+        Some(respond(request))
     }
 
     fn next_seq(&self) -> u64 {
@@ -159,16 +186,14 @@ async fn answer(conn: &mut Conn, shared: &Shared, request: Request) -> std::io::
 
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let api_key = wire.api_key(&request);
-    shared.record(
-        api_key.as_deref().unwrap_or(""),
-        Recorded {
-            method: request.method.clone(),
-            path: request.path.clone(),
-            headers: request.headers.clone(),
-            body: body.clone(),
-            provider: wire,
-        },
-    );
+    let recorded = Recorded {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        headers: request.headers.clone(),
+        body: body.clone(),
+        provider: wire,
+    };
+    shared.record(api_key.as_deref().unwrap_or(""), recorded.clone());
     let refusal = if request.method != "POST" {
         Some((
             405,
@@ -186,7 +211,7 @@ async fn answer(conn: &mut Conn, shared: &Shared, request: Request) -> std::io::
     let api_key = api_key.unwrap_or_default();
 
     let request_chars = String::from_utf8_lossy(&request.body).chars().count();
-    let reply = shared.next_reply(&api_key).unwrap_or_else(|| {
+    let reply = shared.next_reply(&api_key, &recorded).unwrap_or_else(|| {
         let user_text = wire.last_user_text(&body).unwrap_or_default();
         Reply::Text(Turn::default_text(&user_text))
     });

@@ -28,6 +28,8 @@ mod daemon_lifecycle;
 mod daemon_protocol;
 mod examples;
 mod notifications;
+mod reference_agents;
+mod reference_blocks;
 mod reference_docs;
 mod run_list;
 mod run_outcomes;

@@ -1,10 +1,8 @@
 //! Every ```dot example in the Fabro reference docs goes through the real
 //! loader: the docs are the specification we implement, so an example that
 //! a reader copies must parse, and must validate unless it is deliberately
-//! partial.
-//!
-//! Blocks are numbered per `.mdx` file, from 0, counting only ```dot blocks
-//! (whatever follows `dot` on the fence line, e.g. `title="x.fabro"`).
+//! partial. (The extraction of the blocks is in `reference_blocks`; the
+//! workflows with agent stages are also run, in `reference_agents`.)
 //!
 //! - A block whose first statement is `digraph` is loaded as written, with
 //!   the `.mdx` file's directory as base dir. It must have no `syntax`
@@ -28,9 +26,14 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use weft::lang::{LoadOptions, Workflow};
+
+use crate::reference_blocks::{
+    Block, doc_load_options, dot_blocks, fixture_blocks, fixtures_root, is_complete, mdx_files,
+    relative,
+};
 
 /// A block that uses something we reject on purpose: (file, block index),
 /// the rule id that must be reported, and why. When the loader starts
@@ -123,47 +126,6 @@ const EXPECTED_ERRORS: &[((&str, usize), &[&str], &str)] = &[
 /// The errors of a `digraph` that has neither a start nor an exit node.
 const NO_START_OR_EXIT: &[&str] = &["start_node", "terminal_node"];
 
-/// The `[run.inputs]` that workflows/variables.mdx declares in its run.toml
-/// next to the examples that use `{{ inputs.* }}`; without them those
-/// examples fail template rendering before they are even parsed.
-const DOC_INPUTS: &[(&str, &str)] = &[
-    ("repo_name", "fabro"),
-    ("repo_url", "https://github.com/fabro-sh/fabro"),
-    ("language", "rust"),
-];
-
-/// A fenced ```dot block in an `.mdx` page.
-#[derive(Debug)]
-struct Block {
-    /// Path under the docs root, with `/` separators.
-    file: String,
-    /// Position among the file's ```dot blocks, from 0.
-    index: usize,
-    /// 1-based line of the opening fence.
-    line: usize,
-    /// 1-based line of the closing fence.
-    last_line: usize,
-    text: String,
-}
-
-impl Block {
-    fn key(&self) -> (&str, usize) {
-        (self.file.as_str(), self.index)
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "{} block {} (tests/fixtures/reference/{}:{})",
-            self.file, self.index, self.file, self.line
-        )
-    }
-}
-
-/// Where the docs' ```dot blocks are kept (`tests/fixtures/reference/`).
-fn fixtures_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/reference")
-}
-
 /// Rewrites the fixtures from the docs at `docs`: for every page with a
 /// ```dot block, a file of the same relative path holding those blocks,
 /// fences included, exactly as the page has them, each after a line saying
@@ -212,90 +174,6 @@ fn update_fixtures(docs: &Path, fixtures: &Path) {
     }
 }
 
-/// `path` under `root`, with `/` separators.
-fn relative(path: &Path, root: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .to_string_lossy()
-        .replace('\\', "/")
-}
-
-/// Every `.mdx` file under `dir`, recursively, sorted.
-fn mdx_files(dir: &Path) -> Vec<PathBuf> {
-    weft_tests::files_under(dir, &["mdx"])
-}
-
-/// The ```dot blocks of one page. Fences may be indented (inside list items
-/// or components); the fence's indentation is removed from the block's
-/// lines. A fence closes at a line of at least as many backticks and
-/// nothing else, as in CommonMark.
-fn dot_blocks(file: &str, source: &str) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut lines = source.lines().enumerate();
-    while let Some((n, line)) = lines.next() {
-        let trimmed = line.trim_start();
-        let ticks = trimmed.chars().take_while(|&c| c == '`').count();
-        if ticks < 3 {
-            continue;
-        }
-        let indent = line.len() - trimmed.len();
-        let info = trimmed[ticks..].trim();
-        let language = info
-            .split(|c: char| c.is_whitespace() || c == '{')
-            .next()
-            .unwrap_or("");
-        let mut body = Vec::new();
-        let mut closed = None;
-        for (m, inner) in lines.by_ref() {
-            let t = inner.trim_start();
-            if t.len() >= ticks
-                && t.chars().take(ticks).all(|c| c == '`')
-                && t[ticks..].trim().is_empty()
-            {
-                closed = Some(m + 1);
-                break;
-            }
-            let strip = inner.len() - inner.trim_start().len();
-            body.push(&inner[strip.min(indent)..]);
-        }
-        let last_line =
-            closed.unwrap_or_else(|| panic!("{file}:{}: unterminated code fence", n + 1));
-        if language == "dot" {
-            blocks.push(Block {
-                file: file.to_string(),
-                index: blocks.len(),
-                line: n + 1,
-                last_line,
-                text: body.join("\n"),
-            });
-        }
-    }
-    blocks
-}
-
-/// The first word of `text` after whitespace and DOT comments.
-fn first_word(text: &str) -> &str {
-    let mut rest = text;
-    loop {
-        rest = rest.trim_start();
-        if let Some(after) = rest.strip_prefix("//") {
-            rest = after.split_once('\n').map_or("", |(_, r)| r);
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            rest = after.split_once("*/").map_or("", |(_, r)| r);
-        } else {
-            break;
-        }
-    }
-    let end = rest
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    &rest[..end]
-}
-
-fn is_complete(block: &Block) -> bool {
-    matches!(first_word(&block.text), "digraph" | "strict")
-}
-
 fn load(block: &Block, base_dir: &Path, options: &LoadOptions) -> Workflow {
     let name = format!("{}#{}", block.file, block.index);
     if is_complete(block) {
@@ -320,26 +198,8 @@ fn every_dot_block_in_the_reference_docs_parses_and_validates_as_expected() {
     if let Some(docs) = std::env::var_os("WEFT_UPDATE_REFERENCE").filter(|v| !v.is_empty()) {
         update_fixtures(Path::new(&docs), &root);
     }
-    let options = LoadOptions {
-        inputs: DOC_INPUTS
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-            .collect(),
-        goal: None,
-    };
-
-    let mut blocks = Vec::new();
-    let mut base_dirs = Vec::new();
-    for path in mdx_files(&root) {
-        let rel = relative(&path, &root);
-        let source = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let dir = path.parent().unwrap_or(&root).to_path_buf();
-        for block in dot_blocks(&rel, &source) {
-            blocks.push(block);
-            base_dirs.push(dir.clone());
-        }
-    }
+    let options = doc_load_options();
+    let (blocks, base_dirs): (Vec<Block>, Vec<_>) = fixture_blocks(&root).into_iter().unzip();
 
     let mut failures = Vec::new();
 
@@ -464,46 +324,4 @@ fn every_dot_block_in_the_reference_docs_parses_and_validates_as_expected() {
         failures.len(),
         failures.join("\n")
     );
-}
-
-#[test]
-fn fence_extractor_handles_titles_indentation_and_other_languages() {
-    let page = "\
-text
-```dot title=\"a.fabro\"
-digraph A { }
-```
-```bash
-echo not dot
-```
-1. item
-
-   ```dot
-   x -> y
-   ```
-```dot theme={\"x\":1}
-y -> z
-```
-";
-    let blocks = dot_blocks("page.mdx", page);
-    let texts: Vec<_> = blocks
-        .iter()
-        .map(|b| (b.index, b.line, b.last_line, b.text.as_str()))
-        .collect();
-    assert_eq!(
-        texts,
-        vec![
-            (0, 2, 4, "digraph A { }"),
-            (1, 10, 12, "x -> y"),
-            (2, 13, 15, "y -> z")
-        ]
-    );
-    assert!(is_complete(&blocks[0]));
-    assert!(!is_complete(&blocks[1]));
-}
-
-#[test]
-fn a_leading_comment_does_not_hide_digraph() {
-    assert_eq!(first_word("// intro\n/* more */ digraph X {}"), "digraph");
-    assert_eq!(first_word("graph [goal=\"x\"]"), "graph");
 }

@@ -33,6 +33,7 @@ mod random_selection_no_conditions;
 mod reachability;
 mod reserved_keyword_node_id;
 mod retry_target_exists;
+mod script_on_llm_node;
 mod selection_valid;
 mod start_no_incoming;
 mod start_node;
@@ -71,6 +72,7 @@ pub(crate) const RULES: &[Rule] = &[
     ("selection_valid", selection_valid::check),
     ("prompt_on_llm_nodes", prompt_on_llm_nodes::check),
     ("command_requires_script", command_requires_script::check),
+    ("script_on_llm_node", script_on_llm_node::check),
     ("failure_falls_through", failure_falls_through::check),
     ("unresolved_file_ref", unresolved_file_ref::check),
     ("file_outside_tree", file_outside_tree::check),

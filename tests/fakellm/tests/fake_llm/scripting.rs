@@ -316,3 +316,27 @@ fn a_forever_reply_answers_once_the_queue_is_empty() {
     assert_eq!(ask(&other), "over http");
     assert_eq!(ask(&other), "over http");
 }
+
+#[test]
+fn a_responder_chooses_each_reply_from_the_request_after_the_queue_and_before_forever() {
+    let server = FakeLlm::start();
+    let key = key("responder");
+    server.script(&key, [Reply::Text("queued".into())]);
+    server.script_forever(&key, Reply::Text("forever".into()));
+    server.respond_with(&key, |request| {
+        let asked = request.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_uppercase();
+        Reply::Text(format!("{asked} via {:?}", request.provider))
+    });
+    let ask = |prompt: &str| {
+        Provider::Chat.text_of(&Provider::Chat.ask(&server, &key, prompt, false).json())
+    };
+    assert_eq!(ask("one"), "queued", "the queue comes first");
+    assert_eq!(ask("two"), "TWO via OpenAiChat");
+    assert_eq!(ask("three"), "THREE via OpenAiChat", "for every request");
+    assert_eq!(server.requests(&key).len(), 3, "each request is recorded");
+}
