@@ -292,34 +292,51 @@ fn stub_script(command: &str) -> &'static str {
     }
 }
 
-/// How many tool results the request's conversation holds, read in its
-/// wire format.
+/// How many tool results the request's conversation holds since its last
+/// prompt (a user turn without results), read in its wire format: an agent
+/// stage of a thread (full fidelity, `thread_id`) starts after the earlier
+/// stages' turns, and its session starts at its own prompt.
 fn tool_results(request: &Recorded) -> usize {
     let body = &request.body;
     let items = |key: &str| body[key].as_array().cloned().unwrap_or_default();
-    let parts = |item: &Value, key: &str, is_result: &dyn Fn(&Value) -> bool| {
+    let results_in = |item: &Value, key: &str, is_result: &dyn Fn(&Value) -> bool| {
         item[key]
             .as_array()
             .map_or(0, |parts| parts.iter().filter(|p| is_result(p)).count())
     };
-    match request.provider {
+    // Per item: (a prompt starts here, results it holds).
+    let per_item: Vec<(bool, usize)> = match request.provider {
         Wire::Anthropic => items("messages")
             .iter()
-            .map(|m| parts(m, "content", &|p| p["type"] == "tool_result"))
-            .sum(),
+            .map(|m| {
+                let n = results_in(m, "content", &|p| p["type"] == "tool_result");
+                (m["role"] == "user" && n == 0, n)
+            })
+            .collect(),
         Wire::OpenAiResponses => items("input")
             .iter()
-            .filter(|i| i["type"] == "function_call_output")
-            .count(),
+            .map(|i| {
+                (
+                    i["role"] == "user",
+                    usize::from(i["type"] == "function_call_output"),
+                )
+            })
+            .collect(),
         Wire::OpenAiChat => items("messages")
             .iter()
-            .filter(|m| m["role"] == "tool")
-            .count(),
+            .map(|m| (m["role"] == "user", usize::from(m["role"] == "tool")))
+            .collect(),
         Wire::Gemini => items("contents")
             .iter()
-            .map(|c| parts(c, "parts", &|p| p.get("functionResponse").is_some()))
-            .sum(),
-    }
+            .map(|c| {
+                let n = results_in(c, "parts", &|p| p.get("functionResponse").is_some());
+                (c["role"] == "user" && n == 0, n)
+            })
+            .collect(),
+    };
+    per_item
+        .iter()
+        .fold(0, |count, &(prompt, n)| if prompt { 0 } else { count + n })
 }
 
 /// The names of the tools the request offers (Gemini nests them in
