@@ -31,6 +31,10 @@ use weft::exec::cancel::Cancel;
 use weft::llm::{LlmClient, LlmSettings, Request};
 use weft_fakellm::{FakeLlm, Reply, ToolCall};
 
+#[path = "support/mod.rs"]
+mod support;
+use support::{peak_rss_kib, percentile};
+
 const ROUNDS: usize = 200;
 const KEY: &str = "sk-bench-agent-loop";
 /// What each `shell` call of the `output` session prints: 200 of them make
@@ -360,23 +364,6 @@ fn print_table(
         "| peak RSS of the session's process | {:.1} MiB |",
         peak_kib as f64 / 1024.0
     );
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        })
-        .and_then(|kb| kb.parse().ok())
-        .unwrap_or(0)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -34,6 +34,10 @@ use weft::store::{
 };
 use weft::views::Views;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::percentile;
+
 const SMALL_RUNS: usize = 9_999;
 const TOTAL_EVENTS: usize = 1_000_000;
 const BIG_EVENTS: usize = 20_000;
@@ -507,11 +511,6 @@ fn db_files(home: &Home) -> Vec<PathBuf> {
 
 fn size_on_disk(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn ms(d: Duration) -> String {

@@ -12,6 +12,10 @@ use weft::ipc::protocol::{DaemonStatus, DaemonStop, RunStart, WorkflowSource};
 use weft::model::EventKind;
 use weft::store::Home;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::percentile;
+
 fn chain(n: usize) -> String {
     let mut dot = String::from("digraph Bench { start [shape=Mdiamond]; exit [shape=Msquare]\n");
     for i in 0..n {
@@ -35,11 +39,6 @@ fn rss_kb(pid: u32) -> u64 {
         })
         .and_then(|kb| kb.parse().ok())
         .unwrap_or(0)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn main() -> anyhow::Result<()> {

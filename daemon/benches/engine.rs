@@ -18,6 +18,10 @@ use weft::exec::cancel::Cancel;
 use weft::model::RunStatus;
 use weft::store::{Home, Store};
 
+#[path = "support/mod.rs"]
+mod support;
+use support::peak_rss_kib;
+
 fn chain(n: usize) -> String {
     let mut dot =
         String::from("digraph Bench {\n  start [shape=Mdiamond]\n  exit [shape=Msquare]\n");
@@ -132,25 +136,13 @@ fn rss_of_run(n: usize) -> anyhow::Result<u64> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
 }
 
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        })
-        .and_then(|kb| kb.parse().ok())
-        .unwrap_or(0)
-}
-
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--rss") {
         let n: usize = args.get(1).map_or(Ok(1000), |s| s.parse())?;
-        let before = peak_rss_kb();
+        let before = peak_rss_kib();
         let _ = engine_run(n, &std::env::temp_dir())?;
-        println!("{}", peak_rss_kb().saturating_sub(before));
+        println!("{}", peak_rss_kib().saturating_sub(before));
         return Ok(());
     }
     let quick = args.iter().any(|a| a == "--quick");
