@@ -5,7 +5,6 @@
 
 #![allow(clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,64 +19,8 @@ use weft::exec::cancel::{Cancel, CancelReason};
 use weft::llm::{LlmClient, LlmSettings, Request, RetryPolicy, Sleeper};
 use weft_fakellm::{Recorded, Reply as Fake, ToolCall, Usage as FakeUsage};
 
+use super::apis::{Api, SETTINGS};
 use super::harness::{fake_llm, fresh_key};
-
-/// The four APIs, each as a provider pointed at the fake server.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Api {
-    Anthropic,
-    OpenAi,
-    Gemini,
-    /// Chat Completions, as a provider named in settings.toml.
-    Compat,
-}
-
-impl Api {
-    fn provider(self) -> &'static str {
-        match self {
-            Api::Anthropic => "anthropic",
-            Api::OpenAi => "openai",
-            Api::Gemini => "gemini",
-            Api::Compat => "local",
-        }
-    }
-
-    fn model(self) -> &'static str {
-        match self {
-            Api::Anthropic => "claude-sonnet-4-5",
-            Api::OpenAi => "gpt-5.5",
-            Api::Gemini => "gemini-3-flash-preview",
-            Api::Compat => "llama3.1",
-        }
-    }
-
-    fn env(self, key: &str) -> BTreeMap<String, String> {
-        let url = fake_llm().url();
-        let (key_var, url_var, base) = match self {
-            Api::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", url),
-            Api::OpenAi => ("OPENAI_API_KEY", "OPENAI_BASE_URL", format!("{url}/v1")),
-            Api::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL", url),
-            Api::Compat => ("LOCAL_LLM_KEY", "LOCAL_LLM_URL", format!("{url}/v1")),
-        };
-        BTreeMap::from([(key_var.into(), key.into()), (url_var.into(), base)])
-    }
-}
-
-/// settings.toml: the OpenAI-compatible provider `local`, and a model of
-/// 20,000 tokens of context for compaction.
-const SETTINGS: &str = r#"
-[providers.local]
-kind = "openai_compat"
-base_url = "http://127.0.0.1:9/v1"
-base_url_env = "LOCAL_LLM_URL"
-api_key_env = "LOCAL_LLM_KEY"
-models = ["llama3.1", "tiny-context"]
-
-[[models]]
-id = "tiny-context"
-provider = "local"
-context_window = 20000
-"#;
 
 /// One test's agent: a fresh key on the shared fake server, a client, a
 /// work dir and a stage directory.

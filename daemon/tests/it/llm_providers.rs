@@ -19,61 +19,8 @@ use weft::llm::{
 };
 use weft_fakellm::{Recorded, Reply, ToolCall as FakeCall, Usage as FakeUsage};
 
+use super::apis::{Api, SETTINGS};
 use super::harness::{fake_llm, fresh_key};
-
-/// The four APIs, each as a provider pointed at the fake server.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Api {
-    Anthropic,
-    OpenAi,
-    Gemini,
-    /// Chat Completions, as a provider named in settings.toml.
-    Compat,
-}
-
-impl Api {
-    fn provider(self) -> &'static str {
-        match self {
-            Api::Anthropic => "anthropic",
-            Api::OpenAi => "openai",
-            Api::Gemini => "gemini",
-            Api::Compat => "local",
-        }
-    }
-
-    fn model(self) -> &'static str {
-        match self {
-            Api::Anthropic => "claude-sonnet-4-5",
-            Api::OpenAi => "gpt-5.5",
-            Api::Gemini => "gemini-3-flash-preview",
-            Api::Compat => "llama3.1",
-        }
-    }
-
-    /// The run's environment: this API's key and base URL, in each
-    /// provider's convention.
-    fn env(self, key: &str, env: &mut BTreeMap<String, String>) {
-        let url = fake_llm().url();
-        let (key_var, url_var, base) = match self {
-            Api::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", url),
-            Api::OpenAi => ("OPENAI_API_KEY", "OPENAI_BASE_URL", format!("{url}/v1")),
-            Api::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL", url),
-            Api::Compat => ("LOCAL_LLM_KEY", "LOCAL_LLM_URL", format!("{url}/v1")),
-        };
-        env.insert(key_var.into(), key.into());
-        env.insert(url_var.into(), base);
-    }
-}
-
-/// settings.toml naming the OpenAI-compatible provider `local`.
-const SETTINGS: &str = r#"
-[providers.local]
-kind = "openai_compat"
-base_url = "http://127.0.0.1:9/v1"
-base_url_env = "LOCAL_LLM_URL"
-api_key_env = "LOCAL_LLM_KEY"
-models = ["llama3.1"]
-"#;
 
 /// A client whose retries wait on a recording sleeper, with short timeouts.
 fn client_for(env: &BTreeMap<String, String>) -> (LlmClient, Sleeper) {
@@ -106,7 +53,7 @@ impl Fixture {
     fn new(api: Api) -> Fixture {
         let key = fresh_key(api.provider());
         let mut env = BTreeMap::new();
-        api.env(&key, &mut env);
+        env.extend(api.env(&key));
         let (client, sleeper) = client_for(&env);
         Fixture {
             api,
@@ -550,8 +497,8 @@ for_every_api! {
 fn two_providers() -> (String, String, LlmClient, Sleeper) {
     let (a, o) = (fresh_key("primary"), fresh_key("fallback"));
     let mut env = BTreeMap::new();
-    Api::Anthropic.env(&a, &mut env);
-    Api::OpenAi.env(&o, &mut env);
+    env.extend(Api::Anthropic.env(&a));
+    env.extend(Api::OpenAi.env(&o));
     let (client, sleeper) = client_for(&env);
     (a, o, client, sleeper)
 }
@@ -715,8 +662,8 @@ async fn without_model_or_provider_the_first_configured_key_wins() {
     // Only OpenAI and Gemini have keys: OpenAI comes before Gemini.
     let (o, g) = (fresh_key("detect-openai"), fresh_key("detect-gemini"));
     let mut env = BTreeMap::new();
-    Api::OpenAi.env(&o, &mut env);
-    Api::Gemini.env(&g, &mut env);
+    env.extend(Api::OpenAi.env(&o));
+    env.extend(Api::Gemini.env(&g));
     let (client, _) = client_for(&env);
     let done = client
         .complete(&Request::prompt("hi"), |_| {})

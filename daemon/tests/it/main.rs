@@ -6,6 +6,7 @@
 //! `cargo test -p weft --test it wire_types`.
 
 mod agent;
+mod apis;
 mod engine;
 mod harness;
 mod imports;
