@@ -86,6 +86,35 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// What `weft run FILE --json --model gpt-5.2` against the fake gave: its
+/// exit code, stderr, and the run id from the printed conclusion.
+struct Ran {
+    code: Option<i32>,
+    stderr: String,
+    run_id: String,
+}
+
+fn run_json(sb: &Sandbox, fake: &FakeLlm, key: &str, file: &str) -> Ran {
+    let out = sb
+        .weft()
+        .envs(model_env(fake, key))
+        .args(["run", file, "--json", "--model", "gpt-5.2"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let conclusion: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let run_id = conclusion["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    Ran {
+        code: out.status.code(),
+        stderr,
+        run_id,
+    }
+}
+
 /// Starts `workflow` detached in the daemon (started on demand with the
 /// caller's environment) and returns the run id.
 fn start_detached(sb: &Sandbox, env: &[(String, String)], workflow: &str) -> String {
@@ -150,20 +179,12 @@ fn an_agent_reads_and_edits_a_file_routes_by_its_reply_and_the_run_keeps_what_it
             "fix -> report [label=\"Ship\"]\n    report [shape=tab, prompt=\"Report\"]\n    report -> exit",
         ),
     );
-    let out = sb
-        .weft()
-        .envs(model_env(&fake, &key))
-        .args(["run", "fix.fabro", "--json", "--model", "gpt-5.2"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let conclusion: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    let run_id = conclusion["run_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let Ran {
+        code,
+        stderr,
+        run_id,
+    } = run_json(&sb, &fake, &key, "fix.fabro");
+    assert_eq!(code, Some(0), "{stderr}");
 
     assert_eq!(
         read(&sb.path().join("notes.txt")),
@@ -303,19 +324,7 @@ fn an_agent_at_its_turn_limit_fails_the_stage_naming_the_limit() {
            fix [shape=box, prompt="Read forever", max_turns=2, on_failure=exit]
            start -> fix -> exit }"#,
     );
-    let out = sb
-        .weft()
-        .envs(model_env(&fake, &key))
-        .args(["run", "limit.fabro", "--json", "--model", "gpt-5.2"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let conclusion: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    let run_id = conclusion["run_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let Ran { run_id, .. } = run_json(&sb, &fake, &key, "limit.fabro");
     assert_eq!(fake.requests(&key).len(), 2, "no third turn");
     let all = events(&sb, &run_id);
     let failed = named(&all, "stage.failed");
@@ -491,23 +500,11 @@ fn run_agent_in_run_toml_sets_limits_and_permissions_and_a_bad_value_stops_the_r
         "run.toml",
         "_version = 1\n[workflow]\ngraph = \"fix.fabro\"\n[run.agent]\nmax_turns = 1\npermissions = \"read-only\"\nmax_turnz = 3\n",
     );
-    let out = sb
-        .weft()
-        .envs(model_env(&fake, &key))
-        .args(["run", "run.toml", "--json", "--model", "gpt-5.2"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let Ran { stderr, run_id, .. } = run_json(&sb, &fake, &key, "run.toml");
     assert!(
         stderr.contains("unknown key `run.agent.max_turnz`"),
         "an unknown [run.agent] key is warned about: {stderr}"
     );
-    let conclusion: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    let run_id = conclusion["run_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
     let sent = fake.requests(&key);
     assert_eq!(sent.len(), 1, "max_turns = 1 allows one model call");
     let offered: Vec<&str> = sent[0].body["tools"]
