@@ -742,14 +742,9 @@ fn find_lines(lines: &[&str], from: usize, old: &[String], at_end: bool) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     /// Writes `files` and marks them read, as a session that read them.
     fn seed(dir: &tempfile::TempDir, ws: &Workspace, files: &[(&str, &str)]) {

@@ -177,14 +177,9 @@ fn snippet(text: &str, at: usize, len: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     fn edit(ws: &Workspace, arguments: Value) -> ToolOutput {
         run(ws, &arguments)

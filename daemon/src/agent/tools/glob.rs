@@ -218,15 +218,10 @@ pub(super) fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
     use std::fs;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     fn set_mtime(path: &Path, secs: u64) {
         let file = fs::File::options().write(true).open(path).expect("open");

@@ -207,15 +207,10 @@ fn cut_line(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
     use std::fs;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     fn canonical(ws: &Workspace, path: &str) -> std::path::PathBuf {
         ws.resolve(path).expect("resolve")

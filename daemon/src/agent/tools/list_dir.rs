@@ -165,14 +165,9 @@ fn walk(dir: &Path, prefix: &str, level: u64, depth: u64, listing: &mut Listing)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     fn tree(dir: &tempfile::TempDir, paths: &[&str]) {
         for path in paths {

@@ -359,11 +359,7 @@ mod tests {
     use crate::exec::cancel::Cancel;
     use serde_json::json;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     fn read(ws: &Workspace, arguments: Value) -> ToolOutput {
         run(ws, &arguments)

@@ -131,14 +131,9 @@ pub(super) fn run(workspace: &Workspace, arguments: &Value) -> ToolOutput {
 mod tests {
     use super::*;
     use crate::agent::tools::Tool;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     #[test]
     fn each_file_follows_its_header_and_is_marked_read() {

@@ -252,7 +252,7 @@ pub(super) fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::exec::cancel::{Cancel, CancelReason};
+    use crate::exec::cancel::CancelReason;
     use serde_json::json;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
@@ -325,11 +325,7 @@ pub(super) mod tests {
         (base, seen)
     }
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     #[tokio::test]
     async fn html_comes_back_as_markdown_and_text_as_is() {

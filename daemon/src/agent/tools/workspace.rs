@@ -216,15 +216,18 @@ fn resolve_existing_prefix(path: &Path) -> std::io::Result<PathBuf> {
     }
 }
 
+/// A workspace over a fresh temporary work dir, for the tools' tests.
+#[cfg(test)]
+pub(crate) fn scratch() -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::tempdir().expect("temp");
+    let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
+    (dir, ws)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use super::scratch as workspace;
 
     #[test]
     fn paths_resolve_inside_the_work_dir_and_nowhere_else() {

@@ -111,14 +111,9 @@ fn not_regular(shown: &str, kind: &std::fs::FileType) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cancel::Cancel;
     use serde_json::json;
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().expect("temp");
-        let ws = Workspace::new(dir.path(), &[], Cancel::new()).expect("workspace");
-        (dir, ws)
-    }
+    use crate::agent::tools::workspace::scratch as workspace;
 
     fn write(ws: &Workspace, arguments: Value) -> ToolOutput {
         run(ws, &arguments)
