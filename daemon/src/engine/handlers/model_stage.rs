@@ -51,6 +51,17 @@ impl Prompt {
     }
 }
 
+/// The run's LLM client, or the stage's failure when it cannot be set up
+/// (an invalid settings file, say).
+pub(super) fn client<'r>(cx: &StageCx<'r>) -> Result<&'r crate::llm::LlmClient, Box<Outcome>> {
+    cx.run.models.client().map_err(|why| {
+        Box::new(Outcome::failed(
+            FailureClass::Deterministic,
+            format!("cannot set up language models: {why}"),
+        ))
+    })
+}
+
 /// The conversation thread a stage shares (execution/context.mdx, "Full
 /// fidelity and threads"): `internal.thread_id` (the entering edge's
 /// `thread_id`, else the node's, else the graph's `default_thread`), at full

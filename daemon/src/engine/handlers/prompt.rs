@@ -25,14 +25,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     if cx.run.dry_run {
         return super::dry_run::simulate(cx);
     }
-    let client = match cx.run.models.client() {
+    let client = match model_stage::client(cx) {
         Ok(client) => client,
-        Err(why) => {
-            return Outcome::failed(
-                FailureClass::Deterministic,
-                format!("cannot set up language models: {why}"),
-            );
-        }
+        Err(failure) => return *failure,
     };
     let Prompt { text, fidelity } = Prompt::build(cx);
 
