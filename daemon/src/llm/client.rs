@@ -401,7 +401,7 @@ impl LlmClient {
                 .lookup_for(&target.provider, &target.model)
                 .and_then(|m| m.max_output),
         };
-        let call = target.wire.build(&endpoint, request);
+        let call = target.wire.build(&endpoint, request)?;
         let mut retry = 0;
         loop {
             let started = Instant::now();

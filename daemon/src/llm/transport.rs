@@ -79,8 +79,6 @@ impl Transport {
         stream: bool,
         mut on_delta: D,
     ) -> Result<Response, LlmError> {
-        let body = serde_json::to_vec(&call.body)
-            .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
         let mut builder = self
             .http
             .post(&call.url)
@@ -96,7 +94,9 @@ impl Transport {
         for (name, value) in &call.headers {
             builder = builder.header(*name, value);
         }
-        let request = builder.body(body);
+        // The body was encoded once when the call was built; each attempt
+        // sends a copy of those bytes (one allocation, whatever the size).
+        let request = builder.body(call.body.clone());
 
         let started = Instant::now();
         let limit = self.timeouts.request;

@@ -10,13 +10,16 @@
 //! - Usage: `input_tokens` excludes cache reads and writes, so `input` adds
 //!   them back; thinking tokens are not reported separately.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Endpoint, HttpCall, Wire, broken, event_json, invalid, parse_arguments, schema_or_empty,
-    str_at, u64_at,
+    Endpoint, HttpCall, Wire, broken, encode_body, event_json, invalid, parse_arguments,
+    schema_or_empty, str_at, u64_at,
 };
 use crate::llm::error::LlmError;
 use crate::llm::sse::SseEvent;
@@ -34,7 +37,7 @@ const FAST_MODE_BETA: &str = "fast-mode-2026-02-01";
 /// The smallest thinking budget the API accepts.
 const MIN_BUDGET: u32 = 1024;
 
-pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
+pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> Result<HttpCall, LlmError> {
     let url = format!("{}/v1/messages", target.base_url);
     let mut body = Map::new();
     body.insert("model".into(), json!(target.model));
@@ -53,7 +56,6 @@ pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
         body.insert("system".into(), json!(system));
     }
-    body.insert("messages".into(), Value::Array(messages(request)));
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -88,11 +90,11 @@ pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
     if request.stream {
         body.insert("stream".into(), json!(true));
     }
-    HttpCall {
+    Ok(HttpCall {
         url,
         headers,
-        body: Value::Object(body),
-    }
+        body: encode_body(&body, "messages", &Messages(request))?,
+    })
 }
 
 /// `max_tokens` and the thinking budget. The budget must stay below
@@ -120,61 +122,126 @@ fn token_limits(
     }
 }
 
-fn messages(request: &Request) -> Vec<Value> {
-    let mut out = Vec::new();
-    for message in &request.messages {
-        let blocks: Vec<Value> = message
-            .parts
-            .iter()
-            .filter_map(|part| block(message.role, part))
-            .collect();
-        if blocks.is_empty() {
-            continue;
+/// The conversation as `messages`, serialised from the borrowed request
+/// (see [`encode_body`]). Parts the API cannot take are dropped, and a
+/// message left with none is skipped.
+struct Messages<'a>(&'a Request);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for message in &self.0.messages {
+            let role = message.role;
+            if !message.parts.iter().any(|p| block(role, p).is_some()) {
+                continue;
+            }
+            seq.serialize_element(&MessageJson {
+                role: match role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                },
+                content: Blocks {
+                    role,
+                    parts: &message.parts,
+                },
+            })?;
         }
-        let role = match message.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        out.push(json!({"role": role, "content": blocks}));
+        seq.end()
     }
-    out
 }
 
-fn block(role: Role, part: &Part) -> Option<Value> {
+#[derive(Serialize)]
+struct MessageJson<'a> {
+    role: &'static str,
+    content: Blocks<'a>,
+}
+
+/// A message's content blocks.
+struct Blocks<'a> {
+    role: Role,
+    parts: &'a [Part],
+}
+
+impl Serialize for Blocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.parts.iter().filter_map(|p| block(self.role, p)))
+    }
+}
+
+/// One content block, borrowing from the part it comes from.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Cow<'a, Value>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ImageSource<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
+}
+
+/// The block for `part` in a message of `role`, if the API takes it there:
+/// no empty texts, images and tool results from the user only, tool calls
+/// and this API's own signed reasoning from the assistant only.
+fn block(role: Role, part: &Part) -> Option<Block<'_>> {
     match (role, part) {
         (_, Part::Text(text)) if text.is_empty() => None,
-        (_, Part::Text(text)) => Some(json!({"type": "text", "text": text})),
-        (Role::User, Part::Image(Image::Base64 { media_type, data })) => Some(json!({
-            "type": "image",
-            "source": {"type": "base64", "media_type": media_type, "data": data},
-        })),
-        (Role::User, Part::Image(Image::Url { url })) => Some(json!({
-            "type": "image",
-            "source": {"type": "url", "url": url},
-        })),
-        (Role::User, Part::ToolResult(result)) => {
-            let mut b = json!({
-                "type": "tool_result",
-                "tool_use_id": result.call_id,
-                "content": result.content,
-            });
-            if result.is_error {
-                b["is_error"] = json!(true);
-            }
-            Some(b)
-        }
-        (Role::Assistant, Part::ToolCall(call)) => Some(json!({
-            "type": "tool_use",
-            "id": call.id,
-            "name": call.name,
-            "input": if call.arguments.is_object() { call.arguments.clone() } else { json!({}) },
-        })),
+        (_, Part::Text(text)) => Some(Block::Text { text }),
+        (Role::User, Part::Image(Image::Base64 { media_type, data })) => Some(Block::Image {
+            source: ImageSource::Base64 { media_type, data },
+        }),
+        (Role::User, Part::Image(Image::Url { url })) => Some(Block::Image {
+            source: ImageSource::Url { url },
+        }),
+        (Role::User, Part::ToolResult(result)) => Some(Block::ToolResult {
+            tool_use_id: &result.call_id,
+            content: &result.content,
+            is_error: result.is_error,
+        }),
+        (Role::Assistant, Part::ToolCall(call)) => Some(Block::ToolUse {
+            id: &call.id,
+            name: &call.name,
+            // `input` must be an object.
+            input: if call.arguments.is_object() {
+                Cow::Borrowed(&call.arguments)
+            } else {
+                Cow::Owned(json!({}))
+            },
+        }),
         (Role::Assistant, Part::Reasoning(r)) if r.wire == Some(Wire::Anthropic) => {
-            r.signature.as_ref().map(|signature| {
+            r.signature.as_deref().map(|signature| {
                 if r.text.is_empty() && r.id.as_deref() == Some("redacted") {
-                    json!({"type": "redacted_thinking", "data": signature})
+                    Block::RedactedThinking { data: signature }
                 } else {
-                    json!({"type": "thinking", "thinking": r.text, "signature": signature})
+                    Block::Thinking {
+                        thinking: &r.text,
+                        signature,
+                    }
                 }
             })
         }
@@ -474,6 +541,7 @@ fn merge_usage(into: &mut Value, from: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::providers::every_part_kind;
     use crate::llm::sse::SseParser;
     use crate::llm::types::{Message, ReasoningEffort, ToolResult, ToolSpec};
 
@@ -484,6 +552,24 @@ mod tests {
             model: "claude-sonnet-4-5",
             max_output: Some(64_000),
         }
+    }
+
+    #[test]
+    fn a_conversation_of_every_part_kind_is_sent_as_before() {
+        // The JSON the `Value`-tree encoder produced, kept literally: the
+        // borrowed encoder must send exactly the same. In short: only signed Anthropic reasoning, no empty texts or messages, non-object
+        // arguments as `{}`.
+        let b = build(&endpoint(), &every_part_kind())
+            .expect("encodes")
+            .json();
+        let expected = json!([
+            {"content": [{"text": "look at \"this\"", "type": "text"}, {"source": {"data": "iVBORw0K", "media_type": "image/png", "type": "base64"}, "type": "image"}, {"source": {"type": "url", "url": "https://example.com/cat.png"}, "type": "image"}], "role": "user"},
+            {"content": [{"signature": "sig-a", "thinking": "need the file", "type": "thinking"}, {"data": "opaque", "type": "redacted_thinking"}, {"text": "Reading.", "type": "text"}, {"id": "call_1", "input": {"path": "a.rs"}, "name": "read", "type": "tool_use"}, {"id": "run-2", "input": {}, "name": "run", "type": "tool_use"}, {"id": "call_3", "input": {}, "name": "noop", "type": "tool_use"}, {"id": "call_4", "input": {}, "name": "list", "type": "tool_use"}, {"text": " Done.", "type": "text"}], "role": "assistant"},
+            {"content": [{"text": "before", "type": "text"}, {"content": "fn main() {}", "tool_use_id": "call_1", "type": "tool_result"}, {"content": "exit 1\nno such file", "is_error": true, "tool_use_id": "run-2", "type": "tool_result"}, {"content": "", "tool_use_id": "call_3", "type": "tool_result"}, {"content": "[]", "tool_use_id": "call_4", "type": "tool_result"}, {"text": "and now?", "type": "text"}], "role": "user"},
+            {"content": [{"signature": "sig-b", "thinking": "only thinking", "type": "thinking"}, {"id": "call_5", "input": {}, "name": "read", "type": "tool_use"}], "role": "assistant"},
+            {"content": [{"content": "", "tool_use_id": "call_5", "type": "tool_result"}, {"source": {"type": "url", "url": "https://example.com/dog.png"}, "type": "image"}], "role": "user"},
+        ]);
+        assert_eq!(b["messages"], expected);
     }
 
     #[test]
@@ -498,7 +584,7 @@ mod tests {
             description: "read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }];
-        let call = build(&endpoint(), &req);
+        let call = build(&endpoint(), &req).expect("encodes");
         assert_eq!(call.url, "http://h/v1/messages");
         assert!(call.headers.contains(&("x-api-key", "sk-test".into())));
         assert!(
@@ -509,7 +595,7 @@ mod tests {
             call.headers
                 .contains(&("anthropic-beta", FAST_MODE_BETA.into()))
         );
-        let b = &call.body;
+        let b = &call.json();
         assert_eq!(b["system"], "be brief");
         assert_eq!(
             b["thinking"],
@@ -583,7 +669,7 @@ mod tests {
             content: "contents".into(),
             is_error: true,
         }]));
-        let b = build(&endpoint(), &req).body;
+        let b = build(&endpoint(), &req).expect("encodes").json();
         assert_eq!(
             b["messages"][1]["content"],
             json!([

@@ -13,27 +13,28 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Endpoint, HttpCall, Wire, arguments_text, broken, event_json, invalid, parse_arguments,
-    schema_or_empty, str_at, u64_at,
+    ArgumentsText, Endpoint, HttpCall, ImageUrl, Wire, broken, encode_body, event_json, invalid,
+    parse_arguments, schema_or_empty, str_at, u64_at,
 };
 use crate::llm::error::LlmError;
 use crate::llm::sse::SseEvent;
 use crate::llm::types::{
-    FinishReason, Image, Part, Reasoning, Request, Response, Role, StreamEvent, ToolCall,
-    ToolChoice, Usage,
+    FinishReason, Part, Reasoning, Request, Response, Role, StreamEvent, ToolCall, ToolChoice,
+    Usage,
 };
 
-pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
+pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> Result<HttpCall, LlmError> {
     let url = format!("{}/responses", target.base_url);
     let mut body = Map::new();
     body.insert("model".into(), json!(target.model));
     if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
         body.insert("instructions".into(), json!(system));
     }
-    body.insert("input".into(), Value::Array(input(request)));
     body.insert("store".into(), json!(false));
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
@@ -76,75 +77,126 @@ pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
     if request.stream {
         body.insert("stream".into(), json!(true));
     }
-    HttpCall::bearer(url, target.api_key, body)
+    let body = encode_body(&body, "input", &Input(request))?;
+    Ok(HttpCall::bearer(url, target.api_key, body))
 }
 
-fn input(request: &Request) -> Vec<Value> {
-    let mut items = Vec::new();
-    for message in &request.messages {
-        match message.role {
-            Role::User => {
-                let mut content = Vec::new();
-                for part in &message.parts {
-                    match part {
-                        Part::Text(text) => {
-                            content.push(json!({"type": "input_text", "text": text}));
+/// The conversation as `input` items, serialised from the borrowed request
+/// (see [`encode_body`]). A user message's tool results are items of their
+/// own, before its text and images; an assistant message is split into an
+/// item per text, tool call and (this API's own, encrypted) reasoning.
+struct Input<'a>(&'a Request);
+
+impl Serialize for Input<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for message in &self.0.messages {
+            match message.role {
+                Role::User => {
+                    for part in &message.parts {
+                        if let Part::ToolResult(result) = part {
+                            seq.serialize_element(&Item::FunctionCallOutput {
+                                call_id: &result.call_id,
+                                output: &result.content,
+                            })?;
                         }
-                        Part::Image(image) => content.push(json!({
-                            "type": "input_image",
-                            "image_url": image_url(image),
-                        })),
-                        Part::ToolResult(result) => items.push(json!({
-                            "type": "function_call_output",
-                            "call_id": result.call_id,
-                            "output": result.content,
-                        })),
-                        Part::Reasoning(_) | Part::ToolCall(_) => {}
+                    }
+                    if message.parts.iter().any(|p| user_content(p).is_some()) {
+                        seq.serialize_element(&UserMessage {
+                            role: "user",
+                            content: UserContent(&message.parts),
+                        })?;
                     }
                 }
-                if !content.is_empty() {
-                    items.push(json!({"role": "user", "content": content}));
-                }
-            }
-            Role::Assistant => {
-                for part in &message.parts {
-                    match part {
-                        Part::Text(text) if !text.is_empty() => {
-                            items.push(json!({"role": "assistant", "content": text}));
-                        }
-                        Part::ToolCall(call) => items.push(json!({
-                            "type": "function_call",
-                            "call_id": call.id,
-                            "name": call.name,
-                            "arguments": arguments_text(&call.arguments),
-                        })),
-                        Part::Reasoning(r) if r.wire == Some(Wire::OpenAi) => {
-                            if let Some(encrypted) = &r.signature {
-                                let mut item = json!({
-                                    "type": "reasoning",
-                                    "summary": [],
-                                    "encrypted_content": encrypted,
-                                });
-                                if let Some(id) = &r.id {
-                                    item["id"] = json!(id);
-                                }
-                                items.push(item);
+                Role::Assistant => {
+                    for part in &message.parts {
+                        match part {
+                            Part::Text(text) if !text.is_empty() => {
+                                seq.serialize_element(&AssistantMessage {
+                                    role: "assistant",
+                                    content: text,
+                                })?;
                             }
+                            Part::ToolCall(call) => seq.serialize_element(&Item::FunctionCall {
+                                call_id: &call.id,
+                                name: &call.name,
+                                arguments: ArgumentsText(&call.arguments),
+                            })?,
+                            Part::Reasoning(r) if r.wire == Some(Wire::OpenAi) => {
+                                if let Some(encrypted) = &r.signature {
+                                    seq.serialize_element(&Item::Reasoning {
+                                        summary: [],
+                                        encrypted_content: encrypted,
+                                        id: r.id.as_deref(),
+                                    })?;
+                                }
+                            }
+                            _ => {}
                         }
-                        _ => {}
                     }
                 }
             }
         }
+        seq.end()
     }
-    items
 }
 
-/// An image as a URL: a `data:` URL for inline bytes.
-pub(crate) fn image_url(image: &Image) -> String {
-    match image {
-        Image::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        Image::Url { url } => url.clone(),
+/// The typed input items.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Item<'a> {
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: &'a str,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: ArgumentsText<'a>,
+    },
+    Reasoning {
+        summary: [&'a str; 0],
+        encrypted_content: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+    },
+}
+
+#[derive(Serialize)]
+struct UserMessage<'a> {
+    role: &'static str,
+    content: UserContent<'a>,
+}
+
+#[derive(Serialize)]
+struct AssistantMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+/// A user message's texts (empty ones included) and images.
+struct UserContent<'a>(&'a [Part]);
+
+impl Serialize for UserContent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().filter_map(user_content))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentPart<'a> {
+    InputText { text: &'a str },
+    InputImage { image_url: ImageUrl<'a> },
+}
+
+fn user_content(part: &Part) -> Option<ContentPart<'_>> {
+    match part {
+        Part::Text(text) => Some(ContentPart::InputText { text }),
+        Part::Image(image) => Some(ContentPart::InputImage {
+            image_url: ImageUrl(image),
+        }),
+        _ => None,
     }
 }
 
@@ -411,6 +463,7 @@ fn has_content(item: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::providers::every_part_kind;
     use crate::llm::sse::SseParser;
     use crate::llm::types::{Message, ReasoningEffort, ToolResult, ToolSpec};
 
@@ -421,6 +474,37 @@ mod tests {
             model: "gpt-5.5",
             max_output: None,
         }
+    }
+
+    #[test]
+    fn a_conversation_of_every_part_kind_is_sent_as_before() {
+        // The JSON the `Value`-tree encoder produced, kept literally: the
+        // borrowed encoder must send exactly the same. In short: tool results before the user's text, an item per assistant part, only
+        // encrypted OpenAI reasoning, arguments as JSON text.
+        let b = build(&endpoint(), &every_part_kind())
+            .expect("encodes")
+            .json();
+        let expected = json!([
+            {"content": [{"text": "look at \"this\"", "type": "input_text"}, {"text": "", "type": "input_text"}, {"image_url": "data:image/png;base64,iVBORw0K", "type": "input_image"}, {"image_url": "https://example.com/cat.png", "type": "input_image"}], "role": "user"},
+            {"encrypted_content": "enc-1", "id": "rs_1", "summary": [], "type": "reasoning"},
+            {"encrypted_content": "enc-2", "summary": [], "type": "reasoning"},
+            {"content": "Reading.", "role": "assistant"},
+            {"arguments": "{\"path\":\"a.rs\"}", "call_id": "call_1", "name": "read", "type": "function_call"},
+            {"arguments": "{\"cmd\":\"ls\"}", "call_id": "run-2", "name": "run", "type": "function_call"},
+            {"arguments": "{}", "call_id": "call_3", "name": "noop", "type": "function_call"},
+            {"arguments": "[1,\"two\"]", "call_id": "call_4", "name": "list", "type": "function_call"},
+            {"content": " Done.", "role": "assistant"},
+            {"call_id": "call_1", "output": "fn main() {}", "type": "function_call_output"},
+            {"call_id": "run-2", "output": "exit 1\nno such file", "type": "function_call_output"},
+            {"call_id": "call_3", "output": "", "type": "function_call_output"},
+            {"call_id": "call_4", "output": "[]", "type": "function_call_output"},
+            {"content": [{"text": "before", "type": "input_text"}, {"text": "and now?", "type": "input_text"}], "role": "user"},
+            {"content": [{"text": "", "type": "input_text"}], "role": "user"},
+            {"arguments": "{}", "call_id": "call_5", "name": "read", "type": "function_call"},
+            {"call_id": "call_5", "output": "", "type": "function_call_output"},
+            {"content": [{"image_url": "https://example.com/dog.png", "type": "input_image"}], "role": "user"},
+        ]);
+        assert_eq!(b["input"], expected);
     }
 
     #[test]
@@ -435,13 +519,13 @@ mod tests {
             parameters: Value::Null,
         }];
         req.tool_choice = ToolChoice::Required;
-        let call = build(&endpoint(), &req);
+        let call = build(&endpoint(), &req).expect("encodes");
         assert_eq!(call.url, "http://h/v1/responses");
         assert!(
             call.headers
                 .contains(&("authorization", "Bearer sk-test".into()))
         );
-        let b = &call.body;
+        let b = &call.json();
         assert_eq!(b["instructions"], "sys");
         assert_eq!(b["reasoning"]["effort"], "high");
         assert_eq!(b["max_output_tokens"], 500);
@@ -480,7 +564,7 @@ mod tests {
             content: "data".into(),
             is_error: false,
         }]));
-        let b = build(&endpoint(), &req).body;
+        let b = build(&endpoint(), &req).expect("encodes").json();
         assert_eq!(
             b["input"][1],
             json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"})

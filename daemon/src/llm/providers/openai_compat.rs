@@ -14,13 +14,15 @@
 //!   includes `reasoning_tokens`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
-use super::openai::image_url;
 use super::{
-    Endpoint, HttpCall, arguments_text, broken, event_json, invalid, parse_arguments,
-    schema_or_empty, str_at, u64_at,
+    ArgumentsText, Endpoint, HttpCall, ImageUrl, broken, encode_body, event_json, invalid,
+    parse_arguments, schema_or_empty, str_at, u64_at,
 };
 use crate::llm::error::LlmError;
 use crate::llm::sse::SseEvent;
@@ -29,11 +31,10 @@ use crate::llm::types::{
     Usage,
 };
 
-pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
+pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> Result<HttpCall, LlmError> {
     let url = format!("{}/chat/completions", target.base_url);
     let mut body = Map::new();
     body.insert("model".into(), json!(target.model));
-    body.insert("messages".into(), Value::Array(messages(request)));
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -73,80 +74,176 @@ pub(crate) fn build(target: &Endpoint<'_>, request: &Request) -> HttpCall {
         body.insert("stream".into(), json!(true));
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    HttpCall::bearer(url, target.api_key, body)
+    let body = encode_body(&body, "messages", &Messages(request))?;
+    Ok(HttpCall::bearer(url, target.api_key, body))
 }
 
-fn messages(request: &Request) -> Vec<Value> {
-    let mut out = Vec::new();
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
-        out.push(json!({"role": "system", "content": system}));
-    }
-    for message in &request.messages {
-        match message.role {
-            Role::User => {
-                // Tool results are messages of their own, before the user's text.
-                let mut content = Vec::new();
-                let mut plain_text = true;
-                for part in &message.parts {
-                    match part {
-                        Part::ToolResult(result) => out.push(json!({
-                            "role": "tool",
-                            "tool_call_id": result.call_id,
-                            "content": result.content,
-                        })),
-                        Part::Text(text) => {
-                            content.push(json!({"type": "text", "text": text}));
+/// The conversation as `messages`, serialised from the borrowed request
+/// (see [`encode_body`]): the system prompt first; a user message's tool
+/// results as `tool` messages of their own, before its text and images; an
+/// assistant message's texts joined, with its tool calls.
+struct Messages<'a>(&'a Request);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.0;
+        let mut seq = serializer.serialize_seq(None)?;
+        if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+            seq.serialize_element(&MessageJson::System { content: system })?;
+        }
+        for message in &request.messages {
+            let parts = &message.parts[..];
+            match message.role {
+                Role::User => {
+                    for part in parts {
+                        if let Part::ToolResult(result) = part {
+                            seq.serialize_element(&MessageJson::Tool {
+                                tool_call_id: &result.call_id,
+                                content: &result.content,
+                            })?;
                         }
-                        Part::Image(image) => {
-                            plain_text = false;
-                            content.push(json!({
-                                "type": "image_url",
-                                "image_url": {"url": image_url(image)},
-                            }));
-                        }
-                        Part::Reasoning(_) | Part::ToolCall(_) => {}
                     }
+                    if !parts
+                        .iter()
+                        .any(|p| matches!(p, Part::Text(_) | Part::Image(_)))
+                    {
+                        continue;
+                    }
+                    // Plain strings are what every server understands.
+                    let content = if parts.iter().any(|p| matches!(p, Part::Image(_))) {
+                        UserContent::Parts(ContentParts(parts))
+                    } else {
+                        UserContent::Text(JoinedText(parts))
+                    };
+                    seq.serialize_element(&MessageJson::User { content })?;
                 }
-                if content.is_empty() {
-                    continue;
+                Role::Assistant => {
+                    let has_text = parts
+                        .iter()
+                        .any(|p| matches!(p, Part::Text(t) if !t.is_empty()));
+                    let has_calls = parts.iter().any(|p| matches!(p, Part::ToolCall(_)));
+                    if !has_text && !has_calls {
+                        continue;
+                    }
+                    seq.serialize_element(&MessageJson::Assistant {
+                        content: has_text.then_some(JoinedText(parts)),
+                        tool_calls: has_calls.then_some(ToolCalls(parts)),
+                    })?;
                 }
-                // Plain strings are what every server understands.
-                let content = if plain_text {
-                    json!(message.text())
-                } else {
-                    Value::Array(content)
-                };
-                out.push(json!({"role": "user", "content": content}));
-            }
-            Role::Assistant => {
-                let text = message.text();
-                let calls: Vec<Value> = message
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolCall(call) => Some(json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                if text.is_empty() && calls.is_empty() {
-                    continue;
-                }
-                let mut m = json!({
-                    "role": "assistant",
-                    "content": if text.is_empty() { Value::Null } else { json!(text) },
-                });
-                if !calls.is_empty() {
-                    m["tool_calls"] = Value::Array(calls);
-                }
-                out.push(m);
             }
         }
+        seq.end()
     }
-    out
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum MessageJson<'a> {
+    System {
+        content: &'a str,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        /// `null` when the message is only tool calls.
+        content: Option<JoinedText<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_calls: Option<ToolCalls<'a>>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(JoinedText<'a>),
+    Parts(ContentParts<'a>),
+}
+
+/// A message's texts as one string, written into the body piece by piece.
+struct JoinedText<'a>(&'a [Part]);
+
+impl fmt::Display for JoinedText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for part in self.0 {
+            if let Part::Text(text) = part {
+                f.write_str(text)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for JoinedText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A user message's texts (empty ones included) and images, as parts.
+struct ContentParts<'a>(&'a [Part]);
+
+impl Serialize for ContentParts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().filter_map(|part| match part {
+            Part::Text(text) => Some(ContentPart::Text { text }),
+            Part::Image(image) => Some(ContentPart::ImageUrl {
+                image_url: UrlJson {
+                    url: ImageUrl(image),
+                },
+            }),
+            _ => None,
+        }))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentPart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: UrlJson<'a> },
+}
+
+#[derive(Serialize)]
+struct UrlJson<'a> {
+    url: ImageUrl<'a>,
+}
+
+/// An assistant message's tool calls.
+struct ToolCalls<'a>(&'a [Part]);
+
+impl Serialize for ToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().filter_map(|part| match part {
+            Part::ToolCall(call) => Some(ToolCallJson {
+                id: &call.id,
+                kind: "function",
+                function: FunctionJson {
+                    name: &call.name,
+                    arguments: ArgumentsText(&call.arguments),
+                },
+            }),
+            _ => None,
+        }))
+    }
+}
+
+#[derive(Serialize)]
+struct ToolCallJson<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionJson<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionJson<'a> {
+    name: &'a str,
+    arguments: ArgumentsText<'a>,
 }
 
 pub(crate) fn parse(provider: &str, body: &Value) -> Result<Response, LlmError> {
@@ -406,6 +503,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::providers::every_part_kind;
     use crate::llm::sse::SseParser;
     use crate::llm::types::{Image, Message, ReasoningEffort, ToolResult};
 
@@ -419,16 +517,41 @@ mod tests {
     }
 
     #[test]
+    fn a_conversation_of_every_part_kind_is_sent_as_before() {
+        // The JSON the `Value`-tree encoder produced, kept literally: the
+        // borrowed encoder must send exactly the same. In short: the system prompt first, tool results before the user's text, joined
+        // texts, plain string content without images.
+        let b = build(&endpoint(), &every_part_kind())
+            .expect("encodes")
+            .json();
+        let expected = json!([
+            {"content": "be brief", "role": "system"},
+            {"content": [{"text": "look at \"this\"", "type": "text"}, {"text": "", "type": "text"}, {"image_url": {"url": "data:image/png;base64,iVBORw0K"}, "type": "image_url"}, {"image_url": {"url": "https://example.com/cat.png"}, "type": "image_url"}], "role": "user"},
+            {"content": "Reading. Done.", "role": "assistant", "tool_calls": [{"function": {"arguments": "{\"path\":\"a.rs\"}", "name": "read"}, "id": "call_1", "type": "function"}, {"function": {"arguments": "{\"cmd\":\"ls\"}", "name": "run"}, "id": "run-2", "type": "function"}, {"function": {"arguments": "{}", "name": "noop"}, "id": "call_3", "type": "function"}, {"function": {"arguments": "[1,\"two\"]", "name": "list"}, "id": "call_4", "type": "function"}]},
+            {"content": "fn main() {}", "role": "tool", "tool_call_id": "call_1"},
+            {"content": "exit 1\nno such file", "role": "tool", "tool_call_id": "run-2"},
+            {"content": "", "role": "tool", "tool_call_id": "call_3"},
+            {"content": "[]", "role": "tool", "tool_call_id": "call_4"},
+            {"content": "beforeand now?", "role": "user"},
+            {"content": "", "role": "user"},
+            {"content": null, "role": "assistant", "tool_calls": [{"function": {"arguments": "{}", "name": "read"}, "id": "call_5", "type": "function"}]},
+            {"content": "", "role": "tool", "tool_call_id": "call_5"},
+            {"content": [{"image_url": {"url": "https://example.com/dog.png"}, "type": "image_url"}], "role": "user"},
+        ]);
+        assert_eq!(b["messages"], expected);
+    }
+
+    #[test]
     fn request_without_a_key_sends_no_authorization() {
         let mut req = Request::prompt("hi");
         req.system = Some("sys".into());
         req.reasoning_effort = Some(ReasoningEffort::Medium);
         req.max_tokens = Some(64);
         req.stream = true;
-        let call = build(&endpoint(), &req);
+        let call = build(&endpoint(), &req).expect("encodes");
         assert_eq!(call.url, "http://localhost:11434/v1/chat/completions");
         assert!(call.headers.is_empty());
-        let b = &call.body;
+        let b = &call.json();
         assert_eq!(b["reasoning_effort"], "medium");
         assert_eq!(b["max_tokens"], 64);
         assert_eq!(b["stream_options"]["include_usage"], true);
@@ -465,7 +588,7 @@ mod tests {
                 }),
             ],
         });
-        let b = build(&endpoint(), &req).body;
+        let b = build(&endpoint(), &req).expect("encodes").json();
         assert_eq!(
             b["messages"][1],
             json!({"role": "assistant", "content": null, "tool_calls": [
