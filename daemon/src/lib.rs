@@ -19,15 +19,17 @@
 //! 8. [`store`]: the durable run store (SQLite, blobs, run directories).
 //! 9. [`exec`]: stage processes (process groups, the start gate, the
 //!    reaper), cancellation, and the environment commands inherit.
-//! 10. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//! 10. [`git`]: git checkpoints: the repository a run starts from, its
+//!     branch and worktree, a commit and patch per stage.
+//! 11. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!     OpenAI-compatible servers), the model catalog, retries and failover.
-//! 11. [`agent`]: Weft's own coding agent: the tool loop, its tools and
+//! 12. [`agent`]: Weft's own coding agent: the tool loop, its tools and
 //!     guardrails.
-//! 12. [`engine`]: executes runs: the run loop, routing, handlers.
-//! 13. [`ipc`]: the wire protocol, its framing and socket, and the client.
-//! 14. [`server`]: `weftd`, the daemon: the engine behind the socket.
-//! 15. [`views`]: the desktop app's read models over the store.
-//! 16. [`cli`]: the `weft` command.
+//! 13. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 14. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 15. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 16. [`views`]: the desktop app's read models over the store.
+//! 17. [`cli`]: the `weft` command.
 
 pub mod agent;
 #[cfg(test)]
@@ -36,6 +38,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod exec;
+pub mod git;
 pub mod ipc;
 pub mod lang;
 pub mod limits;

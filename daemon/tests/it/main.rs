@@ -8,6 +8,7 @@
 mod agent;
 mod apis;
 mod engine;
+mod git;
 mod harness;
 mod imports;
 mod llm_providers;

@@ -1,0 +1,37 @@
+//! Git checkpoints (execution/checkpoints.mdx), with libgit2 through `git2`:
+//! a run in a git repository works in a worktree of its own, on a branch of
+//! its own, and each stage's changes become a commit there. The user's
+//! checkout (HEAD, index, working tree) is never touched.
+//!
+//! This layer knows repositories, not runs: the engine names the branch,
+//! the worktree's place and the commit messages.
+//!
+//! - [`checkout`]: finding the repository a work dir is in, and whether a
+//!   run can be checkpointed there.
+//! - [`run_branch`]: the run's branch and worktree, and a stage's commit
+//!   with its patch.
+
+pub mod checkout;
+pub mod run_branch;
+
+pub use checkout::{Checkout, Discovery};
+pub use run_branch::{RunBranch, StageCommit};
+
+/// A git operation that failed, worded for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitError(pub String);
+
+impl std::fmt::Display for GitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for GitError {}
+
+impl GitError {
+    /// `what` failed because of libgit2's `error`.
+    pub(crate) fn from_git(what: &str, error: &git2::Error) -> GitError {
+        GitError(format!("{what}: {}", error.message()))
+    }
+}

@@ -1,0 +1,214 @@
+//! A run's branch and worktree: created at the checkout's HEAD, and grown by
+//! one commit per stage that changed something (execution/checkpoints.mdx,
+//! "Run branch commits", "Worktrees").
+
+use std::path::{Path, PathBuf};
+
+use git2::{
+    Commit, DiffFormat, DiffOptions, IndexAddOption, Repository, Signature, Tree,
+    WorktreeAddOptions,
+};
+
+use super::{Checkout, GitError};
+
+/// Who checkpoint commits are by: Weft, not the user, whose identity may
+/// not be configured and whose signing key is not needed for bookkeeping.
+const AUTHOR_NAME: &str = "Weft";
+const AUTHOR_EMAIL: &str = "weft@localhost";
+
+/// A run's branch and the worktree checked out on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunBranch {
+    /// The branch's short name (`weft/run/{run_id}`).
+    pub branch: String,
+    /// The commit the run started from.
+    pub base_sha: String,
+    /// Where the run works.
+    pub worktree: PathBuf,
+}
+
+/// What committing a stage did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageCommit {
+    /// The new commit; `None` when the stage changed nothing (no commit is
+    /// made for it).
+    pub sha: Option<String>,
+    /// The branch's head after the stage.
+    pub head_sha: String,
+    /// The stage's changes as a unified diff (empty when none).
+    pub patch: String,
+    /// The paths the stage added, changed or deleted, relative to the
+    /// worktree, sorted.
+    pub files: Vec<String>,
+}
+
+impl RunBranch {
+    /// Creates `branch` at the checkout's HEAD and a worktree on it at
+    /// `worktree`, which must not exist yet. The user's checkout is left as
+    /// it is; its uncommitted changes are not in the worktree.
+    ///
+    /// # Errors
+    /// The branch exists already, the worktree's place is taken, or git
+    /// cannot write the repository.
+    pub fn start(
+        checkout: &Checkout,
+        branch: &str,
+        worktree: &Path,
+    ) -> Result<RunBranch, GitError> {
+        let repo = Repository::open(&checkout.root)
+            .map_err(|e| GitError::from_git("cannot open the repository", &e))?;
+        if repo.find_branch(branch, git2::BranchType::Local).is_ok() {
+            return Err(GitError(format!(
+                "the branch {branch} exists already in {}: delete it or start a new run",
+                checkout.root.display()
+            )));
+        }
+        if worktree.exists() {
+            return Err(GitError(format!(
+                "{} exists already: a run's worktree must be a new directory",
+                worktree.display()
+            )));
+        }
+        let base = repo
+            .revparse_single(&checkout.head_sha)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|e| GitError::from_git("cannot find the base commit", &e))?;
+        if let Some(parent) = worktree.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| GitError(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let mut created = repo
+            .branch(branch, &base, false)
+            .map_err(|e| GitError::from_git(&format!("cannot create the branch {branch}"), &e))?;
+        let mut options = WorktreeAddOptions::new();
+        options.reference(Some(created.get()));
+        if let Err(e) = repo.worktree(&worktree_name(branch), worktree, Some(&options)) {
+            // No branch without its worktree: a later try starts clean.
+            let _ = created.delete();
+            return Err(GitError::from_git(
+                &format!("cannot add a worktree at {}", worktree.display()),
+                &e,
+            ));
+        }
+        Ok(RunBranch {
+            branch: branch.to_string(),
+            base_sha: checkout.head_sha.clone(),
+            worktree: worktree.to_path_buf(),
+        })
+    }
+
+    /// Stages every change in the worktree (files .gitignore ignores are
+    /// left out; deletions count) and, when there is one, commits it on
+    /// the branch with `message`.
+    ///
+    /// # Errors
+    /// Git cannot read the worktree or write the commit.
+    pub fn commit_stage(&self, message: &str) -> Result<StageCommit, GitError> {
+        let repo = Repository::open(&self.worktree)
+            .map_err(|e| GitError::from_git("cannot open the run's worktree", &e))?;
+        let failed = |what: &str| {
+            let what = what.to_string();
+            move |e: git2::Error| GitError::from_git(&what, &e)
+        };
+        let mut index = repo.index().map_err(failed("cannot read the index"))?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .map_err(failed("cannot stage the changes"))?;
+        index
+            .update_all(["*"], None)
+            .map_err(failed("cannot stage the deletions"))?;
+        index.write().map_err(failed("cannot write the index"))?;
+        let tree_id = index
+            .write_tree()
+            .map_err(failed("cannot write the tree"))?;
+        let tree = repo
+            .find_tree(tree_id)
+            .map_err(failed("cannot read the tree"))?;
+        let parent = repo
+            .head()
+            .and_then(|h| h.peel_to_commit())
+            .map_err(failed("cannot read the branch's head"))?;
+        if parent.tree_id() == tree_id {
+            return Ok(StageCommit {
+                sha: None,
+                head_sha: parent.id().to_string(),
+                patch: String::new(),
+                files: Vec::new(),
+            });
+        }
+        let (patch, files) = diff(
+            &repo,
+            &parent.tree().map_err(failed("cannot read a tree"))?,
+            &tree,
+        )?;
+        let sha = commit(&repo, message, &tree, &parent)?;
+        Ok(StageCommit {
+            sha: Some(sha.clone()),
+            head_sha: sha,
+            patch,
+            files,
+        })
+    }
+}
+
+fn commit(
+    repo: &Repository,
+    message: &str,
+    tree: &Tree<'_>,
+    parent: &Commit<'_>,
+) -> Result<String, GitError> {
+    let author = Signature::now(AUTHOR_NAME, AUTHOR_EMAIL)
+        .map_err(|e| GitError::from_git("cannot sign the commit", &e))?;
+    repo.commit(Some("HEAD"), &author, &author, message, tree, &[parent])
+        .map(|id| id.to_string())
+        .map_err(|e| GitError::from_git("cannot commit the stage", &e))
+}
+
+/// The unified diff between two trees and the paths it touches.
+fn diff(
+    repo: &Repository,
+    old: &Tree<'_>,
+    new: &Tree<'_>,
+) -> Result<(String, Vec<String>), GitError> {
+    let mut options = DiffOptions::new();
+    options.show_binary(false);
+    let diff = repo
+        .diff_tree_to_tree(Some(old), Some(new), Some(&mut options))
+        .map_err(|e| GitError::from_git("cannot diff the stage", &e))?;
+    let mut files: Vec<String> = diff
+        .deltas()
+        .filter_map(|d| {
+            d.new_file()
+                .path()
+                .or_else(|| d.old_file().path())
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .collect();
+    files.sort();
+    files.dedup();
+    let mut patch = Vec::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            patch.push(line.origin() as u8);
+        }
+        patch.extend_from_slice(line.content());
+        true
+    })
+    .map_err(|e| GitError::from_git("cannot print the stage's diff", &e))?;
+    Ok((String::from_utf8_lossy(&patch).into_owned(), files))
+}
+
+/// The name git keeps the worktree under (`.git/worktrees/{name}`): the
+/// branch with its slashes made dashes.
+fn worktree_name(branch: &str) -> String {
+    branch
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}

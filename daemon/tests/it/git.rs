@@ -1,0 +1,330 @@
+//! Git checkpoints' repository work (`weft::git`) on real repositories in
+//! temp dirs: built with git2, checked from outside with the `git` CLI.
+
+#![allow(clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use weft::git::{Checkout, Discovery, RunBranch};
+
+/// A repository with `files` committed on `main`.
+fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp");
+    let repo = git2::Repository::init_opts(
+        dir.path(),
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )
+    .expect("init");
+    for (name, text) in files {
+        write(dir.path(), name, text);
+    }
+    let mut index = repo.index().expect("index");
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .expect("add");
+    index.write().expect("write index");
+    let tree = repo
+        .find_tree(index.write_tree().expect("tree"))
+        .expect("find tree");
+    let me = git2::Signature::now("Test", "test@example.com").expect("signature");
+    repo.commit(Some("HEAD"), &me, &me, "initial", &tree, &[])
+        .expect("commit");
+    dir
+}
+
+fn write(root: &Path, name: &str, text: &str) {
+    let path = root.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(path, text).expect("write");
+}
+
+/// `git ARGS` in `dir`, its stdout; panics when git fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn checkout(dir: &Path) -> Checkout {
+    match Checkout::discover(dir).expect("discover") {
+        Discovery::Checkout(c) => c,
+        Discovery::NotARepository => panic!("{} is a repository", dir.display()),
+    }
+}
+
+/// Everything about the user's checkout a run must not change.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    head: String,
+    index: Vec<u8>,
+    status: String,
+    stash: String,
+    files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+fn snapshot(root: &Path) -> Snapshot {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = walk(root)
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).expect("read");
+            (path, bytes)
+        })
+        .collect();
+    files.sort();
+    Snapshot {
+        head: git(root, &["rev-parse", "HEAD"]),
+        index: std::fs::read(root.join(".git/index")).expect("index"),
+        // Without optional locks: `git status` may otherwise refresh (and
+        // so rewrite) the index it is looking at.
+        status: git(
+            root,
+            &[
+                "--no-optional-locks",
+                "status",
+                "--porcelain=v1",
+                "--untracked-files=all",
+            ],
+        ),
+        stash: git(root, &["stash", "list"]),
+        files,
+    }
+}
+
+/// The files under `dir`, .git left out.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == ".git") {
+            continue;
+        }
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_work_dir_outside_any_repository_has_checkpoints_off() {
+    let dir = tempfile::tempdir().expect("temp");
+    assert_eq!(
+        Checkout::discover(dir.path()).expect("discover"),
+        Discovery::NotARepository
+    );
+}
+
+#[test]
+fn a_bare_repository_and_one_without_commits_are_refused_with_the_reason() {
+    let bare = tempfile::tempdir().expect("temp");
+    git2::Repository::init_bare(bare.path()).expect("init");
+    let error = Checkout::discover(bare.path()).expect_err("bare");
+    assert!(error.0.contains("bare repository"), "{error}");
+
+    let empty = tempfile::tempdir().expect("temp");
+    git2::Repository::init(empty.path()).expect("init");
+    let error = Checkout::discover(empty.path()).expect_err("no commits");
+    assert!(
+        error.0.contains("no commits yet") && error.0.contains("--no-checkpoint"),
+        "{error}"
+    );
+}
+
+#[test]
+fn discovery_from_a_subdirectory_finds_the_top_the_base_and_whether_it_is_dirty() {
+    let repo = repo_with(&[("src/a.rs", "fn a() {}\n")]);
+    let found = checkout(&repo.path().join("src"));
+    assert_eq!(
+        found.root.canonicalize().expect("canonical"),
+        repo.path().canonicalize().expect("canonical")
+    );
+    assert_eq!(
+        found.head_sha,
+        git(repo.path(), &["rev-parse", "HEAD"]).trim()
+    );
+    assert_eq!(found.branch.as_deref(), Some("main"));
+    assert!(!found.dirty && !found.shallow);
+
+    write(repo.path(), "new.txt", "untracked\n");
+    assert!(
+        checkout(repo.path()).dirty,
+        "an untracked file makes it dirty"
+    );
+    write(repo.path(), ".gitignore", "new.txt\n");
+    git(repo.path(), &["add", ".gitignore"]);
+    git(
+        repo.path(),
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "ignore",
+        ],
+    );
+    assert!(!checkout(repo.path()).dirty, "an ignored file does not");
+
+    git(repo.path(), &["checkout", "-q", "--detach"]);
+    assert_eq!(checkout(repo.path()).branch, None, "a detached HEAD");
+}
+
+#[test]
+fn a_run_branch_starts_at_head_in_its_own_worktree_and_leaves_the_checkout_untouched() {
+    let repo = repo_with(&[("a.txt", "one\n"), ("b.txt", "two\n")]);
+    // Uncommitted work of the user's: a change, a staged file, an untracked one.
+    write(repo.path(), "a.txt", "one, edited\n");
+    write(repo.path(), "staged.txt", "staged\n");
+    git(repo.path(), &["add", "staged.txt"]);
+    write(repo.path(), "scratch.txt", "mine\n");
+    let before = snapshot(repo.path());
+    let found = checkout(repo.path());
+    assert!(found.dirty);
+
+    let runs = tempfile::tempdir().expect("temp");
+    let worktree = runs.path().join("run1/worktree");
+    let run = RunBranch::start(&found, "weft/run/01RUN1", &worktree).expect("start");
+    assert_eq!(run.base_sha, found.head_sha);
+    assert_eq!(
+        git(&worktree, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "weft/run/01RUN1"
+    );
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("a.txt")).expect("read"),
+        "one\n",
+        "the worktree starts from the committed HEAD, without the user's changes"
+    );
+    assert!(!worktree.join("staged.txt").exists() && !worktree.join("scratch.txt").exists());
+
+    // A stage's work, committed.
+    write(&worktree, "a.txt", "one\nand more\n");
+    std::fs::remove_file(worktree.join("b.txt")).expect("rm");
+    write(&worktree, "src/new.rs", "fn new() {}\n");
+    let stage = run
+        .commit_stage("weft(01RUN1): fix (succeeded)\n\nWeft-Run: 01RUN1\nWeft-Completed: 1\n")
+        .expect("commit");
+    assert_eq!(
+        before,
+        snapshot(repo.path()),
+        "the user's checkout is byte-for-byte unchanged"
+    );
+    let sha = stage.sha.expect("a commit");
+    assert_eq!(stage.head_sha, sha);
+    assert_eq!(stage.files, ["a.txt", "b.txt", "src/new.rs"]);
+    assert!(stage.patch.contains("+and more\n"), "{}", stage.patch);
+    assert!(stage.patch.contains("-two\n"), "{}", stage.patch);
+    assert!(stage.patch.contains("+fn new() {}\n"), "{}", stage.patch);
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "weft/run/01RUN1"]).trim(),
+        sha,
+        "the branch is in the user's repository"
+    );
+    assert_eq!(
+        git(
+            repo.path(),
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Weft-Run,valueonly)",
+                &sha
+            ]
+        )
+        .trim(),
+        "01RUN1"
+    );
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%an <%ae>", &sha]).trim(),
+        "Weft <weft@localhost>"
+    );
+    // The patch applies to the base as git reads it.
+    let check = tempfile::tempdir().expect("temp");
+    git(
+        repo.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            &check.path().join("w").to_string_lossy(),
+            &run.base_sha,
+        ],
+    );
+    let patch_file = check.path().join("stage.patch");
+    std::fs::write(&patch_file, &stage.patch).expect("write patch");
+    git(
+        &check.path().join("w"),
+        &["apply", "--check", &patch_file.to_string_lossy()],
+    );
+}
+
+#[test]
+fn a_stage_that_changes_nothing_makes_no_commit_and_ignored_files_are_never_staged() {
+    let repo = repo_with(&[(".gitignore", "target/\n*.log\n"), ("a.txt", "a\n")]);
+    let runs = tempfile::tempdir().expect("temp");
+    let run = RunBranch::start(
+        &checkout(repo.path()),
+        "weft/run/02",
+        &runs.path().join("w"),
+    )
+    .expect("start");
+    let quiet = run.commit_stage("nothing").expect("commit");
+    assert_eq!(quiet.sha, None);
+    assert_eq!(quiet.head_sha, run.base_sha);
+    assert!(quiet.patch.is_empty() && quiet.files.is_empty());
+
+    write(&run.worktree, "target/debug/big.bin", "build output\n");
+    write(&run.worktree, "run.log", "log\n");
+    write(&run.worktree, ".env.example", "KEY=\n");
+    let stage = run.commit_stage("dotfile").expect("commit");
+    assert_eq!(
+        stage.files,
+        [".env.example"],
+        "ignored files stay out, dotfiles are in"
+    );
+    let tree = git(&run.worktree, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(
+        !tree.contains("big.bin") && !tree.contains("run.log"),
+        "{tree}"
+    );
+}
+
+#[test]
+fn two_runs_on_one_repository_get_their_own_branches_and_an_existing_branch_is_refused() {
+    let repo = repo_with(&[("a.txt", "a\n")]);
+    let found = checkout(repo.path());
+    let runs = tempfile::tempdir().expect("temp");
+    let first = RunBranch::start(&found, "weft/run/A", &runs.path().join("a")).expect("start a");
+    let second = RunBranch::start(&found, "weft/run/B", &runs.path().join("b")).expect("start b");
+    write(&first.worktree, "a.txt", "from A\n");
+    write(&second.worktree, "a.txt", "from B\n");
+    let a = first.commit_stage("A").expect("commit a").sha.expect("sha");
+    let b = second
+        .commit_stage("B")
+        .expect("commit b")
+        .sha
+        .expect("sha");
+    assert_ne!(a, b);
+    assert_eq!(git(repo.path(), &["show", "weft/run/A:a.txt"]), "from A\n");
+    assert_eq!(git(repo.path(), &["show", "weft/run/B:a.txt"]), "from B\n");
+
+    let error = RunBranch::start(&found, "weft/run/A", &runs.path().join("c")).expect_err("taken");
+    assert!(error.0.contains("exists already"), "{error}");
+    let error =
+        RunBranch::start(&found, "weft/run/C", &runs.path().join("a")).expect_err("place taken");
+    assert!(error.0.contains("must be a new directory"), "{error}");
+}
