@@ -9,13 +9,16 @@
 //! - [`checkout`]: finding the repository a work dir is in, and whether a
 //!   run can be checkpointed there.
 //! - [`run_branch`]: the run's branch and worktree, and a stage's commit
-//!   with its patch.
+//!   with its patch and trailers.
+//! - [`metadata`]: the run's metadata branch, written without a checkout.
 
 pub mod checkout;
+pub mod metadata;
 pub mod run_branch;
 
 pub use checkout::{Checkout, Discovery};
-pub use run_branch::{RunBranch, StageCommit};
+pub use metadata::MetadataBranch;
+pub use run_branch::{RunBranch, StageCommit, stage_message};
 
 /// A git operation that failed, worded for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,29 @@ use super::{Checkout, GitError};
 
 /// Who checkpoint commits are by: Weft, not the user, whose identity may
 /// not be configured and whose signing key is not needed for bookkeeping.
-const AUTHOR_NAME: &str = "Weft";
-const AUTHOR_EMAIL: &str = "weft@localhost";
+pub(super) const AUTHOR_NAME: &str = "Weft";
+pub(super) const AUTHOR_EMAIL: &str = "weft@localhost";
+
+/// The message of a stage's commit on the run branch: the subject
+/// `weft({run_id}): {node} ({status})` and the trailers `Weft-Run`,
+/// `Weft-Completed` (stages completed so far) and, when the metadata branch
+/// has the checkpoint, `Weft-Checkpoint` (its commit).
+#[must_use]
+pub fn stage_message(
+    run_id: &str,
+    node: &str,
+    status: &str,
+    completed: u32,
+    checkpoint: Option<&str>,
+) -> String {
+    let mut message = format!(
+        "weft({run_id}): {node} ({status})\n\nWeft-Run: {run_id}\nWeft-Completed: {completed}\n"
+    );
+    if let Some(sha) = checkpoint {
+        message.push_str(&format!("Weft-Checkpoint: {sha}\n"));
+    }
+    message
+}
 
 /// A run's branch and the worktree checked out on it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use weft::git::{Checkout, Discovery, RunBranch};
+use weft::git::{Checkout, Discovery, MetadataBranch, RunBranch, stage_message};
 
 /// A repository with `files` committed on `main`.
 fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -327,4 +327,114 @@ fn two_runs_on_one_repository_get_their_own_branches_and_an_existing_branch_is_r
     let error =
         RunBranch::start(&found, "weft/run/C", &runs.path().join("a")).expect_err("place taken");
     assert!(error.0.contains("must be a new directory"), "{error}");
+}
+
+#[test]
+fn the_metadata_branch_is_an_orphan_written_without_a_checkout_and_keeps_earlier_files() {
+    let repo = repo_with(&[("a.txt", "a\n"), ("sub/dir/b.txt", "b\n")]);
+    let before = snapshot(repo.path());
+    let meta = MetadataBranch::new(&repo.path().join("sub/dir"), "weft/meta/01M");
+    let first = meta
+        .write(
+            "weft(01M): start",
+            &[("run.json", b"{\"v\":1}"), ("graph.fabro", b"digraph G {}")],
+        )
+        .expect("first write");
+    let second = meta
+        .write(
+            "weft(01M): plan",
+            &[
+                ("run.json", b"{\"v\":2}"),
+                ("stages/001-plan@1/status.json", b"{\"status\":\"success\"}"),
+            ],
+        )
+        .expect("second write");
+    assert_eq!(before, snapshot(repo.path()), "no checkout was touched");
+    let root = repo.path();
+    assert_eq!(git(root, &["rev-parse", "weft/meta/01M"]).trim(), second);
+    assert_eq!(
+        git(root, &["rev-parse", &format!("{second}^")]).trim(),
+        first
+    );
+    assert_eq!(git(root, &["show", "weft/meta/01M:run.json"]), "{\"v\":2}");
+    assert_eq!(
+        git(root, &["show", "weft/meta/01M:graph.fabro"]),
+        "digraph G {}"
+    );
+    assert_eq!(
+        git(
+            root,
+            &["show", "weft/meta/01M:stages/001-plan@1/status.json"]
+        ),
+        "{\"status\":\"success\"}"
+    );
+    let unrelated = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["merge-base", "main", "weft/meta/01M"])
+        .output()
+        .expect("git runs");
+    assert!(
+        !unrelated.status.success(),
+        "an orphan: no history in common with main"
+    );
+
+    for bad in ["", "/etc/passwd", "a/../b", "a//b"] {
+        let error = meta.write("bad", &[(bad, b"x")]).expect_err(bad);
+        assert!(error.0.contains("not a path inside"), "{error}");
+    }
+    assert_eq!(
+        git(root, &["rev-parse", "weft/meta/01M"]).trim(),
+        second,
+        "a refused write commits nothing"
+    );
+}
+
+#[test]
+fn a_stage_commit_carries_the_run_the_count_and_the_metadata_commit_as_trailers() {
+    let repo = repo_with(&[("a.txt", "a\n")]);
+    let runs = tempfile::tempdir().expect("temp");
+    let run = RunBranch::start(
+        &checkout(repo.path()),
+        "weft/run/01T",
+        &runs.path().join("w"),
+    )
+    .expect("start");
+    let meta = MetadataBranch::new(repo.path(), "weft/meta/01T")
+        .write("checkpoint", &[("run.json", b"{}")])
+        .expect("meta");
+    write(&run.worktree, "a.txt", "b\n");
+    let message = stage_message("01T", "fix", "succeeded", 2, Some(&meta));
+    assert_eq!(
+        message,
+        format!(
+            "weft(01T): fix (succeeded)\n\nWeft-Run: 01T\nWeft-Completed: 2\nWeft-Checkpoint: {meta}\n"
+        )
+    );
+    let sha = run
+        .commit_stage(&message)
+        .expect("commit")
+        .sha
+        .expect("sha");
+    let trailer = |key: &str| {
+        git(
+            repo.path(),
+            &[
+                "log",
+                "-1",
+                &format!("--format=%(trailers:key={key},valueonly)"),
+                &sha,
+            ],
+        )
+        .trim()
+        .to_string()
+    };
+    assert_eq!(trailer("Weft-Run"), "01T");
+    assert_eq!(trailer("Weft-Completed"), "2");
+    assert_eq!(trailer("Weft-Checkpoint"), meta);
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s", &sha]).trim(),
+        "weft(01T): fix (succeeded)"
+    );
+    assert!(!stage_message("01T", "fix", "failed", 1, None).contains("Weft-Checkpoint"));
 }
