@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use git2::{
-    Commit, DiffFormat, DiffOptions, IndexAddOption, Repository, Signature, Tree,
+    Commit, DiffFormat, DiffOptions, Repository, Signature, Status, StatusOptions, Tree,
     WorktreeAddOptions,
 };
 
@@ -132,12 +132,7 @@ impl RunBranch {
             move |e: git2::Error| GitError::from_git(&what, &e)
         };
         let mut index = repo.index().map_err(failed("cannot read the index"))?;
-        index
-            .add_all(["*"], IndexAddOption::DEFAULT, None)
-            .map_err(failed("cannot stage the changes"))?;
-        index
-            .update_all(["*"], None)
-            .map_err(failed("cannot stage the deletions"))?;
+        stage_changes(&repo, &mut index)?;
         index.write().map_err(failed("cannot write the index"))?;
         let tree_id = index
             .write_tree()
@@ -170,6 +165,39 @@ impl RunBranch {
             files,
         })
     }
+}
+
+/// Stages what the status scan finds changed: new and modified files are
+/// added, deleted ones removed. Only the changed paths are touched (an
+/// `add_all` over the whole tree matches every path against a pathspec and
+/// re-reads more than it needs).
+fn stage_changes(repo: &Repository, index: &mut git2::Index) -> Result<(), GitError> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(|e| GitError::from_git("cannot scan the worktree", &e))?;
+    for entry in statuses.iter() {
+        let status = entry.status();
+        let Some(path) = entry.path().map(Path::new) else {
+            continue;
+        };
+        let result = if status.contains(Status::WT_DELETED) {
+            index.remove_path(path)
+        } else if status.intersects(
+            Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE | Status::WT_RENAMED,
+        ) {
+            index.add_path(path)
+        } else {
+            Ok(())
+        };
+        result.map_err(|e| GitError::from_git(&format!("cannot stage {}", path.display()), &e))?;
+    }
+    Ok(())
 }
 
 fn commit(
