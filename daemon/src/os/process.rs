@@ -38,7 +38,7 @@ pub(crate) fn is_zombie(pid: u32) -> bool {
 /// alive: right after a `kill -9` the dead process is one until its parent
 /// reaps it.
 #[must_use]
-pub(crate) fn is_alive(pid: u32) -> bool {
+pub fn is_alive(pid: u32) -> bool {
     pid_of(pid).is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
         && !is_zombie(pid)
 }

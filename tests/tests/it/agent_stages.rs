@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use weft::model::RunStatus;
+use weft::os::process::is_alive;
 use weft::store::{Home, Store};
 use weft_fakellm::{FakeLlm, Reply, ToolCall};
 use weft_tests::{Sandbox, Weftd, wait_for_status};
@@ -627,18 +628,6 @@ fn weft_steer_reaches_a_running_agent_at_its_next_turn_and_is_recorded() {
     );
 }
 
-/// Whether `pid` is a process that has not exited (a zombie has).
-fn is_running(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|rest| rest.trim().chars().next());
-    !matches!(state, Some('Z' | 'X') | None)
-}
-
 #[test]
 fn cancelling_a_run_mid_shell_kills_the_agents_command_and_leaves_no_process() {
     let fake = FakeLlm::start();
@@ -664,11 +653,11 @@ fn cancelling_a_run_mid_shell_kills_the_agents_command_and_leaves_no_process() {
         pid.is_some()
     });
     let pid = pid.unwrap_or_default();
-    assert!(is_running(pid), "the shell runs");
+    assert!(is_alive(pid), "the shell runs");
     let cancelled = sb.run(&["cancel", &run_id]);
     assert_eq!(cancelled.code, 0, "{cancelled:?}");
     wait_for_status(&home(&sb), &run_id, RunStatus::Cancelled);
-    wait_until("the shell to be gone", || !is_running(pid));
+    wait_until("the shell to be gone", || !is_alive(pid));
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use weft::model::EventKind;
 use weft::model::RunStatus;
+use weft::os::process::is_alive;
 use weft::store::{Home, RunRecord, Store};
 use weft_tests::{Run, Sandbox, binary, lcg, side_effect_chain};
 
@@ -46,18 +47,6 @@ fn sigkill(pid: u32) {
     let _ = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
-}
-
-/// Whether `pid` is a process that has not exited (a zombie has).
-fn is_running(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|rest| rest.trim().chars().next());
-    !matches!(state, Some('Z' | 'X') | None)
 }
 
 fn read_pid(path: &Path) -> Option<u32> {
@@ -118,12 +107,12 @@ fn stage_processes_die(sb: &Sandbox) {
     let stage = read_pid(&sb.path().join("stage.pid")).unwrap_or_else(|| panic!("stage.pid"));
     let child = read_pid(&sb.path().join("child.pid")).unwrap_or_else(|| panic!("child.pid"));
     let deadline = Instant::now() + Duration::from_secs(10);
-    while (is_running(stage) || is_running(child)) && Instant::now() < deadline {
+    while (is_alive(stage) || is_alive(child)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     let survivors: Vec<u32> = [stage, child]
         .into_iter()
-        .filter(|p| is_running(*p))
+        .filter(|p| is_alive(*p))
         .collect();
     // Clean up before failing, so a failure leaves nothing behind.
     for pid in &survivors {
@@ -178,7 +167,7 @@ fn no_stage_process_survives_a_killed_daemon() {
         read_pid(&sb.path().join("home/run/weftd.pid")).unwrap_or_else(|| panic!("weftd.pid"));
     sigkill(daemon);
     wait_until("weftd is dead", Duration::from_secs(10), || {
-        !is_running(daemon)
+        !is_alive(daemon)
     });
     stage_processes_die(&sb);
 }
@@ -223,12 +212,12 @@ fn a_resume_kills_a_leftover_stage_group_before_running_the_stage_again() {
     let reaper = reaper_of(weft.id()).unwrap_or_else(|| panic!("weft has a reaper"));
     sigkill(reaper);
     wait_until("the reaper is dead", Duration::from_secs(10), || {
-        !is_running(reaper)
+        !is_alive(reaper)
     });
     weft.kill().unwrap_or_else(|e| panic!("kill -9 weft: {e}"));
     weft.wait().unwrap_or_else(|e| panic!("reap weft: {e}"));
     assert!(
-        is_running(stage),
+        is_alive(stage),
         "without its reaper the group outlives weft"
     );
     std::fs::remove_file(sb.path().join("stage.pid")).unwrap_or_else(|e| panic!("{e}"));
@@ -245,7 +234,7 @@ fn a_resume_kills_a_leftover_stage_group_before_running_the_stage_again() {
     wait_until("the stage runs again", Duration::from_secs(30), || {
         sb.path().join("stage.pid").is_file()
     });
-    let survived = is_running(stage);
+    let survived = is_alive(stage);
     if survived {
         sigkill(stage);
     }
@@ -398,7 +387,7 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
         // other threads may still hold the listening socket for a moment).
         let socket = home(&sb).root().join("run/weftd.sock");
         wait_until("weftd is dead", Duration::from_secs(10), || {
-            !is_running(daemon.id()) && std::os::unix::net::UnixStream::connect(&socket).is_err()
+            !is_alive(daemon.id()) && std::os::unix::net::UnixStream::connect(&socket).is_err()
         });
         let before = Store::open_read_only(&home(&sb))
             .and_then(|s| s.stages(&run_id))
