@@ -140,12 +140,18 @@ digraph Tidy {
     start -> tidy -> exit
 }
 """
-AGENT_SHELL_SECONDS = 6  # the window for steering; the model's next request waits for it
+# The agent's shell call runs until the test has steered it (it creates
+# STEERED in the work dir once the app says the message is queued), so the
+# message always reaches the model's next request, however slow the machine;
+# it gives up after AGENT_SHELL_MAX_SECONDS.
+STEERED = "steered"
+AGENT_SHELL_MAX_SECONDS = 100  # under the shell tool's default timeout (120 s)
 AGENT_SCRIPT = [
     {"turn": {
         "text": "I'll run the **checks** first.",
         "tool_calls": [{"id": "toolu_checks", "name": "shell",
-                        "arguments": {"command": f"sleep {AGENT_SHELL_SECONDS}; echo checks passed"}}],
+                        "arguments": {"command": f"for i in $(seq {AGENT_SHELL_MAX_SECONDS * 10}); do "
+                                                    f"[ -f {STEERED} ] && break; sleep 0.1; done; echo checks passed"}}],
     }},
     {"text": "The checks pass; nothing to tidy."},
 ]
@@ -513,9 +519,11 @@ class E2E:
         self.s.type(self.s.find("[data-testid=steer-box] textarea"), STEER_TEXT)
         self.s.click(self.s.find_by_text("[data-testid=steer-box] button", "Send to the agent"))
         self.wait_text("the message queued for the agent", "[data-testid=steer-box] [data-testid=action-done]", "Sent")
-        # Delivered before the next model call, once the shell call is done.
+        # Queued: let the shell call end. The message is delivered before the
+        # next model call.
+        (self.work / STEERED).write_text("")
         self.wait_text("the steering message in the transcript", "[data-testid=agent-notice][data-kind=steered]",
-                       STEER_TEXT, timeout=UI_TIMEOUT_S + AGENT_SHELL_SECONDS)
+                       STEER_TEXT, timeout=UI_TIMEOUT_S)
         self.wait_text("the agent's stage succeeding", "[data-testid=stage-detail][data-node=tidy] .run-chip",
                        "succeeded", timeout=RUN_TIMEOUT_S)
         self.wait_text("the shell call's duration", "[data-testid=tool-call][data-tool=shell] .tool-call__time", "s")
