@@ -46,7 +46,13 @@ pub struct RunBranch {
     pub base_sha: String,
     /// Where the run works.
     pub worktree: PathBuf,
+    /// A stage's patch is kept up to this size (a stage may write a huge
+    /// file; the commit has it whole).
+    pub max_patch_bytes: usize,
 }
+
+/// [`RunBranch::max_patch_bytes`] unless changed.
+pub const MAX_PATCH_BYTES: usize = 32 * 1024 * 1024;
 
 /// What committing a stage did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +62,12 @@ pub struct StageCommit {
     pub sha: Option<String>,
     /// The branch's head after the stage.
     pub head_sha: String,
-    /// The stage's changes as a unified diff (empty when none).
+    /// The stage's changes as a unified diff (empty when none), cut at
+    /// [`RunBranch::max_patch_bytes`] at a line's end.
     pub patch: String,
+    /// False when `patch` was cut (`git diff` between the commit and its
+    /// parent has it all).
+    pub patch_complete: bool,
     /// The paths the stage added, changed or deleted, relative to the
     /// worktree, sorted.
     pub files: Vec<String>,
@@ -115,6 +125,7 @@ impl RunBranch {
             branch: branch.to_string(),
             base_sha: checkout.head_sha.clone(),
             worktree: worktree.to_path_buf(),
+            max_patch_bytes: MAX_PATCH_BYTES,
         })
     }
 
@@ -149,19 +160,22 @@ impl RunBranch {
                 sha: None,
                 head_sha: parent.id().to_string(),
                 patch: String::new(),
+                patch_complete: true,
                 files: Vec::new(),
             });
         }
-        let (patch, files) = diff(
+        let (patch, patch_complete, files) = diff(
             &repo,
             &parent.tree().map_err(failed("cannot read a tree"))?,
             &tree,
+            self.max_patch_bytes,
         )?;
         let sha = commit(&repo, message, &tree, &parent)?;
         Ok(StageCommit {
             sha: Some(sha.clone()),
             head_sha: sha,
             patch,
+            patch_complete,
             files,
         })
     }
@@ -218,7 +232,8 @@ fn diff(
     repo: &Repository,
     old: &Tree<'_>,
     new: &Tree<'_>,
-) -> Result<(String, Vec<String>), GitError> {
+    max_patch_bytes: usize,
+) -> Result<(String, bool, Vec<String>), GitError> {
     let mut options = DiffOptions::new();
     options.show_binary(false);
     let diff = repo
@@ -236,15 +251,26 @@ fn diff(
     files.sort();
     files.dedup();
     let mut patch = Vec::new();
-    diff.print(DiffFormat::Patch, |_, _, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
+    let mut cut = false;
+    let printed = diff.print(DiffFormat::Patch, |_, _, line| {
+        let origin = matches!(line.origin(), '+' | '-' | ' ');
+        if patch.len() + usize::from(origin) + line.content().len() > max_patch_bytes {
+            cut = true;
+            return false;
+        }
+        if origin {
             patch.push(line.origin() as u8);
         }
         patch.extend_from_slice(line.content());
         true
-    })
-    .map_err(|e| GitError::from_git("cannot print the stage's diff", &e))?;
-    Ok((String::from_utf8_lossy(&patch).into_owned(), files))
+    });
+    match printed {
+        // Stopped by the callback: the patch is cut, not broken.
+        Err(_) if cut => {}
+        Err(e) => return Err(GitError::from_git("cannot print the stage's diff", &e)),
+        Ok(()) => {}
+    }
+    Ok((String::from_utf8_lossy(&patch).into_owned(), !cut, files))
 }
 
 /// The name git keeps the worktree under (`.git/worktrees/{name}`): the

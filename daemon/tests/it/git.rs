@@ -438,3 +438,29 @@ fn a_stage_commit_carries_the_run_the_count_and_the_metadata_commit_as_trailers(
     );
     assert!(!stage_message("01T", "fix", "failed", 1, None).contains("Weft-Checkpoint"));
 }
+
+#[test]
+fn a_stage_patch_is_cut_at_its_limit_and_says_so_while_the_commit_has_everything() {
+    let repo = repo_with(&[("a.txt", "a\n")]);
+    let runs = tempfile::tempdir().expect("temp");
+    let mut run = RunBranch::start(
+        &checkout(repo.path()),
+        "weft/run/03",
+        &runs.path().join("w"),
+    )
+    .expect("start");
+    write(&run.worktree, "small.txt", "small\n");
+    let whole = run.commit_stage("small").expect("commit");
+    assert!(whole.patch_complete && whole.patch.contains("+small\n"));
+
+    run.max_patch_bytes = 2_000;
+    let big: String = (0..1_000).map(|i| format!("line {i}\n")).collect();
+    write(&run.worktree, "big.txt", &big);
+    let stage = run.commit_stage("big").expect("commit");
+    assert!(!stage.patch_complete, "the patch was cut");
+    assert!(stage.patch.len() <= 2_000, "{}", stage.patch.len());
+    assert!(stage.patch.ends_with('\n'), "cut at a line's end");
+    assert_eq!(stage.files, ["big.txt"]);
+    let sha = stage.sha.expect("a commit");
+    assert_eq!(git(repo.path(), &["show", &format!("{sha}:big.txt")]), big);
+}

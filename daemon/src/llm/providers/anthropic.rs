@@ -556,9 +556,9 @@ mod tests {
 
     #[test]
     fn a_conversation_of_every_part_kind_is_sent_as_before() {
-        // The JSON the `Value`-tree encoder produced, kept literally: the
-        // borrowed encoder must send exactly the same. In short: only signed Anthropic reasoning, no empty texts or messages, non-object
-        // arguments as `{}`.
+        // The JSON the `Value`-tree encoder produced, kept literally: the borrowed encoder must
+        // send exactly the same. In short: only signed Anthropic reasoning, no empty texts or
+        // messages, non-object arguments as `{}`.
         let b = build(&endpoint(), &every_part_kind())
             .expect("encodes")
             .json();

@@ -485,9 +485,9 @@ mod tests {
 
     #[test]
     fn a_conversation_of_every_part_kind_is_sent_as_before() {
-        // The JSON the `Value`-tree encoder produced, kept literally: the
-        // borrowed encoder must send exactly the same. In short: no reasoning, empty texts or messages; arguments as they are, no ids
-        // Weft made up.
+        // The JSON the `Value`-tree encoder produced, kept literally: the borrowed encoder must
+        // send exactly the same. In short: no reasoning, empty texts or messages; arguments as they
+        // are, no ids Weft made up.
         let b = build(&endpoint(), &every_part_kind())
             .expect("encodes")
             .json();

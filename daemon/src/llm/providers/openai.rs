@@ -478,9 +478,9 @@ mod tests {
 
     #[test]
     fn a_conversation_of_every_part_kind_is_sent_as_before() {
-        // The JSON the `Value`-tree encoder produced, kept literally: the
-        // borrowed encoder must send exactly the same. In short: tool results before the user's text, an item per assistant part, only
-        // encrypted OpenAI reasoning, arguments as JSON text.
+        // The JSON the `Value`-tree encoder produced, kept literally: the borrowed encoder must
+        // send exactly the same. In short: tool results before the user's text, an item per
+        // assistant part, only encrypted OpenAI reasoning, arguments as JSON text.
         let b = build(&endpoint(), &every_part_kind())
             .expect("encodes")
             .json();

@@ -518,9 +518,9 @@ mod tests {
 
     #[test]
     fn a_conversation_of_every_part_kind_is_sent_as_before() {
-        // The JSON the `Value`-tree encoder produced, kept literally: the
-        // borrowed encoder must send exactly the same. In short: the system prompt first, tool results before the user's text, joined
-        // texts, plain string content without images.
+        // The JSON the `Value`-tree encoder produced, kept literally: the borrowed encoder must
+        // send exactly the same. In short: the system prompt first, tool results before the user's
+        // text, joined texts, plain string content without images.
         let b = build(&endpoint(), &every_part_kind())
             .expect("encodes")
             .json();
