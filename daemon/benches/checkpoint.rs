@@ -143,8 +143,17 @@ fn measure(n: usize) -> anyhow::Result<(Duration, Duration, Duration)> {
     Ok((p50(weft), p50(weft_run_branch_only), p50(git_cli)))
 }
 
+/// The machine's load average (1, 5, 15 min): other builds share it, and a
+/// figure means little without it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
 fn main() -> anyhow::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
+    println!("load average before: {}\n", load_average());
     let sizes: &[usize] = if quick {
         &[1_000, 10_000]
     } else {
@@ -164,5 +173,6 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!("\n{CHANGED} files changed per stage, p50 of {STAGES} stages.");
+    println!("load average after: {}", load_average());
     Ok(())
 }

@@ -464,3 +464,155 @@ fn a_stage_patch_is_cut_at_its_limit_and_says_so_while_the_commit_has_everything
     let sha = stage.sha.expect("a commit");
     assert_eq!(git(repo.path(), &["show", &format!("{sha}:big.txt")]), big);
 }
+
+/// After a stage's commit the worktree is clean as git sees it (nothing
+/// unstaged, untracked or staged-but-uncommitted), the index's tree is the
+/// commit's, and every object the branch reaches is in the repository.
+fn assert_committed_whole(repo: &Path, worktree: &Path) {
+    assert_eq!(
+        git(
+            worktree,
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
+        "",
+        "every change is in the commit"
+    );
+    assert_eq!(
+        git(worktree, &["write-tree"]).trim(),
+        git(worktree, &["rev-parse", "HEAD^{tree}"]).trim(),
+        "the index is the commit's tree"
+    );
+    git(repo, &["fsck", "--no-dangling", "--no-progress"]);
+}
+
+/// `git ls-tree -r HEAD` as `mode path` lines.
+fn tree_listing(worktree: &Path) -> Vec<String> {
+    git(worktree, &["ls-tree", "-r", "HEAD"])
+        .lines()
+        .map(|line| {
+            let (meta, path) = line.split_once('\t').expect("tab");
+            format!("{} {path}", meta.split(' ').next().expect("mode"))
+        })
+        .collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn every_kind_of_change_is_committed_new_dirs_deletions_modes_symlinks_and_what_a_stage_staged() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let repo = repo_with(&[
+        ("a.txt", "a\n"),
+        ("script.sh", "echo hi\n"),
+        ("gone/only.txt", "only\n"),
+        ("becomes_link.txt", "text\n"),
+        ("thing", "a file, then a directory\n"),
+        ("dir/x.txt", "a directory, then a file\n"),
+        ("keep/deep/k.txt", "k\n"),
+    ]);
+    let runs = tempfile::tempdir().expect("temp");
+    let run = RunBranch::start(
+        &checkout(repo.path()),
+        "weft/run/kinds",
+        &runs.path().join("w"),
+    )
+    .expect("start");
+    let w = &run.worktree;
+
+    write(w, "new/nested/deeper/n.txt", "new\n");
+    write(w, "keep/deep/k2.txt", "k2\n");
+    std::fs::remove_file(w.join("gone/only.txt")).expect("rm");
+    std::fs::set_permissions(w.join("script.sh"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    symlink("a.txt", w.join("link")).expect("symlink");
+    std::fs::remove_file(w.join("becomes_link.txt")).expect("rm");
+    symlink("a.txt", w.join("becomes_link.txt")).expect("symlink");
+    // A command stage may stage work itself.
+    write(w, "staged_by_stage.txt", "staged\n");
+    git(w, &["add", "staged_by_stage.txt"]);
+    let stage = run.commit_stage("kinds").expect("commit");
+    assert_eq!(
+        stage.files,
+        [
+            "becomes_link.txt",
+            "gone/only.txt",
+            "keep/deep/k2.txt",
+            "link",
+            "new/nested/deeper/n.txt",
+            "script.sh",
+            "staged_by_stage.txt"
+        ]
+    );
+    assert_committed_whole(repo.path(), w);
+    let listing = tree_listing(w);
+    for line in [
+        "100755 script.sh",
+        "120000 link",
+        "120000 becomes_link.txt",
+        "100644 new/nested/deeper/n.txt",
+        "100644 keep/deep/k.txt",
+        "100644 keep/deep/k2.txt",
+        "100644 staged_by_stage.txt",
+    ] {
+        assert!(listing.iter().any(|l| l == line), "{line} in {listing:?}");
+    }
+    assert!(
+        !listing.iter().any(|l| l.contains("gone/")),
+        "an emptied directory leaves the tree: {listing:?}"
+    );
+
+    // A file become a directory, and a directory become a file.
+    std::fs::remove_file(w.join("thing")).expect("rm");
+    write(w, "thing/inside.txt", "inside\n");
+    std::fs::remove_dir_all(w.join("dir")).expect("rm dir");
+    write(w, "dir", "now a file\n");
+    let stage = run.commit_stage("swaps").expect("commit");
+    assert_eq!(
+        stage.files,
+        ["dir", "dir/x.txt", "thing", "thing/inside.txt"]
+    );
+    assert_committed_whole(repo.path(), w);
+    let listing = tree_listing(w);
+    assert!(
+        listing.iter().any(|l| l == "100644 thing/inside.txt"),
+        "{listing:?}"
+    );
+    assert!(listing.iter().any(|l| l == "100644 dir"), "{listing:?}");
+    assert!(
+        !listing
+            .iter()
+            .any(|l| l == "100644 thing" || l.contains("dir/")),
+        "{listing:?}"
+    );
+}
+
+#[test]
+fn a_change_that_keeps_the_size_is_seen_even_right_after_the_index_was_written() {
+    // git's "racy" entries: a file written in the same clock tick as the
+    // index has the stat data the index recorded; only its content tells.
+    let repo = repo_with(&[("a.txt", "v00\n")]);
+    let runs = tempfile::tempdir().expect("temp");
+    let run = RunBranch::start(
+        &checkout(repo.path()),
+        "weft/run/racy",
+        &runs.path().join("w"),
+    )
+    .expect("start");
+    // Right after the worktree's checkout wrote its index.
+    write(&run.worktree, "a.txt", "v01\n");
+    let first = run.commit_stage("first").expect("commit");
+    assert_eq!(first.files, ["a.txt"], "the change after the checkout");
+    let mut last = first.sha.expect("a commit");
+    for round in 2..8 {
+        // Right after the previous stage's commit wrote the index.
+        write(&run.worktree, "a.txt", &format!("v{round:02}\n"));
+        let stage = run.commit_stage("again").expect("commit");
+        let sha = stage.sha.expect("a same-size change is committed");
+        assert_ne!(sha, last);
+        assert_eq!(
+            git(repo.path(), &["show", &format!("{sha}:a.txt")]),
+            format!("v{round:02}\n")
+        );
+        last = sha;
+    }
+    assert_committed_whole(repo.path(), &run.worktree);
+}
