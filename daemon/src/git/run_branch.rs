@@ -10,6 +10,7 @@ use git2::{
     DiffFormat, DiffOptions, FileMode, Repository, Signature, Status, StatusOptions, Tree,
     WorktreeAddOptions,
 };
+use sha1::{Digest, Sha1};
 
 use super::{Checkout, GitError};
 
@@ -144,22 +145,35 @@ impl RunBranch {
             let what = what.to_string();
             move |e: git2::Error| GitError::from_git(&what, &e)
         };
-        // The stage's new objects (blobs, trees, the commit) are gathered in
-        // memory and written as one pack: a loose object is a file of its
-        // own, and creating some forty files per stage cost more than
-        // everything else together (docs/performance.md, "Git checkpoints").
         let odb = repo
             .odb()
             .map_err(failed("cannot open the object database"))?;
-        odb.add_new_mempack_backend(PENDING_OBJECTS_PRIORITY)
-            .map_err(failed("cannot hold the stage's objects"))?;
         let mut index = repo.index().map_err(failed("cannot read the index"))?;
         let parent = repo
             .head()
             .and_then(|h| h.peel_to_commit())
             .map_err(failed("cannot read the branch's head"))?;
         let parent_tree = parent.tree().map_err(failed("cannot read a tree"))?;
-        let changed = stage_changes(&repo, &mut index)?;
+        let scan = scan(&repo, &self.worktree)?;
+        // The stage's new objects (blobs, trees, the commit) are gathered in
+        // memory and written as one pack: a loose object is a file of its
+        // own, and creating some forty files per stage cost more than
+        // everything else together (docs/performance.md, "Git checkpoints").
+        // A stage that wrote more than memory should hold gets loose objects,
+        // as git would write them.
+        let packed = scan.bytes_to_stage <= MAX_PACKED_STAGE_BYTES;
+        if packed {
+            odb.add_new_mempack_backend(PENDING_OBJECTS_PRIORITY)
+                .map_err(failed("cannot hold the stage's objects"))?;
+        }
+        for (path, change) in &scan.to_stage {
+            let result = match change {
+                Change::Deleted => index.remove_path(Path::new(path)),
+                Change::Written => index.add_path(Path::new(path)),
+            };
+            result.map_err(|e| GitError::from_git(&format!("cannot stage {path}"), &e))?;
+        }
+        let changed = scan.changed;
         let tree_id = match changed
             .as_ref()
             .map(|c| updated_tree(&repo, &index, &parent_tree, c))
@@ -197,7 +211,9 @@ impl RunBranch {
             .map_err(failed("cannot commit the stage"))?;
         // Objects reach the disk before anything names them: first the
         // pack, then the index, then the branch.
-        write_pack(&repo, &odb, &diff, &tree, commit_id)?;
+        if packed {
+            write_pack(&odb, &pack_contents(&diff, &tree, commit_id))?;
+        }
         index.write().map_err(failed("cannot write the index"))?;
         let head = repo
             .head()
@@ -229,17 +245,33 @@ impl RunBranch {
 /// written to: above the repository's own stores, so it takes the writes.
 const PENDING_OBJECTS_PRIORITY: i32 = 1000;
 
-/// Stages what the status scan finds changed: new and modified files are
-/// added, deleted ones removed. Only the changed paths are touched (an
-/// `add_all` over the whole tree matches every path against a pathspec and
-/// re-reads more than it needs). Returns every path whose entry may now
-/// differ from the head's tree (changed in the worktree, or staged in the
-/// index by someone else, e.g. `git add` in a command stage), or `None`
-/// when one of them cannot be named (not UTF-8) or is in conflict.
-fn stage_changes(
-    repo: &Repository,
-    index: &mut git2::Index,
-) -> Result<Option<Vec<String>>, GitError> {
+/// A stage's changed files are held in memory up to this many bytes
+/// before they are written as one pack; past it, loose (a file each).
+const MAX_PACKED_STAGE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What the status scan found.
+struct Scan {
+    /// The worktree's changes to stage, by path.
+    to_stage: Vec<(String, Change)>,
+    /// Every path whose entry may differ from the head's tree once staged
+    /// (changed in the worktree, or staged in the index by someone else,
+    /// e.g. `git add` in a command stage); `None` when one of them cannot
+    /// be named (not UTF-8) or is in conflict.
+    changed: Option<Vec<String>>,
+    /// The size of the files to stage.
+    bytes_to_stage: u64,
+}
+
+enum Change {
+    Written,
+    Deleted,
+}
+
+/// The status scan: new and modified files are to be added, deleted ones
+/// removed. Only the changed paths are then touched (an `add_all` over the
+/// whole tree matches every path against a pathspec and re-reads more than
+/// it needs).
+fn scan(repo: &Repository, worktree: &Path) -> Result<Scan, GitError> {
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
@@ -249,31 +281,35 @@ fn stage_changes(
     let statuses = repo
         .statuses(Some(&mut options))
         .map_err(|e| GitError::from_git("cannot scan the worktree", &e))?;
-    let mut changed = Some(Vec::with_capacity(statuses.len()));
+    let mut scan = Scan {
+        to_stage: Vec::new(),
+        changed: Some(Vec::with_capacity(statuses.len())),
+        bytes_to_stage: 0,
+    };
     for entry in statuses.iter() {
         let status = entry.status();
         let Some(path) = entry.path() else {
-            changed = None;
+            scan.changed = None;
             continue;
         };
         if status.contains(Status::CONFLICTED) {
-            changed = None;
+            scan.changed = None;
         }
-        let result = if status.contains(Status::WT_DELETED) {
-            index.remove_path(Path::new(path))
+        if status.contains(Status::WT_DELETED) {
+            scan.to_stage.push((path.to_string(), Change::Deleted));
         } else if status.intersects(
             Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE | Status::WT_RENAMED,
         ) {
-            index.add_path(Path::new(path))
-        } else {
-            Ok(())
-        };
-        result.map_err(|e| GitError::from_git(&format!("cannot stage {path}"), &e))?;
-        if let Some(changed) = changed.as_mut() {
+            scan.bytes_to_stage += std::fs::symlink_metadata(worktree.join(path))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            scan.to_stage.push((path.to_string(), Change::Written));
+        }
+        if let Some(changed) = scan.changed.as_mut() {
             changed.push(path.to_string());
         }
     }
-    Ok(changed)
+    Ok(scan)
 }
 
 /// The head's tree with the `changed` paths set as the index has them
@@ -333,28 +369,19 @@ fn stage_diff<'r>(
     Ok((diff, files))
 }
 
-/// Writes the objects the stage's commit adds to the repository as one
-/// pack: the commit, its tree, the trees of the directories on a changed
-/// path and the changed files' blobs. That is everything the commit can
-/// reach that its parent cannot (an unchanged directory keeps its tree);
-/// one left out would make the packer fail, not the repository lose it.
-fn write_pack(
-    repo: &Repository,
-    odb: &git2::Odb<'_>,
-    diff: &git2::Diff<'_>,
-    tree: &Tree<'_>,
-    commit: git2::Oid,
-) -> Result<(), GitError> {
-    let failed = |e: git2::Error| GitError::from_git("cannot write the stage's objects", &e);
-    let mut packer = repo.packbuilder().map_err(failed)?;
-    packer.set_threads(1);
-    packer.insert_object(commit, None).map_err(failed)?;
-    packer.insert_object(tree.id(), None).map_err(failed)?;
+/// The objects the stage's commit adds to the repository: the commit, its
+/// tree, the trees of the directories on a changed path and the changed
+/// files' blobs. That is everything the commit can reach that its parent
+/// cannot (an unchanged directory keeps its tree); one left out would
+/// leave the branch naming an object that is not on disk, which is why the
+/// tests run `git fsck` after every kind of change.
+fn pack_contents(diff: &git2::Diff<'_>, tree: &Tree<'_>, commit: git2::Oid) -> Vec<git2::Oid> {
+    let mut objects = vec![commit, tree.id()];
     let mut directories = std::collections::BTreeSet::new();
     for delta in diff.deltas() {
         let new = delta.new_file();
         if new.exists() && new.mode() != FileMode::Commit {
-            packer.insert_object(new.id(), None).map_err(failed)?;
+            objects.push(new.id());
         }
         for path in [new.path(), delta.old_file().path()].into_iter().flatten() {
             directories.extend(
@@ -367,11 +394,54 @@ fn write_pack(
     for directory in directories {
         // A directory the stage emptied is gone from the new tree.
         if let Ok(entry) = tree.get_path(directory) {
-            packer.insert_object(entry.id(), None).map_err(failed)?;
+            objects.push(entry.id());
         }
     }
-    let mut pack = git2::Buf::new();
-    packer.write_buf(&mut pack).map_err(failed)?;
+    let mut seen = std::collections::HashSet::new();
+    objects.retain(|id| seen.insert(*id));
+    objects
+}
+
+/// Writes `objects` to the repository as one pack (git's pack format,
+/// version 2: each object whole, zlib-compressed, no deltas; the
+/// repository's own packer spends its time looking for deltas between
+/// the trees). libgit2's indexer checks it and writes its index.
+fn write_pack(odb: &git2::Odb<'_>, objects: &[git2::Oid]) -> Result<(), GitError> {
+    let failed = |e: git2::Error| GitError::from_git("cannot write the stage's objects", &e);
+    let count = u32::try_from(objects.len())
+        .map_err(|_| GitError("a stage with too many objects to pack".to_string()))?;
+    let mut pack = Vec::new();
+    pack.extend_from_slice(b"PACK");
+    pack.extend_from_slice(&2u32.to_be_bytes());
+    pack.extend_from_slice(&count.to_be_bytes());
+    for id in objects {
+        let object = odb.read(*id).map_err(failed)?;
+        let kind: u8 = match object.kind() {
+            git2::ObjectType::Commit => 1,
+            git2::ObjectType::Tree => 2,
+            git2::ObjectType::Blob => 3,
+            git2::ObjectType::Tag => 4,
+            _ => return Err(GitError(format!("cannot pack the object {id}"))),
+        };
+        let data = object.data();
+        // The header: the type and the size, 4 bits then 7 bits a byte,
+        // the high bit saying another byte follows.
+        let mut size = data.len();
+        let mut byte = (kind << 4) | (size & 0x0f) as u8;
+        size >>= 4;
+        while size > 0 {
+            pack.push(byte | 0x80);
+            byte = (size & 0x7f) as u8;
+            size >>= 7;
+        }
+        pack.push(byte);
+        pack.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(
+            data,
+            PACK_COMPRESSION,
+        ));
+    }
+    let trailer = Sha1::digest(&pack);
+    pack.extend_from_slice(&trailer);
     let mut writer = odb.packwriter().map_err(failed)?;
     writer
         .write_all(&pack)
@@ -379,6 +449,10 @@ fn write_pack(
     writer.commit().map_err(failed)?;
     Ok(())
 }
+
+/// zlib's level for a stage's pack: the fastest, as git writes loose
+/// objects (`core.looseCompression`), which these would otherwise be.
+const PACK_COMPRESSION: u8 = 1;
 
 /// The diff as a unified patch, cut at `max_patch_bytes` at a line's end;
 /// false when it was cut.

@@ -616,3 +616,55 @@ fn a_change_that_keeps_the_size_is_seen_even_right_after_the_index_was_written()
     }
     assert_committed_whole(repo.path(), &run.worktree);
 }
+
+#[test]
+fn a_stage_that_wrote_more_than_memory_should_hold_is_committed_whole_all_the_same() {
+    // Past 64 MiB of changed files a stage's objects are written loose,
+    // one file each, instead of held in memory for one pack.
+    let repo = repo_with(&[("a.txt", "a\n")]);
+    let runs = tempfile::tempdir().expect("temp");
+    let run = RunBranch::start(
+        &checkout(repo.path()),
+        "weft/run/huge",
+        &runs.path().join("w"),
+    )
+    .expect("start");
+    let line = "a line of a large generated file, repeated\n";
+    let big = line.repeat(65 * 1024 * 1024 / line.len() + 1);
+    write(&run.worktree, "gen/big.txt", &big);
+    write(&run.worktree, "a.txt", "b\n");
+    let packs_before = std::fs::read_dir(repo.path().join(".git/objects/pack"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let stage = run.commit_stage("huge").expect("commit");
+    let sha = stage.sha.expect("a commit");
+    assert_eq!(stage.files, ["a.txt", "gen/big.txt"]);
+    assert_eq!(
+        git(
+            repo.path(),
+            &["cat-file", "-s", &format!("{sha}:gen/big.txt")]
+        )
+        .trim(),
+        big.len().to_string()
+    );
+    assert_eq!(
+        std::fs::read_dir(repo.path().join(".git/objects/pack"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        packs_before,
+        "no pack: the objects are loose"
+    );
+    assert_committed_whole(repo.path(), &run.worktree);
+
+    // The next, small stage is packed again.
+    write(&run.worktree, "a.txt", "c\n");
+    run.commit_stage("small").expect("commit").sha.expect("sha");
+    assert!(
+        std::fs::read_dir(repo.path().join(".git/objects/pack"))
+            .expect("pack dir")
+            .count()
+            > packs_before,
+        "a small stage's objects are one pack"
+    );
+    assert_committed_whole(repo.path(), &run.worktree);
+}
