@@ -473,8 +473,13 @@ pub struct LogsArgs {
     pub visit: Option<u32>,
     /// Keep printing the output of running and new stages as it arrives,
     /// until the run ends (with `--visit`, until that visit ends).
-    #[arg(long, short = 'f')]
+    #[arg(long, short = 'f', conflicts_with = "diff")]
     pub follow: bool,
+    /// Print changes instead of output: NODE's stages' diffs (`diff.patch`),
+    /// or without NODE the whole run's (`final.patch`, written when it
+    /// ends). Only runs checkpointed in git have them (docs/git.md).
+    #[arg(long)]
+    pub diff: bool,
     /// Read the run store directly instead of asking weftd (works without a
     /// daemon, and does not start one).
     #[arg(long)]

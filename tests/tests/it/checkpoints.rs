@@ -235,3 +235,87 @@ fn runs_killed_at_random_moments_of_their_checkpoints_resume_to_a_consistent_rep
         );
     }
 }
+
+const WRITES: &str = r#"digraph W { start [shape=Mdiamond]; exit [shape=Msquare]
+  write [shape=parallelogram, script="echo hello > hello.txt"]
+  start -> write -> exit }"#;
+
+#[test]
+fn logs_diff_prints_a_stages_and_the_whole_runs_changes_and_dump_keeps_them() {
+    let sb = Sandbox::new();
+    let root = repo(&sb, &[("README", "hi\n")]);
+    sb.write("wf.fabro", WRITES);
+    // Through the daemon: the run is checkpointed there too.
+    let ran = sb.run(&["run", "wf.fabro", "--work-dir", "repo"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("checkpoints: the run works in"),
+        "{}",
+        ran.stderr
+    );
+
+    let whole = sb.run(&["logs", "last", "--diff"]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    assert!(
+        whole
+            .stdout
+            .contains("+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello"),
+        "{}",
+        whole.stdout
+    );
+    let stage = sb.run(&["logs", "last", "write", "--diff"]);
+    assert_eq!(stage.code, 0, "{}", stage.stderr);
+    assert!(
+        stage.stdout.starts_with("== write@1 (succeeded"),
+        "{}",
+        stage.stdout
+    );
+    assert!(stage.stdout.contains("+hello"), "{}", stage.stdout);
+
+    let out = sb.path().join("dump");
+    let dumped = sb.run(&["dump", "last", "--out", &out.display().to_string()]);
+    assert_eq!(dumped.code, 0, "{}", dumped.stderr);
+    let final_patch = std::fs::read_to_string(out.join("final.patch")).unwrap_or_default();
+    assert!(final_patch.contains("+hello"), "{final_patch}");
+    let stage_patch =
+        std::fs::read_to_string(out.join("stages/002-write@1/diff.patch")).unwrap_or_default();
+    assert_eq!(stage_patch, final_patch);
+
+    // --no-checkpoint through the daemon: the run writes the checkout and
+    // has no diffs.
+    let in_place = sb.run(&["run", "wf.fabro", "--work-dir", "repo", "--no-checkpoint"]);
+    assert_eq!(in_place.code, 0, "{}", in_place.stderr);
+    assert!(root.join("hello.txt").is_file());
+    let none = sb.run(&["logs", "last", "--diff"]);
+    assert_eq!(none.code, 2, "{}", none.stdout);
+    assert!(
+        none.stderr.contains("was not checkpointed in git"),
+        "{}",
+        none.stderr
+    );
+}
+
+#[test]
+fn a_repository_a_run_cannot_branch_from_is_refused_before_anything_is_recorded() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path().join("repo")).unwrap_or_else(|e| panic!("mkdir: {e}"));
+    git2::Repository::init(sb.path().join("repo")).unwrap_or_else(|e| panic!("init: {e}"));
+    sb.write("wf.fabro", WRITES);
+    let refused = sb.run(&["run", "--no-daemon", "wf.fabro", "--work-dir", "repo"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("has no commits yet") && refused.stderr.contains("--no-checkpoint"),
+        "{}",
+        refused.stderr
+    );
+    assert!(only_run(&sb).is_none(), "nothing was recorded");
+    let in_place = sb.run(&[
+        "run",
+        "--no-daemon",
+        "wf.fabro",
+        "--work-dir",
+        "repo",
+        "--no-checkpoint",
+    ]);
+    assert_eq!(in_place.code, 0, "{}", in_place.stderr);
+}
