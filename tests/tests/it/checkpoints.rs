@@ -448,3 +448,48 @@ fn a_run_still_running_cannot_be_rewound_or_forked() {
     }
     sb.write("go", "");
 }
+
+#[test]
+fn the_checkpointed_release_example_commits_each_change_in_a_scratch_repository() {
+    let sb = Sandbox::new();
+    let root = repo(
+        &sb,
+        &[
+            ("VERSION", "1.4.2\n"),
+            ("CHANGELOG.md", "## 1.4.2\n\n- first\n"),
+        ],
+    );
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/checkpointed-release.fabro");
+    let ran = sb.run(&[
+        "run",
+        "--no-daemon",
+        &example.display().to_string(),
+        "--work-dir",
+        "repo",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let id = json_of(&ran.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let branch = format!("weft/run/{id}");
+    assert_eq!(
+        git(&root, &["show", &format!("{branch}:VERSION")]),
+        "1.4.3\n"
+    );
+    assert!(git(&root, &["show", &format!("{branch}:CHANGELOG.md")]).starts_with("## 1.4.3\n"));
+    let subjects = git(&root, &["log", "--format=%s", "main..", &branch]);
+    assert_eq!(
+        subjects.lines().collect::<Vec<_>>(),
+        [
+            format!("weft({id}): changelog (succeeded)"),
+            format!("weft({id}): bump (succeeded)"),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("VERSION")).unwrap_or_default(),
+        "1.4.2\n"
+    );
+}
