@@ -543,7 +543,7 @@ impl Runner<'_> {
     /// people and tools; a failure is a notice, as the stage is committed.
     fn write_status_file(&self, node: &Node, visit: u32, dir: &Path, ran: &Ran) {
         let outcome = &ran.outcome;
-        let status_file = json!({
+        let mut status_file = json!({
             "status": outcome.status,
             "notes": outcome.notes,
             "failure_reason": outcome.failure_reason(),
@@ -554,10 +554,14 @@ impl Runner<'_> {
             "files_touched": outcome.files_touched,
             "attempts": ran.attempts,
             "duration_ms": ran.duration_ms,
-            "git_commit_sha": ran.git.as_ref().and_then(|g| g.as_ref().ok()).and_then(|g| g.commit.clone()),
-            "patch_complete": ran.git.as_ref().and_then(|g| g.as_ref().ok()).map(|g| g.patch_complete),
             "timestamp": crate::store::timestamp(),
         });
+        // In git checkpoint mode: the stage's commit (null when it changed
+        // nothing) and whether its diff.patch is whole.
+        if let (Some(Ok(git)), Some(fields)) = (&ran.git, status_file.as_object_mut()) {
+            fields.insert("git_commit_sha".into(), json!(git.commit));
+            fields.insert("patch_complete".into(), json!(git.patch_complete));
+        }
         let bytes = serde_json::to_vec_pretty(&status_file).unwrap_or_default();
         if let Err(e) = crate::store::write_atomic(&dir.join("status.json"), &bytes) {
             let _ = self.recorder.emit(
