@@ -9,6 +9,7 @@ mod agent;
 mod apis;
 mod engine;
 mod git;
+mod git_apply;
 mod harness;
 mod imports;
 mod llm_providers;
