@@ -1,0 +1,218 @@
+//! `weft apply RUN`: a checkpointed run's result brought into the user's
+//! checkout — the rules about the run (it must have been checkpointed and
+//! have ended; a failed one needs `force`), read from its run directory
+//! (manifest.json's `run_branch`, `base_sha` and `repo`, and final.patch),
+//! in one place for the CLI and the daemon. The repository work is
+//! [`crate::git::apply`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::git::{Applied, ApplyErrorKind, ApplyMode, ApplyRequest};
+use crate::limits::{MIB, read_capped, read_text_capped};
+use crate::model::RunStatus;
+use crate::store::RunRecord;
+
+/// Largest manifest.json read (a few hundred bytes in practice).
+const MAX_MANIFEST_BYTES: u64 = MIB;
+
+/// Largest final.patch read: the engine cuts it at
+/// [`crate::git::run_branch::MAX_PATCH_BYTES`] (32 MiB); a little more is
+/// allowed for nothing in particular, anything beyond is not its own.
+const MAX_FINAL_PATCH_BYTES: u64 = 33 * MIB;
+
+/// What to do with a run.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyOptions {
+    /// The branch to merge into; `None` for the one checked out.
+    pub to: Option<String>,
+    /// Apply final.patch to the working tree instead of merging.
+    pub patch: bool,
+    /// Apply a run that failed (or was cancelled or interrupted) too.
+    pub force: bool,
+}
+
+/// What applying a run did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunApplied {
+    pub run_id: String,
+    /// The run's branch (`weft/run/{id}`).
+    pub run_branch: String,
+    /// The checkout it was applied to.
+    pub repo: PathBuf,
+    #[serde(flatten)]
+    pub applied: Applied,
+}
+
+/// Why a run was not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunApplyErrorKind {
+    /// The run has no run branch: its work dir was in no repository, or it
+    /// ran with `--no-checkpoint`.
+    NotCheckpointed,
+    /// Queued, running or waiting at a gate.
+    NotEnded,
+    /// Failed, cancelled or interrupted, and `force` was not given.
+    NeedsForce,
+    /// The run directory cannot be read (manifest.json, final.patch).
+    RunDir,
+    /// The repository refused or failed (see [`ApplyErrorKind`]).
+    Git(ApplyErrorKind),
+}
+
+/// Why a run was not applied, worded for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunApplyError {
+    pub kind: RunApplyErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for RunApplyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RunApplyError {}
+
+fn refused(kind: RunApplyErrorKind, message: String) -> RunApplyError {
+    RunApplyError { kind, message }
+}
+
+/// manifest.json's git fields; all `None` for a run without checkpoints.
+#[derive(Debug, serde::Deserialize)]
+struct Manifest {
+    run_branch: Option<String>,
+    base_sha: Option<String>,
+    repo: Option<PathBuf>,
+}
+
+/// Brings the run `record`'s result into its checkout as `options` say.
+/// Blocking (git work on the user's repository).
+///
+/// # Errors
+/// The run cannot be applied (not checkpointed, not ended, failed without
+/// `force`), its run directory cannot be read, or [`crate::git::apply`]
+/// refused; each message says why and what to do.
+pub fn apply_run(record: &RunRecord, options: &ApplyOptions) -> Result<RunApplied, RunApplyError> {
+    let id = &record.id;
+    check_status(record, options.force)?;
+    let manifest = read_manifest(&record.run_dir)?;
+    let (Some(run_branch), Some(base_sha), Some(repo)) =
+        (manifest.run_branch, manifest.base_sha, manifest.repo)
+    else {
+        return Err(refused(
+            RunApplyErrorKind::NotCheckpointed,
+            format!(
+                "run {id} was not checkpointed (its work dir was not in a git repository, or \
+                 it ran with --no-checkpoint): there is nothing to apply"
+            ),
+        ));
+    };
+    let final_patch;
+    let message = merge_message(record);
+    let mode = if options.patch {
+        final_patch = read_final_patch(&record.run_dir, id)?;
+        ApplyMode::Patch {
+            patch: &final_patch,
+        }
+    } else {
+        ApplyMode::Merge { message: &message }
+    };
+    let request = ApplyRequest {
+        root: &repo,
+        run_branch: &run_branch,
+        base_sha: &base_sha,
+        to: options.to.as_deref(),
+        mode,
+    };
+    let applied = crate::git::apply(&request)
+        .map_err(|e| refused(RunApplyErrorKind::Git(e.kind), e.message))?;
+    Ok(RunApplied {
+        run_id: id.clone(),
+        run_branch,
+        repo,
+        applied,
+    })
+}
+
+/// A run that ended well can be applied; one that failed, was cancelled or
+/// was interrupted holds the work of the stages that completed, which is
+/// applied only on request; one still going is refused (its branch is
+/// still moving).
+fn check_status(record: &RunRecord, force: bool) -> Result<(), RunApplyError> {
+    let id = &record.id;
+    match record.status {
+        RunStatus::Succeeded => Ok(()),
+        RunStatus::Queued | RunStatus::Running | RunStatus::Blocked => Err(refused(
+            RunApplyErrorKind::NotEnded,
+            format!(
+                "run {id} is {} and its branch may still change: wait for it to end (`weft \
+                 events {id} --follow`), then apply it",
+                record.status
+            ),
+        )),
+        RunStatus::Failed | RunStatus::Cancelled | RunStatus::Interrupted if !force => {
+            let why = record
+                .failure_reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            Err(refused(
+                RunApplyErrorKind::NeedsForce,
+                format!(
+                    "run {id} {}{why}: its branch holds only the work of the stages that \
+                     completed; pass --force to apply it anyway",
+                    match record.status {
+                        RunStatus::Failed => "failed",
+                        RunStatus::Cancelled => "was cancelled",
+                        _ => "was interrupted",
+                    }
+                ),
+            ))
+        }
+        RunStatus::Failed | RunStatus::Cancelled | RunStatus::Interrupted => Ok(()),
+    }
+}
+
+fn read_manifest(run_dir: &Path) -> Result<Manifest, RunApplyError> {
+    let path = run_dir.join("manifest.json");
+    let cannot = |why: String| {
+        refused(
+            RunApplyErrorKind::RunDir,
+            format!("cannot read {}: {why}", path.display()),
+        )
+    };
+    let bytes = read_capped(&path, MAX_MANIFEST_BYTES).map_err(|e| cannot(e.to_string()))?;
+    serde_json::from_slice(&bytes).map_err(|e| cannot(e.to_string()))
+}
+
+fn read_final_patch(run_dir: &Path, id: &str) -> Result<String, RunApplyError> {
+    let path = run_dir.join("final.patch");
+    read_text_capped(&path, MAX_FINAL_PATCH_BYTES).map_err(|e| {
+        let why = match e {
+            crate::limits::ReadError::NotFound => format!(
+                "run {id} has no final.patch (it is written when the run ends); merging its \
+                 branch (without --patch) brings in what it has done"
+            ),
+            other => format!("cannot read {}: {other}", path.display()),
+        };
+        refused(RunApplyErrorKind::RunDir, why)
+    })
+}
+
+/// The merge commit's message: the subject `Merge weft run {id}
+/// ({workflow})`, the goal when the run had one, and the `Weft-Run`
+/// trailer that stage commits carry too.
+fn merge_message(record: &RunRecord) -> String {
+    let mut message = format!(
+        "Merge weft run {} ({})\n\n",
+        record.id, record.workflow_name
+    );
+    if let Some(goal) = record.goal.as_deref().filter(|g| !g.trim().is_empty()) {
+        message.push_str(&format!("Goal: {}\n\n", goal.trim()));
+    }
+    message.push_str(&format!("Weft-Run: {}\n", record.id));
+    message
+}
