@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::git::{Applied, ApplyErrorKind, ApplyMode, ApplyRequest};
 use crate::limits::{MIB, read_capped, read_text_capped};
-use crate::model::RunStatus;
+use crate::model::{Code, RunStatus};
 use crate::store::RunRecord;
 
 /// Largest manifest.json read (a few hundred bytes in practice).
@@ -33,8 +33,9 @@ pub struct ApplyOptions {
     pub force: bool,
 }
 
-/// What applying a run did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What applying a run did (the result of `weft apply --json` and of
+/// `run.apply`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunApplied {
     pub run_id: String,
     /// The run's branch (`weft/run/{id}`).
@@ -75,6 +76,47 @@ impl std::fmt::Display for RunApplyError {
 }
 
 impl std::error::Error for RunApplyError {}
+
+impl RunApplyError {
+    /// The error's code on the wire, so the app never reads the message
+    /// to tell a dirty checkout from a conflict.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match &self.kind {
+            RunApplyErrorKind::NotCheckpointed => Code::ApplyNotCheckpointed,
+            RunApplyErrorKind::NotEnded => Code::ApplyRunNotEnded,
+            RunApplyErrorKind::NeedsForce => Code::ApplyNeedsForce,
+            RunApplyErrorKind::RunDir | RunApplyErrorKind::Git(ApplyErrorKind::Git) => {
+                Code::ApplyFailed
+            }
+            RunApplyErrorKind::Git(ApplyErrorKind::Dirty { .. }) => Code::ApplyDirty,
+            RunApplyErrorKind::Git(ApplyErrorKind::Conflicts { .. }) => Code::ApplyConflicts,
+            RunApplyErrorKind::Git(ApplyErrorKind::PatchDoesNotApply) => {
+                Code::ApplyPatchDoesNotApply
+            }
+            RunApplyErrorKind::Git(
+                ApplyErrorKind::OperationInProgress
+                | ApplyErrorKind::NoRunBranch
+                | ApplyErrorKind::Detached
+                | ApplyErrorKind::WeftBranch
+                | ApplyErrorKind::NoSuchBranch
+                | ApplyErrorKind::CheckedOutElsewhere,
+            ) => Code::ApplyNoTarget,
+        }
+    }
+
+    /// The paths a refusal is about (dirty files, conflicts; the first
+    /// few), empty for the others.
+    #[must_use]
+    pub fn paths(&self) -> &[String] {
+        match &self.kind {
+            RunApplyErrorKind::Git(
+                ApplyErrorKind::Dirty { paths } | ApplyErrorKind::Conflicts { paths },
+            ) => paths,
+            _ => &[],
+        }
+    }
+}
 
 fn refused(kind: RunApplyErrorKind, message: String) -> RunApplyError {
     RunApplyError { kind, message }

@@ -17,7 +17,7 @@ use git2::{
     ApplyLocation, ApplyOptions, BranchType, Commit, Diff, ErrorCode, Oid, Repository,
     RepositoryState, Signature,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::checkout::dirty_paths;
 use super::run_branch::{AUTHOR_EMAIL, AUTHOR_NAME};
@@ -57,7 +57,7 @@ pub enum ApplyMode<'a> {
 }
 
 /// What applying did, for the user and for `--json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Applied {
     /// The branch has the run's work already; nothing changed.

@@ -208,3 +208,36 @@ fn a_failed_run_needs_force_and_an_unchecked_run_has_nothing_to_apply() {
     let unknown = sb.run(&["apply", "ZZZZZZ"]);
     assert_eq!(unknown.code, 2, "an unknown run is a usage error");
 }
+
+#[test]
+fn the_daemon_applies_a_run_for_the_app_and_refusals_carry_a_code_and_the_paths() {
+    let sb = Sandbox::new();
+    let root = repo(&sb);
+    sb.write("fix.fabro", FIX);
+    let (id, code) = run_in_repo(&sb, "fix.fabro", &[]);
+    assert_eq!(code, 0);
+    // `weft run` started weftd for this WEFT_HOME; the app talks to it.
+    let mut client = weft_tests::RawClient::connect(&sb.path().join("home/run/weftd.sock"));
+
+    std::fs::write(root.join("scratch.txt"), "mine\n").unwrap_or_else(|e| panic!("{e}"));
+    let dirty = client.call(1, "run.apply", serde_json::json!({"run": id}));
+    assert_eq!(dirty["error"]["data"]["code"], "apply.dirty", "{dirty}");
+    assert_eq!(
+        dirty["error"]["data"]["paths"],
+        serde_json::json!(["scratch.txt"]),
+        "{dirty}"
+    );
+    std::fs::remove_file(root.join("scratch.txt")).unwrap_or_else(|e| panic!("{e}"));
+
+    let applied = client.call(2, "run.apply", serde_json::json!({"run": &id[..10]}));
+    let result = &applied["result"];
+    assert_eq!(result["action"], "fast_forwarded", "{applied}");
+    assert_eq!(result["run_id"], id.as_str());
+    assert_eq!(result["branch"], "main");
+    assert_eq!(result["worktree_updated"], true);
+    assert_eq!(read(&root.join("a.txt")), "a, fixed\n");
+    assert_eq!(
+        git(&root, &["rev-parse", "main"]).trim(),
+        result["to"].as_str().unwrap_or_default()
+    );
+}
