@@ -386,10 +386,11 @@ fn patch_working_tree(
     patch: &str,
 ) -> Result<Applied, ApplyError> {
     refuse_if_dirty(repo, request.root)?;
+    let does_not_apply = |why: String| ApplyError::new(ApplyErrorKind::PatchDoesNotApply, why);
     if patch.trim().is_empty() {
+        refuse_if_incomplete(repo, request, &[])?;
         return Ok(Applied::Patched { files: Vec::new() });
     }
-    let does_not_apply = |why: String| ApplyError::new(ApplyErrorKind::PatchDoesNotApply, why);
     let diff = Diff::from_buffer(patch.as_bytes()).map_err(|e| {
         does_not_apply(format!(
             "the run's final.patch cannot be read as a patch ({}); nothing was changed",
@@ -420,6 +421,7 @@ fn patch_working_tree(
             name_paths(&binary)
         )));
     }
+    refuse_if_incomplete(repo, request, &files)?;
     let mut check = ApplyOptions::new();
     check.check(true);
     if let Err(e) = repo.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
@@ -440,6 +442,53 @@ fn patch_working_tree(
     repo.apply(&diff, ApplyLocation::WorkDir, None)
         .map_err(failed("cannot apply the run's final.patch"))?;
     Ok(Applied::Patched { files })
+}
+
+/// Refuses a patch that lacks files the run branch changed since its base:
+/// the engine cuts final.patch at 32 MiB (at a line's end, which may be
+/// between two files, leaving a patch that parses and applies but is not
+/// the run's whole work), or the branch got commits after the run. Without
+/// the run branch there is nothing to compare with, and the patch is taken
+/// as it is.
+fn refuse_if_incomplete(
+    repo: &Repository,
+    request: &ApplyRequest<'_>,
+    files: &[String],
+) -> Result<(), ApplyError> {
+    let Ok(branch) = repo.find_branch(request.run_branch, BranchType::Local) else {
+        return Ok(());
+    };
+    let head = branch
+        .get()
+        .peel_to_tree()
+        .map_err(failed("cannot read the run branch's commit"))?;
+    let base = repo
+        .revparse_single(request.base_sha)
+        .and_then(|o| o.peel_to_tree())
+        .map_err(failed("cannot read the run's base commit"))?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&base), Some(&head), None)
+        .map_err(failed("cannot diff the run branch"))?;
+    let missing: Vec<String> = diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|path| files.binary_search(path).is_err())
+        .take(MAX_NAMED_PATHS + 1)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ApplyError::new(
+        ApplyErrorKind::PatchDoesNotApply,
+        format!(
+            "the run's final.patch lacks changes its branch {} has ({}): the patch was cut at \
+             its size limit, or the branch moved since the run; nothing was changed. Merge \
+             the run's branch instead (without --patch)",
+            request.run_branch,
+            name_paths(&missing)
+        ),
+    ))
 }
 
 /// Refuses a checkout whose working tree or index has changes: applying

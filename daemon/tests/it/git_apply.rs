@@ -401,8 +401,15 @@ fn patch_mode_changes_the_working_tree_only_and_commits_nothing() {
     );
     git(root, &["checkout", "-q", "--", "."]);
     std::fs::remove_dir_all(root.join("src")).expect("rm");
+    let quiet_runs = tempfile::tempdir().expect("temp");
+    let quiet = RunBranch::start(
+        &checkout(root),
+        "weft/run/QUIET",
+        &quiet_runs.path().join("w"),
+    )
+    .expect("start");
     assert_eq!(
-        apply(&patch(root, &run, "")).expect("empty"),
+        apply(&patch(root, &quiet, "")).expect("empty"),
         Applied::Patched { files: vec![] },
         "a run that changed nothing has nothing to apply"
     );
@@ -480,7 +487,12 @@ fn a_patch_reaching_outside_the_checkout_is_refused() {
     let hostile = "diff --git a/../escaped.txt b/../escaped.txt\nnew file mode 100644\n\
                    --- /dev/null\n+++ b/../escaped.txt\n@@ -0,0 +1 @@\n+gotcha\n";
     let before = snapshot(inner.path());
-    let error = apply(&patch(inner.path(), &run, hostile)).expect_err("outside");
+    // The run branch is gone, so the patch is all there is to go by.
+    let gone = RunBranch {
+        branch: "weft/run/GONE".into(),
+        ..run.clone()
+    };
+    let error = apply(&patch(inner.path(), &gone, hostile)).expect_err("outside");
     assert_eq!(error.kind, ApplyErrorKind::PatchDoesNotApply, "{error}");
     assert!(error.message.contains("invalid path"), "{error}");
     assert!(
@@ -504,4 +516,30 @@ fn an_operation_under_way_is_refused() {
     let error = apply(&merge_into(root, &run, None)).expect_err("merging");
     assert_eq!(error.kind, ApplyErrorKind::OperationInProgress);
     assert!(error.message.contains("a merge is under way"), "{error}");
+}
+
+#[test]
+fn a_patch_missing_files_the_run_branch_changed_is_refused_as_cut() {
+    let repo = repo_with(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let root = repo.path();
+    let (_runs, run, final_patch) = run_writing(root, &[("a.txt", "a2\n"), ("b.txt", "b2\n")]);
+    // Cut between the two files, as a 32 MiB limit may: a patch that
+    // parses and would apply, but is half the run's work.
+    let second = final_patch
+        .find("diff --git a/b.txt")
+        .expect("b.txt's part");
+    let before = snapshot(root);
+    for cut in [&final_patch[..second], ""] {
+        let error = apply(&patch(root, &run, cut)).expect_err("cut");
+        assert_eq!(error.kind, ApplyErrorKind::PatchDoesNotApply);
+        assert!(
+            error.message.contains("lacks changes") && error.message.contains("b.txt"),
+            "{error}"
+        );
+        assert_eq!(before, snapshot(root), "nothing changed");
+    }
+    assert!(matches!(
+        apply(&patch(root, &run, &final_patch)),
+        Ok(Applied::Patched { .. })
+    ));
 }
