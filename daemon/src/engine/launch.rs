@@ -321,7 +321,13 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     let run_id = ulid::Ulid::generate().to_string();
     // A repository a run cannot branch from is refused before anything is
     // recorded; the worktree's place is known once the run dir is.
-    let mut git = super::run_git::plan(&request, &run_id)?;
+    let checkpointed = !(request.dry_run || request.parent.is_some() || request.no_checkpoint);
+    let mut git = if checkpointed {
+        super::run_git::plan(&request.work_dir, &run_id, request.include_dirty)
+            .map_err(EngineError::Config)?
+    } else {
+        None
+    };
     let seed = request.seed.unwrap_or_else(rand::random);
     let mut options = RunOptions {
         dry_run: request.dry_run,

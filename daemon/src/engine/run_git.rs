@@ -22,7 +22,6 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::launch::{EngineError, RunRequest};
 use crate::git::{Checkout, Discovery, GitError, MetadataBranch, RunBranch, stage_message};
 use crate::model::RunStatus;
 use crate::util::lock::lock;
@@ -54,33 +53,35 @@ impl GitPlan {
     }
 }
 
-/// Whether the run `request` asks for is checkpointed, and where; decided
-/// before anything is recorded. Not for a dry run, a child run (it works in
-/// its parent's worktree, whose stage commits its changes), a run started
-/// with `--no-checkpoint`, or a work dir in no repository.
+/// Whether a run whose work dir is `work_dir` is checkpointed, and where;
+/// decided before anything is recorded, for a run that asked for
+/// checkpoints (not a dry run, nor a child run, which works in its parent's
+/// worktree, nor one started with `--no-checkpoint`). A work dir in no
+/// repository has none.
+///
+/// The plan's `worktree` is left empty: the caller sets it once the run
+/// directory exists.
 ///
 /// # Errors
 /// The work dir is in a repository a run cannot branch from (bare, no
 /// commits): the message says why and to use `--no-checkpoint`.
-///
-/// The plan's `worktree` is left empty: the caller sets it once the run
-/// directory exists.
-pub(crate) fn plan(request: &RunRequest, run_id: &str) -> Result<Option<GitPlan>, EngineError> {
-    if request.dry_run || request.parent.is_some() || request.no_checkpoint {
-        return Ok(None);
-    }
-    let checkout = match Checkout::discover(&request.work_dir) {
+pub(crate) fn plan(
+    work_dir: &Path,
+    run_id: &str,
+    include_dirty: bool,
+) -> Result<Option<GitPlan>, String> {
+    let checkout = match Checkout::discover(work_dir) {
         Ok(Discovery::NotARepository) => return Ok(None),
         Ok(Discovery::Checkout(checkout)) => checkout,
         Err(e) => {
-            return Err(EngineError::Config(format!(
+            return Err(format!(
                 "cannot checkpoint the run in git: {e} (run with --no-checkpoint to run without checkpoints)"
-            )));
+            ));
         }
     };
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let repo = canonical(&checkout.root);
-    let subdir = canonical(&request.work_dir)
+    let subdir = canonical(work_dir)
         .strip_prefix(&repo)
         .map(Path::to_path_buf)
         .unwrap_or_default();
@@ -91,7 +92,7 @@ pub(crate) fn plan(request: &RunRequest, run_id: &str) -> Result<Option<GitPlan>
         branch: format!("weft/run/{run_id}"),
         meta_branch: format!("weft/meta/{run_id}"),
         worktree: PathBuf::new(),
-        include_dirty: request.include_dirty,
+        include_dirty,
     }))
 }
 
