@@ -258,3 +258,116 @@ fn merge_message(record: &RunRecord) -> String {
     message.push_str(&format!("Weft-Run: {}\n", record.id));
     message
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(status: RunStatus, run_dir: &Path) -> RunRecord {
+        RunRecord {
+            pid_start: None,
+            id: "01JRUN".into(),
+            workflow_name: "ship".into(),
+            workflow_path: None,
+            goal: Some("ship the login page".into()),
+            status,
+            run_dir: run_dir.to_path_buf(),
+            work_dir: "/w".into(),
+            inputs: serde_json::Map::new(),
+            options: serde_json::Value::Null,
+            labels: Vec::new(),
+            created_at: "2026-12-02T12:00:00.000Z".into(),
+            started_at: None,
+            finished_at: None,
+            failure_reason: Some("stage boom failed".into()),
+            pid: None,
+            last_seq: 0,
+            checkpoint: None,
+            node_count: 3,
+            edge_count: 2,
+            llm: None,
+            archived: false,
+            failed_stages: Vec::new(),
+        }
+    }
+
+    fn kind(result: Result<RunApplied, RunApplyError>) -> RunApplyErrorKind {
+        result.expect_err("refused").kind
+    }
+
+    #[test]
+    fn a_run_still_going_is_refused_and_one_that_did_not_succeed_needs_force() {
+        let dir = tempfile::tempdir().expect("temp");
+        let options = ApplyOptions::default();
+        for status in [RunStatus::Queued, RunStatus::Running, RunStatus::Blocked] {
+            let forced = ApplyOptions {
+                force: true,
+                ..ApplyOptions::default()
+            };
+            let error = apply_run(&record(status, dir.path()), &forced).expect_err("going");
+            assert_eq!(error.kind, RunApplyErrorKind::NotEnded, "{status}");
+            assert_eq!(error.code(), Code::ApplyRunNotEnded);
+            assert!(error.message.contains("--follow"), "{error}");
+        }
+        for status in [
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+            RunStatus::Interrupted,
+        ] {
+            let error = apply_run(&record(status, dir.path()), &options).expect_err("force");
+            assert_eq!(error.kind, RunApplyErrorKind::NeedsForce, "{status}");
+            assert!(error.message.contains("--force"), "{error}");
+        }
+        let failed = apply_run(&record(RunStatus::Failed, dir.path()), &options)
+            .expect_err("failed")
+            .message;
+        assert!(failed.contains("failed (stage boom failed)"), "{failed}");
+    }
+
+    #[test]
+    fn a_run_without_a_run_branch_has_nothing_to_apply() {
+        let dir = tempfile::tempdir().expect("temp");
+        std::fs::write(
+            dir.path().join("manifest.json"),
+            r#"{"run_id":"01JRUN","run_branch":null,"base_sha":null,"repo":null}"#,
+        )
+        .expect("write");
+        let run = record(RunStatus::Succeeded, dir.path());
+        let error = apply_run(&run, &ApplyOptions::default()).expect_err("unchecked");
+        assert_eq!(error.kind, RunApplyErrorKind::NotCheckpointed);
+        assert_eq!(error.code(), Code::ApplyNotCheckpointed);
+        assert!(
+            error.message.contains("--no-checkpoint") && error.message.contains("nothing to apply"),
+            "{error}"
+        );
+        // A failed run is forced past its status, then stopped the same way.
+        let forced = ApplyOptions {
+            force: true,
+            ..ApplyOptions::default()
+        };
+        assert_eq!(
+            kind(apply_run(&record(RunStatus::Failed, dir.path()), &forced)),
+            RunApplyErrorKind::NotCheckpointed
+        );
+
+        std::fs::remove_file(dir.path().join("manifest.json")).expect("rm");
+        assert_eq!(
+            kind(apply_run(&run, &ApplyOptions::default())),
+            RunApplyErrorKind::RunDir
+        );
+    }
+
+    #[test]
+    fn the_merge_message_names_the_run_its_workflow_and_goal_with_a_trailer() {
+        let run = record(RunStatus::Succeeded, Path::new("/r"));
+        assert_eq!(
+            merge_message(&run),
+            "Merge weft run 01JRUN (ship)\n\nGoal: ship the login page\n\nWeft-Run: 01JRUN\n"
+        );
+        let no_goal = RunRecord { goal: None, ..run };
+        assert_eq!(
+            merge_message(&no_goal),
+            "Merge weft run 01JRUN (ship)\n\nWeft-Run: 01JRUN\n"
+        );
+    }
+}
