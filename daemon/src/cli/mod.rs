@@ -569,8 +569,8 @@ pub struct ApplyArgs {
     /// (the newest run) or `last~N` (the Nth before it).
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// Merge into this branch instead of the one checked out; its working
-    /// tree is not touched (it is not checked out).
+    /// Merge into this branch instead of the one checked out; when it is
+    /// not checked out, only the branch moves (no file changes).
     #[arg(long, value_name = "BRANCH")]
     pub to: Option<String>,
     /// Apply the run's final.patch to the working tree, uncommitted,
