@@ -45,6 +45,7 @@ macro_rules! print {
     }};
 }
 
+mod apply;
 mod control;
 mod daemon;
 mod exit;
@@ -193,6 +194,18 @@ pub enum Command {
     /// of PATH to DEST (a file, or an existing directory to copy into).
     /// Exits 2 when RUN is unknown or ambiguous, or the run has no PATH.
     Artifacts(ArtifactsArgs),
+    /// Bring a checkpointed run's result into your checkout.
+    ///
+    /// Merges the run's branch (`weft/run/ID`) into the branch checked out:
+    /// a fast-forward when that branch has not moved since the run started,
+    /// else a merge commit. `--to BRANCH` merges into another branch without
+    /// touching the working tree; `--patch` applies the run's final.patch to
+    /// the working tree instead, committing nothing. Refuses, changing
+    /// nothing, a checkout with uncommitted changes, a merge with conflicts,
+    /// a patch that does not apply, a detached HEAD without `--to`, and a
+    /// failed run without `--force` (exit 1). Exits 2 when RUN is unknown or
+    /// ambiguous.
+    Apply(ApplyArgs),
     /// List the model catalog or test that providers answer.
     ///
     /// `list` shows models, aliases, context windows, prices and whether
@@ -551,6 +564,29 @@ pub struct ArtifactsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Merge into this branch instead of the one checked out; when it is
+    /// not checked out, only the branch moves (no file changes).
+    #[arg(long, value_name = "BRANCH")]
+    pub to: Option<String>,
+    /// Apply the run's final.patch to the working tree, uncommitted,
+    /// instead of merging its branch.
+    #[arg(long, conflicts_with = "to")]
+    pub patch: bool,
+    /// Apply a run that failed, was cancelled or was interrupted: the work
+    /// of the stages it completed.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what was done as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ModelArgs {
     #[command(subcommand)]
     pub action: ModelAction,
@@ -705,6 +741,7 @@ where
         Command::Logs(args) => logs::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::Artifacts(args) => artifacts::run(&args),
+        Command::Apply(args) => apply::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Completions(args) => manual::completions(args.shell),
         Command::Man(args) => manual::man(args.command.as_deref()),
@@ -742,6 +779,7 @@ fn exit_code(error: &CliError) -> u8 {
         CliError::AnswerClosed(_) => exit::EXIT_ANSWER_CLOSED,
         CliError::StillRunning(_) => exit::EXIT_STILL_RUNNING,
         CliError::NoProvider(_) => EXIT_INVALID,
+        CliError::Refused(_) => exit::EXIT_REFUSED,
     }
 }
 

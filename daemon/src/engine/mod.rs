@@ -9,6 +9,7 @@
 //! Stage processes, cancellation and the environment commands inherit are
 //! in [`crate::exec`].
 
+pub mod apply;
 pub mod artifacts;
 pub mod checkpoint;
 pub mod clock;

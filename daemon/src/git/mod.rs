@@ -15,13 +15,17 @@
 //! - [`dirty`]: copying the checkout's uncommitted changes into a
 //!   worktree (`--include-dirty`).
 //! - [`metadata`]: the run's metadata branch, written without a checkout.
+//! - [`apply`]: bringing a run's result into the user's checkout (a merge
+//!   of the run branch, or its final patch on the working tree).
 
+pub mod apply;
 pub mod checkout;
 pub mod dirty;
 pub mod metadata;
 pub mod run_branch;
 pub mod worktree;
 
+pub use apply::{Applied, ApplyError, ApplyErrorKind, ApplyMode, ApplyRequest, apply};
 pub use checkout::{Checkout, Discovery};
 pub use metadata::MetadataBranch;
 pub use run_branch::{RunBranch, StageCommit, stage_message};

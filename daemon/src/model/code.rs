@@ -85,6 +85,26 @@ codes! {
     RunNoWorkflowPath = "run.no_workflow_path",
     StageNotFound = "stage.not_found",
 
+    // ----- applying a run's result to the user's checkout (`run.apply`) -----
+    /// The run has no run branch (no repository, or `--no-checkpoint`).
+    ApplyNotCheckpointed = "apply.not_checkpointed",
+    /// The run is queued, running or waiting at a gate.
+    ApplyRunNotEnded = "apply.run_not_ended",
+    /// The run failed, was cancelled or interrupted: `force` applies it.
+    ApplyNeedsForce = "apply.needs_force",
+    /// The checkout has uncommitted changes (`data.paths`, the first few).
+    ApplyDirty = "apply.dirty",
+    /// Merging conflicts (`data.paths`, the first few); nothing changed.
+    ApplyConflicts = "apply.conflicts",
+    /// final.patch does not apply to the working tree (or cannot be read).
+    ApplyPatchDoesNotApply = "apply.patch_does_not_apply",
+    /// No branch to apply to: HEAD detached, a Weft branch or a missing one
+    /// named, the branch checked out in another worktree, the run branch
+    /// gone, or a merge/rebase under way.
+    ApplyNoTarget = "apply.no_target",
+    /// The run directory or the repository could not be read or written.
+    ApplyFailed = "apply.failed",
+
     // ----- workflows -----
     /// A workflow with errors (`data.diagnostics`).
     WorkflowInvalid = "workflow.invalid",

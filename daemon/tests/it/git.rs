@@ -57,7 +57,7 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn checkout(dir: &Path) -> Checkout {
+pub(crate) fn checkout(dir: &Path) -> Checkout {
     match Checkout::discover(dir).expect("discover") {
         Discovery::Checkout(c) => c,
         Discovery::NotARepository => panic!("{} is a repository", dir.display()),

@@ -10,6 +10,7 @@ mod apis;
 mod checkpoints;
 mod engine;
 mod git;
+mod git_apply;
 mod harness;
 mod imports;
 mod llm_providers;

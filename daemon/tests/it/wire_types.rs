@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use ts_rs::TS;
 
+use weft::git::Applied;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunList, RunResume,
-    RunStart, RunStarted, RunSteer, SteerQueued, WorkflowSource,
+    AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunApplied, RunApply,
+    RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued, WorkflowSource,
 };
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
@@ -98,6 +99,9 @@ fn declarations() -> Vec<Decl> {
         decl::<CancelRequested>(),
         decl::<RunSteer>(),
         decl::<SteerQueued>(),
+        decl::<RunApply>(),
+        decl::<RunApplied>(),
+        decl::<Applied>(),
         decl::<DaemonInfo>(),
         // Errors.
         decl::<Code>(),

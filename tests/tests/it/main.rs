@@ -8,6 +8,7 @@
 
 mod agent_stages;
 mod checkpoints;
+mod cli_apply;
 mod cli_artifacts;
 mod cli_config;
 mod cli_daemon;

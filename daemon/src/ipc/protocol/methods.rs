@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::envelope::{Id, Rejection, Request, Version};
 use super::error::RpcError;
+pub use crate::engine::apply::RunApplied;
 use crate::engine::fork::Forked;
 use crate::ipc::codec::MAX_FRAME_BYTES;
 use crate::model::{AgentDefaults, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
@@ -115,6 +116,9 @@ methods! {
     /// Queue a message for a running agent stage, delivered before its
     /// next model turn (steering).
     "run.steer" => RunSteer(RunSteer) -> SteerQueued;
+    /// Bring a checkpointed run's result into the user's checkout (merge
+    /// its branch, or apply its final.patch), as `weft apply` does.
+    "run.apply" => RunApply(RunApply) -> RunApplied;
     /// Receive live events as `event` notifications.
     "subscribe" => Subscribe(Subscribe) -> Subscribed;
     /// Stop a subscription.
@@ -421,6 +425,34 @@ pub struct SteerQueued {
     pub run_id: String,
     pub node_id: String,
     pub visit: u32,
+}
+
+// ----- run.apply ------------------------------------------------------------
+
+/// `run.apply` params: bring a checkpointed run's result into its checkout
+/// (manifest.json's `repo`), as `weft apply` does: merge the run branch
+/// into `to` (default: the branch checked out; a fast-forward when it has
+/// not moved, else a merge commit), or with `patch` apply the run's
+/// final.patch to the working tree, uncommitted. Errors, each changing
+/// nothing: `apply.not_checkpointed`, `apply.run_not_ended`,
+/// `apply.needs_force` (a failed, cancelled or interrupted run without
+/// `force`), `apply.dirty` and `apply.conflicts` (`data.paths`),
+/// `apply.patch_does_not_apply`, `apply.no_target`, `apply.failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunApply {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// The branch to merge into; absent for the one checked out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Apply final.patch to the working tree instead of merging.
+    #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
+    pub patch: bool,
+    /// Apply a failed, cancelled or interrupted run too.
+    #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
+    pub force: bool,
 }
 
 // ----- subscribe / unsubscribe ---------------------------------------------

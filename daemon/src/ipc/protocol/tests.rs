@@ -290,6 +290,25 @@ fn every_method_request_and_result_survive_a_round_trip() {
             },
         ),
         round_trip(
+            RunApply {
+                run: "01J".into(),
+                to: Some("feature".into()),
+                patch: false,
+                force: true,
+            },
+            RunApplied {
+                run_id: "01JRUN".into(),
+                run_branch: "weft/run/01JRUN".into(),
+                repo: "/src/shop".into(),
+                applied: crate::git::Applied::Merged {
+                    branch: "feature".into(),
+                    from: "a".repeat(40),
+                    commit: "b".repeat(40),
+                    worktree_updated: false,
+                },
+            },
+        ),
+        round_trip(
             DaemonStop {},
             DaemonStopping {
                 pid: 4242,

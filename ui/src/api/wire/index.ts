@@ -590,6 +590,46 @@ text: string, };
 
 export type SteerQueued = { run_id: string, node_id: string, visit: number, };
 
+export type RunApply = { 
+/**
+ * A run id or a unique prefix of one.
+ */
+run: string, 
+/**
+ * The branch to merge into; absent for the one checked out.
+ */
+to?: string | null, 
+/**
+ * Apply final.patch to the working tree instead of merging.
+ */
+patch?: boolean, 
+/**
+ * Apply a failed, cancelled or interrupted run too.
+ */
+force?: boolean, };
+
+export type RunApplied = { run_id: string, 
+/**
+ * The run's branch (`weft/run/{id}`).
+ */
+run_branch: string, 
+/**
+ * The checkout it was applied to.
+ */
+repo: string, } & ({ "action": "up_to_date", branch: string, sha: string, } | { "action": "fast_forwarded", branch: string, from: string, to: string, 
+/**
+ * Whether the working tree and index were updated (the branch is
+ * the one checked out).
+ */
+worktree_updated: boolean, } | { "action": "merged", branch: string, from: string, commit: string, worktree_updated: boolean, } | { "action": "patched", files: Array<string>, });
+
+export type Applied = { "action": "up_to_date", branch: string, sha: string, } | { "action": "fast_forwarded", branch: string, from: string, to: string, 
+/**
+ * Whether the working tree and index were updated (the branch is
+ * the one checked out).
+ */
+worktree_updated: boolean, } | { "action": "merged", branch: string, from: string, commit: string, worktree_updated: boolean, } | { "action": "patched", files: Array<string>, };
+
 export type DaemonInfo = { 
 /**
  * The weftd crate version.
@@ -600,7 +640,7 @@ version: string,
  */
 protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, };
 
-export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
+export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "apply.not_checkpointed" | "apply.run_not_ended" | "apply.needs_force" | "apply.dirty" | "apply.conflicts" | "apply.patch_does_not_apply" | "apply.no_target" | "apply.failed" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
 
 export type AppError = { code: Code, message: string, };
 
