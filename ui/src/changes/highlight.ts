@@ -71,3 +71,11 @@ export function highlightLine(text: string, language: Language | null): string |
   if (!language || text === '') return null;
   return hljs.highlight(text, { language, ignoreIllegals: true }).value;
 }
+
+/** What the diff viewer loads lazily. */
+export interface Highlighter {
+  languageOf: typeof languageOf;
+  line: typeof highlightLine;
+}
+
+export const highlighter: Highlighter = { languageOf, line: highlightLine };
