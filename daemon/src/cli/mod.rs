@@ -290,6 +290,15 @@ pub struct RunArgs {
     /// Run commands in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// In a git repository, run in the work dir itself: no worktree of the
+    /// run's own, no commit per stage, no rewind (docs/git.md).
+    #[arg(long, conflicts_with = "include_dirty")]
+    pub no_checkpoint: bool,
+    /// Start the run's worktree with the checkout's uncommitted changes
+    /// (committed as the run's first commit); without it they are left
+    /// out, and the run says so.
+    #[arg(long)]
+    pub include_dirty: bool,
     /// Start the run in the daemon and print its id at once, without
     /// following it.
     #[arg(long, conflicts_with = "no_daemon")]
@@ -464,8 +473,13 @@ pub struct LogsArgs {
     pub visit: Option<u32>,
     /// Keep printing the output of running and new stages as it arrives,
     /// until the run ends (with `--visit`, until that visit ends).
-    #[arg(long, short = 'f')]
+    #[arg(long, short = 'f', conflicts_with = "diff")]
     pub follow: bool,
+    /// Print changes instead of output: NODE's stages' diffs (`diff.patch`),
+    /// or without NODE the whole run's (`final.patch`, written when it
+    /// ends). Only runs checkpointed in git have them (docs/git.md).
+    #[arg(long)]
+    pub diff: bool,
     /// Read the run store directly instead of asking weftd (works without a
     /// daemon, and does not start one).
     #[arg(long)]

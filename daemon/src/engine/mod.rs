@@ -23,6 +23,7 @@ pub(crate) mod recorder;
 pub mod retry;
 pub mod routing;
 pub mod run;
+pub(crate) mod run_git;
 pub mod steering;
 
 pub use launch::{Conclusion, EngineError, RunRequest, Services, StageSummary, resume, start};

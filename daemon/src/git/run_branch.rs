@@ -228,7 +228,7 @@ fn commit(
 }
 
 /// The unified diff between two trees and the paths it touches.
-fn diff(
+pub(super) fn diff(
     repo: &Repository,
     old: &Tree<'_>,
     new: &Tree<'_>,
@@ -275,7 +275,7 @@ fn diff(
 
 /// The name git keeps the worktree under (`.git/worktrees/{name}`): the
 /// branch with its slashes made dashes.
-fn worktree_name(branch: &str) -> String {
+pub(super) fn worktree_name(branch: &str) -> String {
     branch
         .chars()
         .map(|c| {

@@ -7,6 +7,7 @@
 
 mod agent;
 mod apis;
+mod checkpoints;
 mod engine;
 mod git;
 mod harness;

@@ -212,6 +212,16 @@ pub struct RunStart {
     /// every field optional; defaults for the run's agent stages.
     #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
     pub agent: AgentDefaults,
+    /// Run in `work_dir` itself, without a git worktree and checkpoint
+    /// commits, even in a repository (`--no-checkpoint`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub no_checkpoint: bool,
+    /// Copy the checkout's uncommitted changes into the run's worktree
+    /// (`--include-dirty`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub include_dirty: bool,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     #[ts(as = "Option<Vec<(String, String)>>", optional)]
@@ -237,6 +247,8 @@ impl RunStart {
             model: ModelChoice::default(),
             env_policy: EnvPolicy::default(),
             agent: AgentDefaults::default(),
+            no_checkpoint: false,
+            include_dirty: false,
             env: CallerEnv::default(),
         }
     }

@@ -588,6 +588,16 @@ env_policy?: EnvPolicy,
  */
 agent?: AgentDefaults, 
 /**
+ * Run in `work_dir` itself, without a git worktree and checkpoint
+ * commits, even in a repository (`--no-checkpoint`).
+ */
+no_checkpoint?: boolean, 
+/**
+ * Copy the checkout's uncommitted changes into the run's worktree
+ * (`--include-dirty`).
+ */
+include_dirty?: boolean, 
+/**
  * The caller's environment; empty means the daemon's own.
  */
 env?: Array<[string, string]>, };
