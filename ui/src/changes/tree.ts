@@ -34,6 +34,8 @@ function folder(name: string, path: string): TreeNode {
  */
 export function fileTree(files: readonly DiffFile[]): TreeNode {
   const root = folder('', '');
+  // Folders by path: 5,000 files in one folder must not mean 5,000² look-ups.
+  const folders = new Map<string, TreeNode>([['', root]]);
   files.forEach((f, index) => {
     const segments = f.path.split('/').filter((s) => s !== '');
     const name = segments.pop() ?? f.path;
@@ -41,9 +43,10 @@ export function fileTree(files: readonly DiffFile[]): TreeNode {
     const chain: TreeNode[] = [root];
     for (const segment of segments) {
       const path = at.path ? `${at.path}/${segment}` : segment;
-      let next = at.children.find((c) => c.file === null && c.name === segment);
+      let next = folders.get(path);
       if (!next) {
         next = folder(segment, path);
+        folders.set(path, next);
         at.children.push(next);
       }
       at = next;
