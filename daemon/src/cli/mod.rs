@@ -48,6 +48,7 @@ macro_rules! print {
 mod control;
 mod daemon;
 mod exit;
+mod fork;
 mod graph;
 mod manual;
 mod model;
@@ -121,6 +122,21 @@ pub enum Command {
     Run(RunArgs),
     /// Cancel a queued or running run (in the daemon).
     Cancel(CancelArgs),
+    /// Replace a run that ended with a new one from an earlier checkpoint.
+    ///
+    /// The new run has the old one's history up to TARGET and, when the run
+    /// was checkpointed in git, a branch at that checkpoint's commit; the
+    /// old run is archived. Continue the new one with `weft resume`. With
+    /// `--list`, print the checkpoint timeline instead. Exits 2 when the run
+    /// has not ended (resume it, or fork it) or TARGET is not on its
+    /// timeline.
+    Rewind(ForkArgs),
+    /// Start a new run from one of a run's checkpoints, keeping the run.
+    ///
+    /// Like `weft rewind`, but the source run stays as it is (it may be
+    /// interrupted, cancelled or ended, not running), and TARGET defaults to
+    /// its latest checkpoint. Continue the new run with `weft resume`.
+    Fork(ForkArgs),
     /// Answer a run's open human-gate question (in the daemon).
     Answer(AnswerArgs),
     /// List the human-gate questions waiting for an answer.
@@ -307,6 +323,25 @@ pub struct RunArgs {
     /// no background process). Ctrl-C then cancels the run.
     #[arg(long)]
     pub no_daemon: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The checkpoint: `NODE` (its latest visit), `NODE@VISIT`, or `@N`
+    /// (the Nth on the timeline, as `--list` numbers them). A fork without
+    /// it starts from the latest checkpoint; a rewind needs it.
+    #[arg(value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Print the run's checkpoint timeline instead.
+    #[arg(long, conflicts_with = "target")]
+    pub list: bool,
+    /// Print JSON (the new run, or the timeline).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -660,6 +695,8 @@ where
         Command::Resume(args) => run::resume(&args),
         Command::Daemon(args) => daemon::run(&args),
         Command::Cancel(args) => control::cancel(&args),
+        Command::Rewind(args) => fork::run(&args, true),
+        Command::Fork(args) => fork::run(&args, false),
         Command::Answer(args) => control::answer(&args),
         Command::Questions(args) => control::questions(&args),
         Command::Steer(args) => steer::run(&args),

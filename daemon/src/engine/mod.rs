@@ -13,6 +13,7 @@ pub mod artifacts;
 pub mod checkpoint;
 pub mod clock;
 pub mod context;
+pub mod fork;
 pub mod handlers;
 pub mod interviewer;
 pub(crate) mod launch;

@@ -114,7 +114,15 @@ impl RunBranch {
         let mut options = WorktreeAddOptions::new();
         options.reference(Some(created.get()));
         if let Err(e) = repo.worktree(&worktree_name(branch), worktree, Some(&options)) {
-            // No branch without its worktree: a later try starts clean.
+            // No branch without its worktree: a later try starts clean. A
+            // worktree that failed half-way (a path too long to check out)
+            // is registered already and holds the branch, so it goes first.
+            if let Ok(half) = repo.find_worktree(&worktree_name(branch)) {
+                let mut prune = git2::WorktreePruneOptions::new();
+                prune.valid(true).locked(true).working_tree(true);
+                let _ = half.prune(Some(&mut prune));
+            }
+            let _ = std::fs::remove_dir_all(worktree);
             let _ = created.delete();
             return Err(GitError::from_git(
                 &format!("cannot add a worktree at {}", worktree.display()),

@@ -209,6 +209,31 @@ impl RunBranch {
     }
 }
 
+/// Creates the branch `branch` at the commit `sha` of the repository at
+/// `repo`: the run branch of a run forked from another's checkpoint. Its
+/// worktree is added when that run resumes ([`RunBranch::reopen`]).
+///
+/// # Errors
+/// The branch exists already, or `sha` is not a commit there.
+pub fn create_branch(repo: &Path, branch: &str, sha: &str) -> Result<(), GitError> {
+    let repository =
+        Repository::open(repo).map_err(|e| GitError::from_git("cannot open the repository", &e))?;
+    if repository.find_branch(branch, BranchType::Local).is_ok() {
+        return Err(GitError(format!(
+            "the branch {branch} exists already in {}",
+            repo.display()
+        )));
+    }
+    let commit = repository
+        .revparse_single(sha)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|e| GitError::from_git(&format!("cannot find the commit {sha}"), &e))?;
+    repository
+        .branch(branch, &commit, false)
+        .map(|_| ())
+        .map_err(|e| GitError::from_git(&format!("cannot create the branch {branch}"), &e))
+}
+
 /// Removes the lock files a process killed in the middle of a checkpoint
 /// leaves: the run branch's and metadata branch's ref locks (under the
 /// common git directory) and the worktree's index lock.

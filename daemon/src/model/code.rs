@@ -70,6 +70,12 @@ codes! {
     RunNotResumable = "run.not_resumable",
     /// A run that is not queued or running.
     RunNotCancellable = "run.not_cancellable",
+    /// A run that cannot be forked or rewound now: a live process runs it,
+    /// or (rewind) it has not ended or is archived.
+    RunNotForkable = "run.not_forkable",
+    /// A fork or rewind target (`node`, `node@visit`, `@N`) that is not on
+    /// the run's timeline.
+    CheckpointNotFound = "checkpoint.not_found",
     /// A run's configuration (run.toml, settings) cannot be used.
     RunConfig = "run.config",
     /// settings.toml's language-model part (providers, models) cannot be

@@ -362,3 +362,183 @@ async fn two_runs_on_one_repository_each_get_their_own_branch_and_worktree() {
     let branches = git(&root, &["branch", "--list", "weft/run/*"]);
     assert_eq!(branches.lines().count(), 2, "{branches}");
 }
+
+#[tokio::test]
+async fn a_detached_head_is_the_base_of_the_runs_branch() {
+    let repo = repo_with(&[("kept.txt", "kept\n"), ("gone.txt", "gone\n")]);
+    let root = repo.path().to_path_buf();
+    let head = git(&root, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&root, &["checkout", "--quiet", "--detach"]);
+    let run = run_in_repo("git_stages.fabro", repo, Options::default()).await;
+    assert_eq!(run.status(), RunStatus::Succeeded, "{}", run.reason());
+    let first = git(
+        &root,
+        &["rev-list", "--max-parents=0", "--reverse", &branch(&run)],
+    );
+    assert_eq!(first.lines().next(), Some(head.as_str()));
+    assert_eq!(
+        git(&root, &["rev-parse", "HEAD"]).trim(),
+        head,
+        "HEAD stays detached there"
+    );
+}
+
+#[tokio::test]
+async fn a_shallow_clone_is_checkpointed_with_a_notice() {
+    let origin = repo_with(&[("kept.txt", "kept\n"), ("gone.txt", "gone\n")]);
+    write(origin.path(), "more.txt", "a second commit\n");
+    git(origin.path(), &["add", "more.txt"]);
+    git(
+        origin.path(),
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "second",
+        ],
+    );
+    let clone = tempfile::tempdir().expect("clone");
+    let url = format!("file://{}", origin.path().display());
+    git(
+        clone.path(),
+        &["clone", "--quiet", "--depth", "1", &url, "."],
+    );
+    let root = clone.path().to_path_buf();
+    let run = run_in_repo("git_stages.fabro", clone, Options::default()).await;
+    assert_eq!(run.status(), RunStatus::Succeeded, "{}", run.reason());
+    assert!(
+        notices(&run).iter().any(|n| n.contains("shallow clone")),
+        "{:?}",
+        notices(&run)
+    );
+    assert_eq!(
+        git(&root, &["show", &format!("{}:src/new.txt", branch(&run))]),
+        "hello\n"
+    );
+}
+
+#[tokio::test]
+async fn submodules_are_not_checked_out_in_the_worktree_and_the_run_says_so() {
+    let sub = repo_with(&[("lib.txt", "lib\n")]);
+    let repo = repo_with(&[("kept.txt", "kept\n"), ("gone.txt", "gone\n")]);
+    let root = repo.path().to_path_buf();
+    git(
+        &root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "--quiet",
+            &sub.path().display().to_string(),
+            "vendor/lib",
+        ],
+    );
+    git(
+        &root,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "submodule",
+        ],
+    );
+    let before = snapshot(&root);
+    let run = run_in_repo("git_stages.fabro", repo, Options::default()).await;
+    assert_eq!(run.status(), RunStatus::Succeeded, "{}", run.reason());
+    assert!(
+        notices(&run).iter().any(|n| n.contains("submodules")),
+        "{:?}",
+        notices(&run)
+    );
+    assert_eq!(snapshot(&root), before);
+    // The gitlink is kept as it was: the run did not drop the submodule.
+    let tree = git(&root, &["ls-tree", "-r", &branch(&run)]);
+    assert!(
+        tree.contains("160000 commit") && tree.contains("vendor/lib"),
+        "{tree}"
+    );
+}
+
+#[tokio::test]
+async fn a_repository_on_another_filesystem_than_the_run_directory_works() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return; // no second filesystem on this machine to try
+    }
+    let repo = tempfile::tempdir_in(shm).expect("repo on tmpfs");
+    let built = repo_with(&[("kept.txt", "kept\n"), ("gone.txt", "gone\n")]);
+    // Move the repository to the other filesystem by copying its files.
+    copy_tree(built.path(), repo.path());
+    let root = repo.path().to_path_buf();
+    let run = run_in_repo("git_stages.fabro", repo, Options::default()).await;
+    assert_eq!(run.status(), RunStatus::Succeeded, "{}", run.reason());
+    assert_eq!(
+        git(&root, &["show", &format!("{}:src/new.txt", branch(&run))]),
+        "hello\n"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_worktree_git_cannot_create_fails_the_run_at_its_start_and_leaves_no_branch() {
+    // A file name long enough that, under the run directory's worktree, its
+    // path is longer than the system allows.
+    let long = "n".repeat(250);
+    let deep: String = (0..15).map(|_| format!("{long}/")).collect();
+    let repo = repo_with(&[(&format!("{deep}file.txt"), "deep\n")]);
+    let root = repo.path().to_path_buf();
+    let before = snapshot(&root);
+    let home = tempfile::tempdir().expect("home");
+    // The home itself is deep, so the worktree's paths pass the limit.
+    let deep_home = home.path().join("h".repeat(200)).join("i".repeat(200));
+    std::fs::create_dir_all(&deep_home).expect("deep home");
+    let weft_home = weft::store::Home::at(&deep_home);
+    let services = weft::engine::Services {
+        caller_env: None,
+        home: weft_home.clone(),
+        store: std::sync::Arc::new(std::sync::Mutex::new(
+            weft::store::Store::open(&weft_home).expect("store"),
+        )),
+        interviewer: std::sync::Arc::new(weft::engine::interviewer::AutoApprove),
+        clock: weft::engine::clock::Clock::fake(),
+        cancel: weft::exec::cancel::Cancel::new(),
+        observer: None,
+        nesting: 0,
+        agents: weft::engine::steering::RunningAgents::default(),
+    };
+    let path = fixture("git_stages.fabro");
+    let request = weft::engine::RunRequest {
+        source: std::fs::read_to_string(&path).expect("workflow"),
+        workflow_path: Some(path),
+        work_dir: root.clone(),
+        ..weft::engine::RunRequest::default()
+    };
+    let error = match weft::engine::start(request, &services).await {
+        Ok(done) => panic!("the run started: {done:?}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains("cannot set up the run's git worktree") && error.contains("--no-checkpoint"),
+        "{error}"
+    );
+    assert!(git(&root, &["branch", "--list", "weft/*"]).is_empty());
+    assert_eq!(snapshot(&root), before);
+}

@@ -319,3 +319,177 @@ fn a_repository_a_run_cannot_branch_from_is_refused_before_anything_is_recorded(
     ]);
     assert_eq!(in_place.code, 0, "{}", in_place.stderr);
 }
+
+/// Three stages that each write a file; `three` writes what the sandbox's
+/// `count` file says, so a rerun is told apart.
+fn three(sb: &Sandbox) -> String {
+    format!(
+        r#"digraph T {{ start [shape=Mdiamond]; exit [shape=Msquare]
+  one   [shape=parallelogram, script="echo one > one.txt"]
+  two   [shape=parallelogram, script="echo two > two.txt"]
+  three [shape=parallelogram, script="echo three-$(cat {}/count 2>/dev/null) > three.txt"]
+  start -> one -> two -> three -> exit }}"#,
+        sb.path().display()
+    )
+}
+
+fn json_of(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn rewind_replaces_an_ended_run_from_a_checkpoint_and_fork_keeps_the_source() {
+    let sb = Sandbox::new();
+    let root = repo(&sb, &[("README", "hi\n")]);
+    sb.write("wf.fabro", three(&sb));
+    let ran = sb.run(&["run", "wf.fabro", "--work-dir", "repo", "--json"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let source = json_of(&ran.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let source_branch = format!("weft/run/{source}");
+    let source_head = git(&root, &["rev-parse", &source_branch]);
+
+    // The timeline: every committed stage, with its commit.
+    let list = sb.run(&["rewind", &source, "--list"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    for node in ["start@1", "one@1", "two@1", "three@1", "exit@1"] {
+        assert!(list.stdout.contains(node), "{}", list.stdout);
+    }
+    let timeline = json_of(&sb.run(&["fork", &source, "--list", "--json"]).stdout);
+    let two_sha = timeline
+        .as_array()
+        .and_then(|t| t.iter().find(|e| e["node_id"] == "two"))
+        .and_then(|e| e["git_commit_sha"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        two_sha,
+        git(&root, &["rev-parse", &format!("{source_branch}~1")]).trim()
+    );
+
+    // A target that is not there is refused with the timeline.
+    let wrong = sb.run(&["rewind", &source, "nowhere"]);
+    assert_eq!(wrong.code, 2);
+    assert!(
+        wrong.stderr.contains("no checkpoint `nowhere`") && wrong.stderr.contains("@3 two@1"),
+        "{}",
+        wrong.stderr
+    );
+
+    // Rewind to two: a new run whose branch starts at two's commit.
+    let rewound = sb.run(&["rewind", &source, "two", "--json"]);
+    assert_eq!(rewound.code, 0, "{}", rewound.stderr);
+    let rewound = json_of(&rewound.stdout);
+    let new = rewound["run_id"].as_str().unwrap_or_default().to_string();
+    assert_eq!(rewound["archived_source"], true);
+    let new_branch = format!("weft/run/{new}");
+    assert_eq!(git(&root, &["rev-parse", &new_branch]).trim(), two_sha);
+    let archived = sb.run(&["rewind", &source, "two"]);
+    assert_eq!(archived.code, 2);
+    assert!(archived.stderr.contains("archived"), "{}", archived.stderr);
+
+    // Resuming it runs only what came after two.
+    sb.write("count", "2");
+    let resumed = sb.run(&["resume", &new, "--json"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let stages: Vec<String> = json_of(&resumed.stdout)["stages"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .map(|s| s["node_id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        stages,
+        ["start", "one", "two", "three", "exit"],
+        "the history up to two is the new run's"
+    );
+    assert_eq!(
+        git(&root, &["show", &format!("{new_branch}:three.txt")]),
+        "three-2\n"
+    );
+    assert_eq!(
+        git(&root, &["rev-parse", &format!("{new_branch}~1")]).trim(),
+        two_sha
+    );
+    // The source's branch is as it was.
+    assert_eq!(git(&root, &["rev-parse", &source_branch]), source_head);
+
+    // A fork keeps its source (archived or not) and starts from the latest
+    // checkpoint by default.
+    let forked = sb.run(&["fork", &new, "--json"]);
+    assert_eq!(forked.code, 0, "{}", forked.stderr);
+    let forked = json_of(&forked.stdout);
+    assert_eq!(forked["archived_source"], false);
+    assert_eq!(forked["from"]["node_id"], "exit");
+    let ps = sb.run(&["ps", "--all", "--json"]);
+    assert!(ps.stdout.contains(&new), "{}", ps.stdout);
+}
+
+#[test]
+fn a_run_still_running_cannot_be_rewound_or_forked() {
+    let sb = Sandbox::new();
+    repo(&sb, &[("README", "hi\n")]);
+    sb.write("wf.fabro", two_stages(&sb));
+    let started = sb.run(&["run", "wf.fabro", "--work-dir", "repo", "--detach"]);
+    assert_eq!(started.code, 0, "{}", started.stderr);
+    let pgid = sb.path().join("stage.pgid");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pgid.is_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for args in [["rewind", "last", "one"], ["fork", "last", "one"]] {
+        let refused = sb.run(&args);
+        assert_eq!(refused.code, 2, "{args:?}");
+        assert!(refused.stderr.contains("is running"), "{}", refused.stderr);
+    }
+    sb.write("go", "");
+}
+
+#[test]
+fn the_checkpointed_release_example_commits_each_change_in_a_scratch_repository() {
+    let sb = Sandbox::new();
+    let root = repo(
+        &sb,
+        &[
+            ("VERSION", "1.4.2\n"),
+            ("CHANGELOG.md", "## 1.4.2\n\n- first\n"),
+        ],
+    );
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/checkpointed-release.fabro");
+    let ran = sb.run(&[
+        "run",
+        "--no-daemon",
+        &example.display().to_string(),
+        "--work-dir",
+        "repo",
+        "--json",
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let id = json_of(&ran.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let branch = format!("weft/run/{id}");
+    assert_eq!(
+        git(&root, &["show", &format!("{branch}:VERSION")]),
+        "1.4.3\n"
+    );
+    assert!(git(&root, &["show", &format!("{branch}:CHANGELOG.md")]).starts_with("## 1.4.3\n"));
+    let subjects = git(&root, &["log", "--format=%s", "main..", &branch]);
+    assert_eq!(
+        subjects.lines().collect::<Vec<_>>(),
+        [
+            format!("weft({id}): changelog (succeeded)"),
+            format!("weft({id}): bump (succeeded)"),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("VERSION")).unwrap_or_default(),
+        "1.4.2\n"
+    );
+}

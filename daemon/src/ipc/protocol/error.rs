@@ -50,10 +50,12 @@ pub(crate) fn number_of(data_code: Code) -> i64 {
         Code::RunNotFound
         | Code::StageNotFound
         | Code::QuestionNotFound
+        | Code::CheckpointNotFound
         | Code::ArtifactNotFound => code::NOT_FOUND,
         Code::RunAmbiguous => code::AMBIGUOUS,
         Code::RunNotResumable
         | Code::RunNotCancellable
+        | Code::RunNotForkable
         | Code::QuestionClosed
         | Code::QuestionNotWaiting
         | Code::SubscriptionExists

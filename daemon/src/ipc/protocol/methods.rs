@@ -14,9 +14,10 @@ use serde_json::{Map, Value};
 
 use super::envelope::{Id, Rejection, Request, Version};
 use super::error::RpcError;
+use crate::engine::fork::Forked;
 use crate::ipc::codec::MAX_FRAME_BYTES;
 use crate::model::{AgentDefaults, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
-use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord};
+use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord, TimelineEntry};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
 /// change would break an existing client (a removed method or field).
@@ -106,6 +107,11 @@ methods! {
     "run.resume" => RunResume(RunResume) -> RunStarted;
     /// A page of a run's recorded events.
     "run.events" => RunEvents(RunEvents) -> EventPage;
+    /// A run's checkpoint timeline: each committed stage and its checkpoint.
+    "run.timeline" => RunTimeline(RunTimeline) -> Vec<TimelineEntry>;
+    /// A new run from one of a run's checkpoints (a rewind also archives
+    /// the source); resume it to continue.
+    "run.fork" => RunFork(RunFork) -> Forked;
     /// Queue a message for a running agent stage, delivered before its
     /// next model turn (steering).
     "run.steer" => RunSteer(RunSteer) -> SteerQueued;
@@ -532,6 +538,28 @@ pub struct DaemonInfo {
     pub home: PathBuf,
     pub db_path: PathBuf,
     pub socket_path: PathBuf,
+}
+
+/// `run.timeline` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunTimeline {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+}
+
+/// `run.fork` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunFork {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// The checkpoint: `node` (its latest visit), `node@visit` or `@N` (the
+    /// Nth on the timeline); absent for the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub target: Option<String>,
+    /// Rewind: the source must have ended, and is archived.
+    #[serde(default)]
+    pub rewind: bool,
 }
 
 /// `run.archive` params. Archiving changes nothing about the run itself:
