@@ -12,6 +12,9 @@ import './changes.css';
 /** Whose changes: the whole run's (`final.patch`) or one stage visit's (`diff.patch`). */
 export type ChangesSource = { node: string; visit: number } | null;
 
+/** The most stages listed under a run-level note; the "Changes of" list holds them all. */
+export const STAGES_LISTED_MAX = 200;
+
 /** Fixed row height (px) of the file tree. */
 export const TREE_ROW_HEIGHT = 22;
 const TREE_HEIGHT = 560;
@@ -217,7 +220,7 @@ function CheckpointedChanges({
             </p>
             {!source && (load.changes.state === 'pending' || load.changes.state === 'missing') && (
               <ul className="changes__stages" data-testid="changes-stages">
-                {view.stages.map((s) => (
+                {view.stages.slice(0, STAGES_LISTED_MAX).map((s) => (
                   <li key={`${s.node_id}@${s.visit}`}>
                     <button type="button" className="link run-mono" onClick={() => onSource({ node: s.node_id, visit: s.visit })}>
                       {s.node_id}
@@ -226,6 +229,9 @@ function CheckpointedChanges({
                     <span className="muted">{s.status.replace('_', ' ')}</span>
                   </li>
                 ))}
+                {view.stages.length > STAGES_LISTED_MAX && (
+                  <li className="muted">and {view.stages.length - STAGES_LISTED_MAX} more in the “Changes of” list</li>
+                )}
               </ul>
             )}
           </>
