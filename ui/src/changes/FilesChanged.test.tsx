@@ -150,6 +150,7 @@ describe('the Files Changed panel', () => {
     const el = render(<Panel host={host} view={view} />);
     await until(() => el.querySelector('[data-testid=changes-totals]') !== null);
     expect(el.querySelector('[data-testid=changes-totals]')?.textContent).toContain('6 files changed');
+    click([...el.querySelectorAll('[role=tab]')].find((b) => b.textContent === 'Split'));
     const select = el.querySelector('select');
     act(() => {
       if (select) select.value = 'build@1';
@@ -157,6 +158,7 @@ describe('the Files Changed panel', () => {
     });
     await until(() => el.querySelector('[data-testid=files-changed]')?.getAttribute('data-source') === 'build@1' && !!el.querySelector('[data-testid=changes-totals]'));
     expect(el.querySelector('[data-testid=changes-totals]')?.textContent).toContain('1 file changed');
+    expect(el.querySelector('[data-testid=diff-view]')?.getAttribute('data-mode'), 'split stays chosen across stages').toBe('split');
     expect(el.querySelector('[data-path=Makefile]')).not.toBeNull();
   });
 

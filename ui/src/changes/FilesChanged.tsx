@@ -86,10 +86,21 @@ function FileTree({ files, selected, onPick }: { files: readonly DiffFile[]; sel
 }
 
 /** A patch as the tree of its files beside the diff, with the cuts said. */
-export function PatchView({ changes }: { changes: Changes }) {
+export function PatchView({
+  changes,
+  mode: shared,
+  onMode,
+}: {
+  changes: Changes;
+  /** The layout, when the caller keeps it (across stages); else the view's own. */
+  mode?: DiffMode;
+  onMode?: (mode: DiffMode) => void;
+}) {
   const parsed = useMemo(() => parsePatch(changes.patch), [changes.patch]);
   const totals = useMemo(() => patchTotals(parsed.files), [parsed]);
-  const [mode, setMode] = useState<DiffMode>('unified');
+  const [own, setOwn] = useState<DiffMode>('unified');
+  const mode = shared ?? own;
+  const setMode = onMode ?? setOwn;
   const [focus, setFocus] = useState<{ file: number; nonce: number } | null>(null);
   const cuts = [
     changes.incomplete && "The engine kept only the start of this stage's patch (32 MiB); its commit holds the whole change.",
@@ -189,6 +200,8 @@ function CheckpointedChanges({
   // Read again when what could have written the patch ends.
   const refresh = source ? (stage?.status ?? '') : view.run.status;
   const load = useChanges(host, view.run.id, source, refresh);
+  // Unified or split stays as chosen while other stages are picked.
+  const [mode, setMode] = useState<DiffMode>('unified');
   const key = (s: ChangesSource) => (s ? `${s.node}@${s.visit}` : '');
   return (
     <div className="changes" data-testid="files-changed" data-source={key(source) || 'run'}>
@@ -236,7 +249,7 @@ function CheckpointedChanges({
             )}
           </>
         ) : (
-          <PatchView key={key(source)} changes={load.changes} />
+          <PatchView key={key(source)} changes={load.changes} mode={mode} onMode={setMode} />
         ))}
     </div>
   );
