@@ -85,7 +85,7 @@ demo: deps build
 	@echo "    its commands write into $(DEMO_DIR); without a terminal the gate is auto-approved"
 	@mkdir -p $(DEMO_DIR)
 	@cd $(DEMO_DIR) && approve=$$([ -t 0 ] || echo --auto-approve) && \
-	  $(WEFT) run $(CURDIR)/examples/release-gate.fabro $$approve --json > conclusion.json
+	  $(WEFT) run $(CURDIR)/examples/release-gate.fabro $$approve --no-checkpoint --json > conclusion.json
 	@run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/conclusion.json); \
 	  dir=$$(sed -n 's/.*"run_dir":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/conclusion.json); \
 	  echo; \
@@ -97,11 +97,25 @@ demo: deps build
 	  echo "  ls $$dir"; \
 	  echo "The run executed in weftd, which keeps running: $(WEFT) daemon status / $(WEFT) daemon stop"
 	@echo
+	@echo "==> running examples/checkpointed-release.fabro in a scratch git repository, $(DEMO_DIR)/scratch-release"
+	@echo "    (git checkpoints: the run works on its own branch, one commit per stage; your checkout is untouched)"
+	@rm -rf $(DEMO_DIR)/scratch-release && mkdir -p $(DEMO_DIR)/scratch-release && \
+	  cd $(DEMO_DIR)/scratch-release && printf '1.4.2\n' > VERSION && printf '## 1.4.2\n\n- first release\n' > CHANGELOG.md && \
+	  git init -q && git add -A && git -c user.name=weft -c user.email=weft@localhost commit -qm "scratch: a release to bump"
+	@$(WEFT) run $(CURDIR)/examples/checkpointed-release.fabro --work-dir $(DEMO_DIR)/scratch-release --json > $(DEMO_DIR)/release-conclusion.json
+	@run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/release-conclusion.json); \
+	  echo; \
+	  echo "Its changes, stage by stage and whole:"; \
+	  echo "  $(WEFT) logs $$run bump --diff"; \
+	  echo "  $(WEFT) logs $$run --diff"; \
+	  echo "  git -C $(DEMO_DIR)/scratch-release log --oneline weft/run/$$run"; \
+	  echo "  $(WEFT) rewind $$run --list    # its checkpoints, to rewind or fork from"
+	@echo
 	@home="$${WEFT_HOME:-$${XDG_DATA_HOME:-$$HOME/.local/share}/weft}"; \
 	if [ -n "$${ANTHROPIC_API_KEY:-}$${OPENAI_API_KEY:-}$${GEMINI_API_KEY:-}" ] || \
 	   grep -qs '^\[providers\.' "$$home/settings.toml"; then \
 	  echo "==> running examples/summarize-repo.fabro in the daemon (a prompt node: calls your model)"; \
-	  if $(WEFT) run $(CURDIR)/examples/summarize-repo.fabro --json > $(DEMO_DIR)/llm-conclusion.json; then \
+	  if $(WEFT) run $(CURDIR)/examples/summarize-repo.fabro --no-checkpoint --json > $(DEMO_DIR)/llm-conclusion.json; then \
 	    run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/llm-conclusion.json); \
 	    echo "The model's answer, with its tokens and cost: $(WEFT) logs $$run summarize"; \
 	  else \
@@ -116,7 +130,7 @@ demo: deps build
 	  if $(WEFT) run $(CURDIR)/examples/fix-failing-test.fabro --work-dir $(DEMO_DIR)/scratch-slug --json > $(DEMO_DIR)/agent-conclusion.json; then \
 	    run=$$(sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' $(DEMO_DIR)/agent-conclusion.json); \
 	    echo "The agent fixed the test. Its transcript: $(WEFT) logs $$run fix"; \
-	    echo "What it changed: cd $(DEMO_DIR)/scratch-slug && git diff"; \
+	    echo "What it changed (on the run's branch; the scratch checkout is untouched): $(WEFT) logs $$run --diff"; \
 	  else \
 	    echo "The agent example did not succeed; $(WEFT) logs <run> fix shows its transcript"; \
 	  fi; \
@@ -139,6 +153,11 @@ demo: deps build
 ## ---- testing ----------------------------------------------------------------
 
 test: deps ui lint test-rust test-ui test-app fuzz-build
+	@# Tests run Weft in temp dirs only: a run whose work dir was inside this
+	@# checkout would have left its git checkpoint branch here.
+	@leaked=$$(git branch --list 'weft/*' 2>/dev/null); if [ -n "$$leaked" ]; then \
+	  echo "tests left Weft run branches in this checkout (a test ran Weft inside the repository):"; \
+	  echo "$$leaked"; exit 1; fi
 	@echo "==> all tests passed"
 
 lint:

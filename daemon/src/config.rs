@@ -22,8 +22,9 @@ pub(crate) const UNKNOWN_KEY: &str = "unknown_key";
 pub(crate) const UNSUPPORTED_KEY: &str = "unsupported_key";
 
 /// The sections of Fabro's run configuration (execution/run-configuration.mdx)
-/// that Weft reads nothing of yet: they are valid, so they get their own
-/// warning rather than "unknown".
+/// that Weft reads nothing (or, for `[run.checkpoint]`, not all) of yet:
+/// their keys are valid, so they get their own warning rather than
+/// "unknown".
 const FABRO_RUN_SECTIONS: [&str; 5] = [
     "run.prepare",
     "run.sandbox",

@@ -1,7 +1,8 @@
 //! `weft dump RUN --out DIR`: exports a run in the layout of Fabro's
 //! `fabro dump` (agents/outputs.mdx): `stages/{rank:03}-{node_id}@{visit}/`
-//! with each stage's files, plus `events.jsonl`, `checkpoint.json`,
-//! `manifest.json`, `graph.fabro` and `conclusion.json` at the top.
+//! with each stage's files (`diff.patch` among them), plus `events.jsonl`,
+//! `checkpoint.json`, `manifest.json`, `graph.fabro`, `conclusion.json` and
+//! `final.patch` at the top.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,8 +13,9 @@ use crate::store::{RunDir, RunRecord, StageRecord, Store};
 
 /// The stage files that are copied when the stage wrote them
 /// (reference/run-directory.mdx), plus a parallel stage's branch results and
-/// the context file a command asked for and an agent's transcript.
-const STAGE_FILES: [&str; 10] = [
+/// the context file a command asked for, an agent's transcript and, in git
+/// checkpoint mode, the stage's diff.
+const STAGE_FILES: [&str; 11] = [
     "prompt.md",
     "response.md",
     "status.json",
@@ -24,11 +26,21 @@ const STAGE_FILES: [&str; 10] = [
     "parallel_results.json",
     "context.json",
     "transcript.jsonl",
+    "diff.patch",
 ];
 
 /// The run-directory files copied to the top of the dump.
-/// `conclusion.json` exists only for runs that ended.
-const RUN_FILES: [&str; 3] = ["manifest.json", "graph.fabro", "conclusion.json"];
+/// `conclusion.json` exists only for runs that ended, `final.patch` only
+/// for those of them checkpointed in git.
+const RUN_FILES: [&str; 4] = [
+    "manifest.json",
+    "graph.fabro",
+    "conclusion.json",
+    "final.patch",
+];
+
+/// Files a run may lack without anything being wrong.
+const OPTIONAL_RUN_FILES: [&str; 2] = ["conclusion.json", "final.patch"];
 
 /// Events are read and written this many at a time.
 const PAGE: u32 = 1000;
@@ -97,7 +109,7 @@ fn dump(store: &Store, record: &RunRecord, out: &Path) -> Result<(usize, u64), S
 
     for name in RUN_FILES {
         let source = record.run_dir.join(name);
-        if !copy_if_present(&source, &out.join(name))? && name != "conclusion.json" {
+        if !copy_if_present(&source, &out.join(name))? && !OPTIONAL_RUN_FILES.contains(&name) {
             eprintln!(
                 "warning: {} is missing; the dump has no {name}",
                 source.display()

@@ -29,6 +29,10 @@ pub(crate) const EXIT_NOT_RUNNING: u8 = 3;
 /// Exit code of `weft daemon stop`: the daemon was asked to stop but had
 /// not exited in time.
 pub(crate) const EXIT_STILL_RUNNING: u8 = 1;
+/// Exit code of `weft apply`: the run's result was not applied (a dirty
+/// checkout, conflicts, a patch that does not apply, a failed run without
+/// `--force`); nothing was changed.
+pub(crate) const EXIT_REFUSED: u8 = 1;
 /// Exit code of `weft answer`: the question was closed already, with
 /// another answer (or by its timeout, or its run stopping); the message
 /// says what was recorded.
@@ -70,6 +74,10 @@ pub(crate) enum CliError {
     /// `weft model test`: no provider can be called at all.
     #[error("{0}")]
     NoProvider(String),
+    /// `weft apply`: the run's result was not applied, for the reason
+    /// given; nothing was changed.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl CliError {

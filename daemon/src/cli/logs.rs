@@ -14,7 +14,7 @@ use crate::ipc::protocol::RunDetail;
 use crate::model::LlmUsage;
 use crate::model::RunStatus;
 use crate::model::{Event, EventKind};
-use crate::store::{RunDir, StageRecord};
+use crate::store::{RunDir, RunRecord, StageRecord};
 use crate::util::duration::elapsed;
 
 /// How often `--follow` reads what running stages added to their files
@@ -44,15 +44,65 @@ pub fn run(args: &LogsArgs) -> CliResult {
                 Err(Failure::Write(e)) => super::output_done(Err(e)),
             };
         }
+        let dir = RunDir::open(&run.run_dir);
+        if args.diff && args.node.is_none() {
+            let path = run_diff(&run).map_err(CliError::Usage)?;
+            let mut out = std::io::stdout().lock();
+            return super::output_done(copy_log(&mut out, &path, None));
+        }
         let chosen = choose(&stages, args.node.as_deref(), args.visit)
             .map_err(|message| CliError::Usage(format!("run {}: {message}", run.id)))?;
-        let dir = RunDir::open(&run.run_dir);
+        if args.diff {
+            checkpointed(&run).map_err(CliError::Usage)?;
+            let mut out = std::io::stdout().lock();
+            let written = chosen.iter().try_for_each(|stage| {
+                writeln!(out, "{}", header(stage))?;
+                copy_log(
+                    &mut out,
+                    &dir.node_dir(&stage.node_id, stage.visit).join("diff.patch"),
+                    None,
+                )
+            });
+            return super::output_done(written);
+        }
         let mut out = std::io::stdout().lock();
         let written = chosen
             .iter()
             .try_for_each(|stage| write_stage(&mut out, &dir, stage));
         super::output_done(written)
     })
+}
+
+/// The whole run's diff, `final.patch`: an error says why there is none
+/// (the run is not checkpointed in git, or has not ended).
+fn run_diff(run: &RunRecord) -> Result<std::path::PathBuf, String> {
+    checkpointed(run)?;
+    let path = run.run_dir.join("final.patch");
+    if path.is_file() {
+        return Ok(path);
+    }
+    Err(format!(
+        "run {} has no final.patch yet: it is written when the run ends ({}); a stage's diff is `weft logs {} NODE --diff`",
+        run.id,
+        run.status.as_str(),
+        run.id
+    ))
+}
+
+/// An error unless the run was checkpointed in git (its manifest names its
+/// branch).
+fn checkpointed(run: &RunRecord) -> Result<(), String> {
+    let manifest =
+        crate::limits::read_capped(&run.run_dir.join("manifest.json"), crate::limits::MIB)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    match manifest {
+        Some(m) if m["run_branch"].is_string() => Ok(()),
+        _ => Err(format!(
+            "run {} was not checkpointed in git (its work dir was in no repository, or it ran with --no-checkpoint): it has no diffs",
+            run.id
+        )),
+    }
 }
 
 /// Whether a run with `status` may still run stages (without a resume).

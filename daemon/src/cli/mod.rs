@@ -45,9 +45,11 @@ macro_rules! print {
     }};
 }
 
+mod apply;
 mod control;
 mod daemon;
 mod exit;
+mod fork;
 mod graph;
 mod manual;
 mod model;
@@ -121,6 +123,21 @@ pub enum Command {
     Run(RunArgs),
     /// Cancel a queued or running run (in the daemon).
     Cancel(CancelArgs),
+    /// Replace a run that ended with a new one from an earlier checkpoint.
+    ///
+    /// The new run has the old one's history up to TARGET and, when the run
+    /// was checkpointed in git, a branch at that checkpoint's commit; the
+    /// old run is archived. Continue the new one with `weft resume`. With
+    /// `--list`, print the checkpoint timeline instead. Exits 2 when the run
+    /// has not ended (resume it, or fork it) or TARGET is not on its
+    /// timeline.
+    Rewind(ForkArgs),
+    /// Start a new run from one of a run's checkpoints, keeping the run.
+    ///
+    /// Like `weft rewind`, but the source run stays as it is (it may be
+    /// interrupted, cancelled or ended, not running), and TARGET defaults to
+    /// its latest checkpoint. Continue the new run with `weft resume`.
+    Fork(ForkArgs),
     /// Answer a run's open human-gate question (in the daemon).
     Answer(AnswerArgs),
     /// List the human-gate questions waiting for an answer.
@@ -177,6 +194,18 @@ pub enum Command {
     /// of PATH to DEST (a file, or an existing directory to copy into).
     /// Exits 2 when RUN is unknown or ambiguous, or the run has no PATH.
     Artifacts(ArtifactsArgs),
+    /// Bring a checkpointed run's result into your checkout.
+    ///
+    /// Merges the run's branch (`weft/run/ID`) into the branch checked out:
+    /// a fast-forward when that branch has not moved since the run started,
+    /// else a merge commit. `--to BRANCH` merges into another branch without
+    /// touching the working tree; `--patch` applies the run's final.patch to
+    /// the working tree instead, committing nothing. Refuses, changing
+    /// nothing, a checkout with uncommitted changes, a merge with conflicts,
+    /// a patch that does not apply, a detached HEAD without `--to`, and a
+    /// failed run without `--force` (exit 1). Exits 2 when RUN is unknown or
+    /// ambiguous.
+    Apply(ApplyArgs),
     /// List the model catalog or test that providers answer.
     ///
     /// `list` shows models, aliases, context windows, prices and whether
@@ -290,6 +319,15 @@ pub struct RunArgs {
     /// Run commands in this directory instead of the current one.
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// In a git repository, run in the work dir itself: no worktree of the
+    /// run's own, no commit per stage, no rewind (docs/git.md).
+    #[arg(long, conflicts_with = "include_dirty")]
+    pub no_checkpoint: bool,
+    /// Start the run's worktree with the checkout's uncommitted changes
+    /// (committed as the run's first commit); without it they are left
+    /// out, and the run says so.
+    #[arg(long)]
+    pub include_dirty: bool,
     /// Start the run in the daemon and print its id at once, without
     /// following it.
     #[arg(long, conflicts_with = "no_daemon")]
@@ -298,6 +336,25 @@ pub struct RunArgs {
     /// no background process). Ctrl-C then cancels the run.
     #[arg(long)]
     pub no_daemon: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The checkpoint: `NODE` (its latest visit), `NODE@VISIT`, or `@N`
+    /// (the Nth on the timeline, as `--list` numbers them). A fork without
+    /// it starts from the latest checkpoint; a rewind needs it.
+    #[arg(value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Print the run's checkpoint timeline instead.
+    #[arg(long, conflicts_with = "target")]
+    pub list: bool,
+    /// Print JSON (the new run, or the timeline).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -464,8 +521,13 @@ pub struct LogsArgs {
     pub visit: Option<u32>,
     /// Keep printing the output of running and new stages as it arrives,
     /// until the run ends (with `--visit`, until that visit ends).
-    #[arg(long, short = 'f')]
+    #[arg(long, short = 'f', conflicts_with = "diff")]
     pub follow: bool,
+    /// Print changes instead of output: NODE's stages' diffs (`diff.patch`),
+    /// or without NODE the whole run's (`final.patch`, written when it
+    /// ends). Only runs checkpointed in git have them (docs/git.md).
+    #[arg(long)]
+    pub diff: bool,
     /// Read the run store directly instead of asking weftd (works without a
     /// daemon, and does not start one).
     #[arg(long)]
@@ -499,6 +561,29 @@ pub struct ArtifactsArgs {
     /// existing directory to copy into under PATH's file name).
     #[arg(long, num_args = 2, value_names = ["PATH", "DEST"])]
     pub cp: Option<Vec<String>>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Merge into this branch instead of the one checked out; when it is
+    /// not checked out, only the branch moves (no file changes).
+    #[arg(long, value_name = "BRANCH")]
+    pub to: Option<String>,
+    /// Apply the run's final.patch to the working tree, uncommitted,
+    /// instead of merging its branch.
+    #[arg(long, conflicts_with = "to")]
+    pub patch: bool,
+    /// Apply a run that failed, was cancelled or was interrupted: the work
+    /// of the stages it completed.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what was done as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -646,6 +731,8 @@ where
         Command::Resume(args) => run::resume(&args),
         Command::Daemon(args) => daemon::run(&args),
         Command::Cancel(args) => control::cancel(&args),
+        Command::Rewind(args) => fork::run(&args, true),
+        Command::Fork(args) => fork::run(&args, false),
         Command::Answer(args) => control::answer(&args),
         Command::Questions(args) => control::questions(&args),
         Command::Steer(args) => steer::run(&args),
@@ -654,6 +741,7 @@ where
         Command::Logs(args) => logs::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::Artifacts(args) => artifacts::run(&args),
+        Command::Apply(args) => apply::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Completions(args) => manual::completions(args.shell),
         Command::Man(args) => manual::man(args.command.as_deref()),
@@ -691,6 +779,7 @@ fn exit_code(error: &CliError) -> u8 {
         CliError::AnswerClosed(_) => exit::EXIT_ANSWER_CLOSED,
         CliError::StillRunning(_) => exit::EXIT_STILL_RUNNING,
         CliError::NoProvider(_) => EXIT_INVALID,
+        CliError::Refused(_) => exit::EXIT_REFUSED,
     }
 }
 

@@ -49,6 +49,8 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     params.model = request.model;
     params.env_policy = request.env_policy;
     params.agent = request.agent;
+    params.no_checkpoint = request.no_checkpoint;
+    params.include_dirty = request.include_dirty;
     params.env = CallerEnv::current();
     let home = super::home()?;
     let client = connect(&home).await.map_err(|e| {

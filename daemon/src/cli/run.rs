@@ -57,6 +57,32 @@ struct RunSection {
     /// `[run.agent]`: limits and permissions for agent stages.
     #[serde(default)]
     agent: AgentDefaults,
+    /// `[run.checkpoint]`: git checkpoint mode.
+    #[serde(default)]
+    checkpoint: CheckpointSection,
+}
+
+/// `[run.checkpoint]`: `enabled = false` is `--no-checkpoint`,
+/// `include_dirty = true` is `--include-dirty` (docs/git.md).
+#[derive(Debug, Deserialize)]
+struct CheckpointSection {
+    #[serde(default = "enabled")]
+    enabled: bool,
+    #[serde(default)]
+    include_dirty: bool,
+}
+
+impl Default for CheckpointSection {
+    fn default() -> CheckpointSection {
+        CheckpointSection {
+            enabled: true,
+            include_dirty: false,
+        }
+    }
+}
+
+fn enabled() -> bool {
+    true
 }
 
 /// `[run.model]` (core-concepts/models.mdx).
@@ -249,6 +275,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut model = ModelChoice::default();
     let mut env_policy = EnvPolicy::default();
     let mut agent = AgentDefaults::default();
+    let mut checkpoint = CheckpointSection::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
             .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
@@ -275,6 +302,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
             .check()
             .map_err(|e| format!("{}: {e}", file.display()))?;
         agent = config.run.agent;
+        checkpoint = config.run.checkpoint;
         crate::engine::handlers::check_agent_defaults(&agent)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
@@ -335,6 +363,8 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         model,
         env_policy,
         agent,
+        no_checkpoint: args.no_checkpoint || (!args.include_dirty && !checkpoint.enabled),
+        include_dirty: args.include_dirty || (!args.no_checkpoint && checkpoint.include_dirty),
         ..RunRequest::default()
     })
 }

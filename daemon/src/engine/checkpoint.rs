@@ -38,6 +38,10 @@ pub struct Checkpoint {
     /// Failure signature counts across `loop_restart` edges.
     #[serde(default)]
     pub restart_failure_signatures: BTreeMap<String, u32>,
+    /// The run branch's head at this checkpoint, when the run is
+    /// checkpointed in git: a resume resets the worktree to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit_sha: Option<String>,
     /// While a parallel stage runs: each branch's progress, so a resume
     /// continues the branches instead of starting them over.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,6 +18,7 @@ use super::interviewer::Interviewer;
 use super::models::Models;
 use super::recorder::{Observer, Recorder};
 use super::run::{DEFAULT_STALL_TIMEOUT_SECS, Finish, Runner, State, millis};
+use super::run_git::{GitPlan, RunGit};
 use crate::exec::cancel::{Cancel, CancelReason};
 use crate::exec::environment;
 use crate::lang::diagnostic::{Diagnostic, Severity};
@@ -65,6 +66,12 @@ pub struct RunRequest {
     pub model: ModelChoice,
     /// `[run.agent]`: defaults for the run's agent stages.
     pub agent: AgentDefaults,
+    /// `--no-checkpoint`: run in the work dir itself, without a worktree
+    /// and commits, even in a git repository.
+    pub no_checkpoint: bool,
+    /// `--include-dirty`: the run's worktree gets the checkout's
+    /// uncommitted changes (committed as the run's first commit).
+    pub include_dirty: bool,
 }
 
 /// The options stored with a run, so a resume behaves like the start.
@@ -97,6 +104,9 @@ pub(crate) struct RunOptions {
     /// `[run.agent]` as the run was started with.
     #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
     pub agent: AgentDefaults,
+    /// Where the run is checkpointed in git; `None` when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitPlan>,
 }
 
 /// What a run uses from its surroundings.
@@ -309,8 +319,17 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     request.env_policy.check().map_err(EngineError::Config)?;
     super::handlers::check_agent_defaults(&request.agent).map_err(EngineError::Config)?;
     let run_id = ulid::Ulid::generate().to_string();
+    // A repository a run cannot branch from is refused before anything is
+    // recorded; the worktree's place is known once the run dir is.
+    let checkpointed = !(request.dry_run || request.parent.is_some() || request.no_checkpoint);
+    let mut git = if checkpointed {
+        super::run_git::plan(&request.work_dir, &run_id, request.include_dirty)
+            .map_err(EngineError::Config)?
+    } else {
+        None
+    };
     let seed = request.seed.unwrap_or_else(rand::random);
-    let options = RunOptions {
+    let mut options = RunOptions {
         dry_run: request.dry_run,
         auto_approve: request.auto_approve,
         seed,
@@ -322,6 +341,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         env_policy: request.env_policy.clone(),
         model: request.model.clone(),
         agent: request.agent.clone(),
+        git: None,
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
@@ -331,6 +351,10 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         }
         None => RunDir::create(&services.home.runs_dir(), &run_id)?,
     };
+    if let Some(plan) = &mut git {
+        plan.worktree = run_dir.path().join("worktree");
+    }
+    options.git.clone_from(&git);
     let goal = graph.attrs.text("goal").map(|g| g.into_owned());
     let inputs: Map<String, Value> = request
         .inputs
@@ -373,8 +397,10 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
             "work_dir": new.work_dir,
             "dry_run": options.dry_run,
             "seed": seed,
-            "run_branch": Value::Null,
-            "base_sha": Value::Null,
+            "run_branch": git.as_ref().map(|g| g.branch.clone()),
+            "meta_branch": git.as_ref().map(|g| g.meta_branch.clone()),
+            "base_sha": git.as_ref().map(|g| g.base_sha.clone()),
+            "repo": git.as_ref().map(|g| g.repo.clone()),
         }),
     )?;
 
@@ -388,7 +414,10 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     context.set("internal.run_id", run_id.clone());
     context.set(
         "internal.work_dir",
-        request.work_dir.to_string_lossy().into_owned(),
+        git.as_ref()
+            .map_or_else(|| request.work_dir.clone(), GitPlan::work_dir)
+            .to_string_lossy()
+            .into_owned(),
     );
     let state = State {
         context,
@@ -578,7 +607,12 @@ pub(crate) fn prepare_resume(
             context.set("internal.run_id", run.id.clone());
             context.set(
                 "internal.work_dir",
-                run.work_dir.to_string_lossy().into_owned(),
+                options
+                    .git
+                    .as_ref()
+                    .map_or_else(|| run.work_dir.clone(), GitPlan::work_dir)
+                    .to_string_lossy()
+                    .into_owned(),
             );
             let Some(start) = graph.start().map(|n| n.id.to_string()) else {
                 return Err(NotResumable::NoStartNode.into());
@@ -757,6 +791,22 @@ async fn execute(
         .map_or_else(|| base_dir.to_path_buf(), PathBuf::from);
     run_dir.write_pid(std::process::id())?;
     lock(&services.store).mark_running(run_id, std::process::id())?;
+    let git = match &options.git {
+        Some(plan) => {
+            let source = std::fs::read(run_dir.path().join("graph.fabro")).unwrap_or_default();
+            let checkpoint_sha = state.git_commit_sha.clone();
+            let (git, opened) =
+                RunGit::open(plan, run_id, resumed, checkpoint_sha.as_deref(), &source).map_err(
+                    |e| {
+                        EngineError::Config(format!(
+                            "cannot set up the run's git worktree: {e} (run with --no-checkpoint to run without checkpoints)"
+                        ))
+                    },
+                )?;
+            Some((std::sync::Arc::new(git), opened))
+        }
+        None => None,
+    };
     // The environment the run was started (or is resumed) with, keys
     // included; it stays in memory.
     let source_env = caller_env.unwrap_or_else(crate::secrets::process_env);
@@ -799,6 +849,7 @@ async fn execute(
             Some(source_env),
             services.home.settings_path(),
         ),
+        git: git.as_ref().map(|(git, _)| git.clone()),
     };
     recorder.emit(
         EventKind::RunStarted {
@@ -816,6 +867,28 @@ async fn execute(
             },
             None,
         )?;
+    }
+    if let (Some(plan), Some((_, opened))) = (&options.git, &git) {
+        let message = format!(
+            "checkpoints: the run works in {} on branch {}, from {} ({})",
+            plan.work_dir().display(),
+            plan.branch,
+            super::run_git::short(&plan.base_sha),
+            if resumed {
+                "reset to its last checkpoint"
+            } else {
+                "your checkout is not touched"
+            }
+        );
+        recorder.emit(EventKind::RunNotice { message }, None)?;
+        for message in &opened.notices {
+            recorder.emit(
+                EventKind::RunNotice {
+                    message: message.clone(),
+                },
+                None,
+            )?;
+        }
     }
     let _ = recorder.run_dir().append_log(&format!(
         "run {run_id} {}",
@@ -846,7 +919,14 @@ async fn execute(
     let next = match next {
         Ok(node) => node,
         Err(finish) => {
-            return conclude(run_id, &recorder, run_dir_path, started, finish);
+            return conclude(
+                run_id,
+                &recorder,
+                run_dir_path,
+                started,
+                finish,
+                env.git.as_deref(),
+            );
         }
     };
     let driving = runner.drive(next);
@@ -865,7 +945,14 @@ async fn execute(
     };
 
     runner.flush_checkpoint_file();
-    conclude(run_id, &recorder, run_dir_path, started, finish)
+    conclude(
+        run_id,
+        &recorder,
+        run_dir_path,
+        started,
+        finish,
+        env.git.as_deref(),
+    )
 }
 
 /// How a run whose checkpoint names no next node had ended: at the exit
@@ -895,6 +982,7 @@ fn conclude(
     run_dir_path: PathBuf,
     started: Instant,
     finish: Finish,
+    git: Option<&RunGit>,
 ) -> Result<Conclusion, EngineError> {
     let duration_ms = millis(started.elapsed());
     let failed_stages = recorder.store().failed_stages(run_id)?;
@@ -941,6 +1029,15 @@ fn conclude(
             },
         ),
     };
+    // The run's changes are summed up before its end is recorded, so a
+    // client that sees the end finds final.patch.
+    let final_sha = git.map(|git| {
+        let (head, notices) = git.finish(status, &run_dir_path);
+        for message in notices {
+            let _ = recorder.emit(EventKind::RunNotice { message }, None);
+        }
+        head
+    });
     recorder.emit(kind, None)?;
     recorder
         .store()
@@ -978,7 +1075,7 @@ fn conclude(
                     "duration_ms": conclusion.duration_ms,
                     "failure_reason": conclusion.failure_reason,
                     "failed_stages": conclusion.failed_stages,
-                    "final_git_commit_sha": Value::Null,
+                    "final_git_commit_sha": final_sha,
                 }),
             )?;
         }

@@ -9,10 +9,12 @@
 //! Stage processes, cancellation and the environment commands inherit are
 //! in [`crate::exec`].
 
+pub mod apply;
 pub mod artifacts;
 pub mod checkpoint;
 pub mod clock;
 pub mod context;
+pub mod fork;
 pub mod handlers;
 pub mod interviewer;
 pub(crate) mod launch;
@@ -23,6 +25,7 @@ pub(crate) mod recorder;
 pub mod retry;
 pub mod routing;
 pub mod run;
+pub(crate) mod run_git;
 pub mod steering;
 
 pub use launch::{Conclusion, EngineError, RunRequest, Services, StageSummary, resume, start};

@@ -69,6 +69,10 @@ pub struct State {
     pub completed: u32,
     pub loop_signatures: BTreeMap<String, u32>,
     pub restart_signatures: BTreeMap<String, u32>,
+    /// The run branch's head at the checkpoint the state was restored from
+    /// (git checkpoint mode); the run's [`crate::engine::run_git::RunGit`]
+    /// keeps the current one.
+    pub git_commit_sha: Option<String>,
 }
 
 impl State {
@@ -80,6 +84,7 @@ impl State {
             completed: cp.completed,
             loop_signatures: cp.loop_failure_signatures,
             restart_signatures: cp.restart_failure_signatures,
+            git_commit_sha: cp.git_commit_sha,
             ..State::default()
         };
         // Stages come in rank order, so later visits overwrite earlier ones.
@@ -110,6 +115,7 @@ impl State {
             context_values: self.context.values().clone(),
             loop_failure_signatures: self.loop_signatures.clone(),
             restart_failure_signatures: self.restart_signatures.clone(),
+            git_commit_sha: self.git_commit_sha.clone(),
             parallel: None,
         }
     }
@@ -329,7 +335,7 @@ impl<'a> Runner<'a> {
                 gate.id
             ))));
         };
-        let checkpoint = self.state.checkpoint(Some(&exit.id), Some(&target));
+        let checkpoint = self.checkpoint_now(Some(&exit.id), Some(&target));
         let events = [
             (
                 EventKind::RunNotice {
@@ -356,6 +362,16 @@ impl<'a> Runner<'a> {
             .save_checkpoint(&checkpoint.to_json(), &events)?;
         self.write_checkpoint_file(&checkpoint);
         Ok(Some(Ok(target)))
+    }
+
+    /// The run's checkpoint now, naming `current` and `next`, with the run
+    /// branch's head when the run is checkpointed in git.
+    fn checkpoint_now(&self, current: Option<&str>, next: Option<&str>) -> Checkpoint {
+        let mut checkpoint = self.state.checkpoint(current, next);
+        if let Some(git) = &self.env.git {
+            checkpoint.git_commit_sha = Some(git.head());
+        }
+        checkpoint
     }
 
     /// The first `goal_gate=true` node (in declaration order) whose latest

@@ -87,6 +87,13 @@ impl Checkout {
 
 /// Whether anything in the index or working tree differs from HEAD.
 fn is_dirty(repo: &Repository) -> Result<bool, GitError> {
+    Ok(!dirty_paths(repo, 1)?.is_empty())
+}
+
+/// Up to `limit` paths whose index or working-tree state differs from HEAD
+/// (untracked files that are not ignored count; submodules do not), in
+/// the status scan's order: what makes the checkout dirty, for messages.
+pub(super) fn dirty_paths(repo: &Repository, limit: usize) -> Result<Vec<String>, GitError> {
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
@@ -97,5 +104,8 @@ fn is_dirty(repo: &Repository) -> Result<bool, GitError> {
         .map_err(|e| GitError::from_git("cannot read the checkout's status", &e))?;
     Ok(statuses
         .iter()
-        .any(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED)))
+        .filter(|s| s.status() != Status::CURRENT && !s.status().contains(Status::IGNORED))
+        .take(limit)
+        .map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned())
+        .collect())
 }

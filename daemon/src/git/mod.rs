@@ -10,12 +10,22 @@
 //!   run can be checkpointed there.
 //! - [`run_branch`]: the run's branch and worktree, and a stage's commit
 //!   with its patch and trailers.
+//! - [`worktree`]: the worktree after its start: reopened on resume,
+//!   reset to a checkpoint, diffed at the end, removed.
+//! - [`dirty`]: copying the checkout's uncommitted changes into a
+//!   worktree (`--include-dirty`).
 //! - [`metadata`]: the run's metadata branch, written without a checkout.
+//! - [`apply`]: bringing a run's result into the user's checkout (a merge
+//!   of the run branch, or its final patch on the working tree).
 
+pub mod apply;
 pub mod checkout;
+pub mod dirty;
 pub mod metadata;
 pub mod run_branch;
+pub mod worktree;
 
+pub use apply::{Applied, ApplyError, ApplyErrorKind, ApplyMode, ApplyRequest, apply};
 pub use checkout::{Checkout, Discovery};
 pub use metadata::MetadataBranch;
 pub use run_branch::{RunBranch, StageCommit, stage_message};

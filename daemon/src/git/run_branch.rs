@@ -117,7 +117,15 @@ impl RunBranch {
         let mut options = WorktreeAddOptions::new();
         options.reference(Some(created.get()));
         if let Err(e) = repo.worktree(&worktree_name(branch), worktree, Some(&options)) {
-            // No branch without its worktree: a later try starts clean.
+            // No branch without its worktree: a later try starts clean. A
+            // worktree that failed half-way (a path too long to check out)
+            // is registered already and holds the branch, so it goes first.
+            if let Ok(half) = repo.find_worktree(&worktree_name(branch)) {
+                let mut prune = git2::WorktreePruneOptions::new();
+                prune.valid(true).locked(true).working_tree(true);
+                let _ = half.prune(Some(&mut prune));
+            }
+            let _ = std::fs::remove_dir_all(worktree);
             let _ = created.delete();
             return Err(GitError::from_git(
                 &format!("cannot add a worktree at {}", worktree.display()),
@@ -343,6 +351,19 @@ fn updated_tree(
     update.create_updated(repo, head)
 }
 
+/// The unified diff between two trees, cut at `max_patch_bytes` at a
+/// line's end (false when it was cut), and the paths it touches.
+pub(super) fn diff(
+    repo: &Repository,
+    old: &Tree<'_>,
+    new: &Tree<'_>,
+    max_patch_bytes: usize,
+) -> Result<(String, bool, Vec<String>), GitError> {
+    let (diff, files) = stage_diff(repo, old, new)?;
+    let (patch, complete) = patch(&diff, max_patch_bytes)?;
+    Ok((patch, complete, files))
+}
+
 /// The diff between the head's tree and the stage's, with the paths it
 /// touches (sorted).
 fn stage_diff<'r>(
@@ -482,7 +503,7 @@ fn patch(diff: &git2::Diff<'_>, max_patch_bytes: usize) -> Result<(String, bool)
 
 /// The name git keeps the worktree under (`.git/worktrees/{name}`): the
 /// branch with its slashes made dashes.
-fn worktree_name(branch: &str) -> String {
+pub(super) fn worktree_name(branch: &str) -> String {
     branch
         .chars()
         .map(|c| {

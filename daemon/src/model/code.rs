@@ -70,6 +70,12 @@ codes! {
     RunNotResumable = "run.not_resumable",
     /// A run that is not queued or running.
     RunNotCancellable = "run.not_cancellable",
+    /// A run that cannot be forked or rewound now: a live process runs it,
+    /// or (rewind) it has not ended or is archived.
+    RunNotForkable = "run.not_forkable",
+    /// A fork or rewind target (`node`, `node@visit`, `@N`) that is not on
+    /// the run's timeline.
+    CheckpointNotFound = "checkpoint.not_found",
     /// A run's configuration (run.toml, settings) cannot be used.
     RunConfig = "run.config",
     /// settings.toml's language-model part (providers, models) cannot be
@@ -78,6 +84,26 @@ codes! {
     /// A run without a workflow file to start again (the app).
     RunNoWorkflowPath = "run.no_workflow_path",
     StageNotFound = "stage.not_found",
+
+    // ----- applying a run's result to the user's checkout (`run.apply`) -----
+    /// The run has no run branch (no repository, or `--no-checkpoint`).
+    ApplyNotCheckpointed = "apply.not_checkpointed",
+    /// The run is queued, running or waiting at a gate.
+    ApplyRunNotEnded = "apply.run_not_ended",
+    /// The run failed, was cancelled or interrupted: `force` applies it.
+    ApplyNeedsForce = "apply.needs_force",
+    /// The checkout has uncommitted changes (`data.paths`, the first few).
+    ApplyDirty = "apply.dirty",
+    /// Merging conflicts (`data.paths`, the first few); nothing changed.
+    ApplyConflicts = "apply.conflicts",
+    /// final.patch does not apply to the working tree (or cannot be read).
+    ApplyPatchDoesNotApply = "apply.patch_does_not_apply",
+    /// No branch to apply to: HEAD detached, a Weft branch or a missing one
+    /// named, the branch checked out in another worktree, the run branch
+    /// gone, or a merge/rebase under way.
+    ApplyNoTarget = "apply.no_target",
+    /// The run directory or the repository could not be read or written.
+    ApplyFailed = "apply.failed",
 
     // ----- workflows -----
     /// A workflow with errors (`data.diagnostics`).

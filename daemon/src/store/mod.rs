@@ -19,6 +19,7 @@ mod run_dir;
 mod runs;
 mod sql;
 mod stages;
+mod timeline;
 pub mod wal;
 
 use crate::model::Code;
@@ -35,6 +36,7 @@ pub use run_dir::RunDir;
 pub(crate) use run_dir::write_atomic;
 pub use runs::{NewRun, RunFilter, RunRecord};
 pub use stages::{StageCommit, StageRecord};
+pub use timeline::TimelineEntry;
 
 /// The most events one page of a run's events holds, for every reader
 /// (`run.events` over the socket, the app's views): a page stays a few

@@ -9,7 +9,7 @@ use std::process::Command;
 use weft::git::{Checkout, Discovery, MetadataBranch, RunBranch, stage_message};
 
 /// A repository with `files` committed on `main`.
-fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp");
     let repo = git2::Repository::init_opts(
         dir.path(),
@@ -33,7 +33,7 @@ fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-fn write(root: &Path, name: &str, text: &str) {
+pub(crate) fn write(root: &Path, name: &str, text: &str) {
     let path = root.join(name);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).expect("mkdir");
@@ -42,7 +42,7 @@ fn write(root: &Path, name: &str, text: &str) {
 }
 
 /// `git ARGS` in `dir`, its stdout; panics when git fails.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -57,7 +57,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn checkout(dir: &Path) -> Checkout {
+pub(crate) fn checkout(dir: &Path) -> Checkout {
     match Checkout::discover(dir).expect("discover") {
         Discovery::Checkout(c) => c,
         Discovery::NotARepository => panic!("{} is a repository", dir.display()),
@@ -66,7 +66,7 @@ fn checkout(dir: &Path) -> Checkout {
 
 /// Everything about the user's checkout a run must not change.
 #[derive(Debug, PartialEq)]
-struct Snapshot {
+pub(crate) struct Snapshot {
     head: String,
     index: Vec<u8>,
     status: String,
@@ -74,7 +74,7 @@ struct Snapshot {
     files: Vec<(PathBuf, Vec<u8>)>,
 }
 
-fn snapshot(root: &Path) -> Snapshot {
+pub(crate) fn snapshot(root: &Path) -> Snapshot {
     let mut files: Vec<(PathBuf, Vec<u8>)> = walk(root)
         .into_iter()
         .map(|path| {

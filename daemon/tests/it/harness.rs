@@ -111,14 +111,18 @@ impl Run {
 
     /// The last checkpoint's context.
     pub fn context(&self) -> serde_json::Map<String, Value> {
-        let store = Store::open(&Home::at(self.home.path())).expect("store");
-        let run = store.find_run(&self.conclusion.run_id).expect("run");
-        let cp: Value = serde_json::from_str(run.checkpoint.as_deref().expect("checkpoint"))
-            .expect("checkpoint json");
-        cp["context_values"]
+        self.checkpoint()["context_values"]
             .as_object()
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// The last checkpoint, as the store holds it.
+    pub fn checkpoint(&self) -> Value {
+        let store = Store::open(&Home::at(self.home.path())).expect("store");
+        let run = store.find_run(&self.conclusion.run_id).expect("run");
+        serde_json::from_str(run.checkpoint.as_deref().expect("checkpoint"))
+            .expect("checkpoint json")
     }
 }
 
@@ -135,6 +139,9 @@ pub struct Options {
     /// The caller's environment the run's commands and providers see.
     pub env: Option<Vec<(String, String)>>,
     pub model: ModelChoice,
+    /// `--no-checkpoint` and `--include-dirty` (git checkpoint mode).
+    pub no_checkpoint: bool,
+    pub include_dirty: bool,
 }
 
 /// Runs the engine fixture `name` in a fresh WEFT_HOME and working directory.
@@ -182,6 +189,8 @@ pub async fn run_in(
         work_dir: work.path().to_path_buf(),
         env: options.env,
         model: options.model,
+        no_checkpoint: options.no_checkpoint,
+        include_dirty: options.include_dirty,
         ..RunRequest::default()
     };
     let conclusion = weft::engine::start(request, &services)

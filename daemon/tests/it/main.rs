@@ -7,8 +7,10 @@
 
 mod agent;
 mod apis;
+mod checkpoints;
 mod engine;
 mod git;
+mod git_apply;
 mod harness;
 mod imports;
 mod llm_providers;

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use ts_rs::TS;
 
+use weft::git::Applied;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunList, RunResume,
-    RunStart, RunStarted, RunSteer, SteerQueued, WorkflowSource,
+    AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunApplied, RunApply,
+    RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued, WorkflowSource,
 };
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
@@ -22,8 +23,8 @@ use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord};
 use weft::views::{
-    AppError, ArtifactContent, InitialRoute, LogMatch, LogStream, RunView, RunViewOptions,
-    RunsPage, StageFiles,
+    AppError, ArtifactContent, Changes, ChangesState, InitialRoute, LogMatch, LogStream, RunGit,
+    RunView, RunViewOptions, RunsPage, StageFiles,
 };
 
 const HEADER: &str = "\
@@ -63,6 +64,9 @@ fn declarations() -> Vec<Decl> {
         decl::<RunsPage>(),
         decl::<RunViewOptions>(),
         decl::<RunView>(),
+        decl::<RunGit>(),
+        decl::<ChangesState>(),
+        decl::<Changes>(),
         decl::<StageRecord>(),
         decl::<StageFiles>(),
         decl::<ArtifactContent>(),
@@ -98,6 +102,9 @@ fn declarations() -> Vec<Decl> {
         decl::<CancelRequested>(),
         decl::<RunSteer>(),
         decl::<SteerQueued>(),
+        decl::<RunApply>(),
+        decl::<RunApplied>(),
+        decl::<Applied>(),
         decl::<DaemonInfo>(),
         // Errors.
         decl::<Code>(),

@@ -7,6 +7,8 @@
 //! `cargo nextest run -p weft-tests --test it daemon_gates::`.
 
 mod agent_stages;
+mod checkpoints;
+mod cli_apply;
 mod cli_artifacts;
 mod cli_config;
 mod cli_daemon;

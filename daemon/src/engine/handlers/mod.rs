@@ -62,6 +62,8 @@ pub(crate) struct RunEnv {
     pub blobs: Blobs,
     /// The run's language models (prompt and agent nodes).
     pub models: super::models::Models,
+    /// The run's branch and worktree when it is checkpointed in git.
+    pub git: Option<Arc<super::run_git::RunGit>>,
 }
 
 impl std::fmt::Debug for RunEnv {

@@ -220,7 +220,7 @@ impl Runner<'_> {
     ) -> Result<ParallelProgress, StoreError> {
         let recorder = self.recorder;
         let at = Some((&*node.id, visit));
-        let template = self.state.checkpoint(Some(&node.id), Some(&node.id));
+        let template = self.checkpoint_now(Some(&node.id), Some(&node.id));
         let shared = Arc::new(Mutex::new(progress.clone()));
         let envs: Vec<RunEnv> = progress
             .branches
@@ -328,6 +328,7 @@ impl Runner<'_> {
             completed: 0,
             loop_signatures: self.state.loop_signatures.clone(),
             restart_signatures: self.state.restart_signatures.clone(),
+            git_commit_sha: None,
         };
         state.context.set("parallel.branch", branch.id.clone());
         state

@@ -22,11 +22,13 @@ use rand::RngExt;
 use serde_json::{Map, Value, json};
 
 use super::{Finish, Runner, Step, cancelled, checkpoint_event, millis};
+use crate::engine::checkpoint::Checkpoint;
 use crate::engine::context::{Context, OFFLOAD_BYTES};
 use crate::engine::handlers::{self, StageCx};
 use crate::engine::preamble::Fidelity;
 use crate::engine::retry::RetryPolicy;
 use crate::engine::routing::{self, Route, Subject};
+use crate::engine::run_git::{StageGit, StageRef};
 use crate::lang::graph::{Handler, Node};
 use crate::model::EventKind;
 use crate::model::{FailureClass, LlmUsage, Outcome, Spend, Status, failure_signature};
@@ -49,6 +51,8 @@ struct Ran {
     outcome: Outcome,
     attempts: u32,
     duration_ms: u64,
+    /// What checkpointing it in git did, in checkpoint mode.
+    git: Option<Result<StageGit, String>>,
 }
 
 impl Runner<'_> {
@@ -70,12 +74,19 @@ impl Runner<'_> {
         let route = self.route(node, &mut outcome);
         let tripped = self.tally(node, visit, &outcome);
         let leaving = self.follow(node, visit, &route, &outcome, tripped);
-        let ran = Ran {
+        let mut ran = Ran {
             outcome,
             attempts,
             duration_ms: millis(started.elapsed()),
+            git: None,
         };
-        self.commit(node, visit, &ran, leaving.events, leaving.next.as_deref())?;
+        self.commit(
+            node,
+            visit,
+            &mut ran,
+            leaving.events,
+            leaving.next.as_deref(),
+        )?;
         self.write_status_file(node, visit, &dir, &ran);
         Ok(match (leaving.finish, leaving.next) {
             (Some(finish), _) => Step::Finish(finish),
@@ -414,17 +425,27 @@ impl Runner<'_> {
         &mut self,
         node: &'n Node,
         visit: u32,
-        ran: &Ran,
+        ran: &mut Ran,
         mut events: Events<'n>,
         next: Option<&str>,
     ) -> Result<(), StoreError> {
         let id: &str = &node.id;
         let at = Some((id, visit));
+        let progress = self.branch.as_ref().map(|b| b.progress.clone());
+        let mut progress_guard = progress.as_ref().map(|p| crate::util::lock::lock(p));
+        let mut checkpoint = match (&self.branch, progress_guard.as_deref_mut()) {
+            (Some(branch), Some(progress)) => {
+                branch.record(progress, &self.state.context, id, next)
+            }
+            _ => self.state.checkpoint(Some(id), next),
+        };
+        ran.git = self.checkpoint_in_git(node, visit, &mut ran.outcome, &mut checkpoint);
         let Ran {
             outcome,
             attempts,
             duration_ms,
-        } = ran;
+            ..
+        } = &*ran;
         let (attempts, duration_ms) = (*attempts, *duration_ms);
         let stage_event = if outcome.status == Status::Failed {
             EventKind::StageFailed {
@@ -445,15 +466,15 @@ impl Runner<'_> {
         if let Some(captured) = self.capture_artifacts(id, visit) {
             events.insert(1, (captured, at));
         }
+        if let Some(Err(message)) = &ran.git {
+            events.push((
+                EventKind::RunNotice {
+                    message: message.clone(),
+                },
+                at,
+            ));
+        }
         let outcome_json = serde_json::to_value(outcome).unwrap_or(Value::Null);
-        let progress = self.branch.as_ref().map(|b| b.progress.clone());
-        let mut progress_guard = progress.as_ref().map(|p| crate::util::lock::lock(p));
-        let checkpoint = match (&self.branch, progress_guard.as_deref_mut()) {
-            (Some(branch), Some(progress)) => {
-                branch.record(progress, &self.state.context, id, next)
-            }
-            _ => self.state.checkpoint(Some(id), next),
-        };
         events.push(checkpoint_event(&checkpoint));
         self.recorder.commit_stage(&StageCommit {
             run_id: self.recorder.run_id(),
@@ -472,11 +493,57 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// In git checkpoint mode, checkpoints the stage in git before the
+    /// store commits it: the stage's changes become a commit on the run
+    /// branch (with its metadata on the metadata branch), the checkpoint
+    /// records the branch's head, the stage's `diff.patch` is written (empty
+    /// when it changed nothing) and, when the handler named none (a command
+    /// stage, whose writes Weft does not see), the commit's paths become the
+    /// outcome's `files_touched`. `None` outside checkpoint mode; an error
+    /// is the notice to record (the run goes on, and the checkpoint keeps
+    /// the previous head).
+    fn checkpoint_in_git(
+        &self,
+        node: &Node,
+        visit: u32,
+        outcome: &mut Outcome,
+        checkpoint: &mut Checkpoint,
+    ) -> Option<Result<StageGit, String>> {
+        let git = self.env.git.as_ref()?;
+        let stage = StageRef {
+            node: &node.id,
+            visit,
+            status: outcome.status.as_str(),
+            completed: checkpoint.completed,
+        };
+        let outcome_json = serde_json::to_vec_pretty(&*outcome).unwrap_or_default();
+        let result = git.commit_stage(&stage, checkpoint.to_json().as_bytes(), &outcome_json);
+        checkpoint.git_commit_sha = Some(git.head());
+        let dir = self.recorder.run_dir().node_dir(&node.id, visit);
+        Some(match result {
+            Ok(committed) => {
+                if let Err(e) =
+                    crate::store::write_atomic(&dir.join("diff.patch"), committed.patch.as_bytes())
+                {
+                    return Some(Err(format!("could not write diff.patch: {e}")));
+                }
+                if outcome.files_touched.is_empty() {
+                    outcome.files_touched.clone_from(&committed.files);
+                }
+                Ok(committed)
+            }
+            Err(e) => Err(format!(
+                "the git checkpoint of {}@{visit} failed, the run goes on without it: {e}",
+                node.id
+            )),
+        })
+    }
+
     /// Writes the stage's status.json (outcome, attempts, duration) for
     /// people and tools; a failure is a notice, as the stage is committed.
     fn write_status_file(&self, node: &Node, visit: u32, dir: &Path, ran: &Ran) {
         let outcome = &ran.outcome;
-        let status_file = json!({
+        let mut status_file = json!({
             "status": outcome.status,
             "notes": outcome.notes,
             "failure_reason": outcome.failure_reason(),
@@ -489,6 +556,12 @@ impl Runner<'_> {
             "duration_ms": ran.duration_ms,
             "timestamp": crate::store::timestamp(),
         });
+        // In git checkpoint mode: the stage's commit (null when it changed
+        // nothing) and whether its diff.patch is whole.
+        if let (Some(Ok(git)), Some(fields)) = (&ran.git, status_file.as_object_mut()) {
+            fields.insert("git_commit_sha".into(), json!(git.commit));
+            fields.insert("patch_complete".into(), json!(git.patch_complete));
+        }
         let bytes = serde_json::to_vec_pretty(&status_file).unwrap_or_default();
         if let Err(e) = crate::store::write_atomic(&dir.join("status.json"), &bytes) {
             let _ = self.recorder.emit(

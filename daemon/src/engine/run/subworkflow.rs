@@ -149,6 +149,10 @@ impl Runner<'_> {
                     env_policy: self.env.env_policy.clone(),
                     model: self.env.models.choice().clone(),
                     agent: self.env.agent.clone(),
+                    // A child works in its parent's worktree; the parent's
+                    // stage commits what the child changed.
+                    no_checkpoint: true,
+                    include_dirty: false,
                 };
                 let child = launch::start(request, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)

@@ -50,16 +50,29 @@ pub(crate) fn number_of(data_code: Code) -> i64 {
         Code::RunNotFound
         | Code::StageNotFound
         | Code::QuestionNotFound
+        | Code::CheckpointNotFound
         | Code::ArtifactNotFound => code::NOT_FOUND,
         Code::RunAmbiguous => code::AMBIGUOUS,
         Code::RunNotResumable
         | Code::RunNotCancellable
+        | Code::RunNotForkable
         | Code::QuestionClosed
         | Code::QuestionNotWaiting
         | Code::SubscriptionExists
         | Code::SubscriptionLimit
         | Code::AgentNotRunning
-        | Code::AgentAmbiguous => code::INVALID_STATE,
+        | Code::AgentAmbiguous
+        // A run or checkout that cannot take the run's result as it is;
+        // `apply.failed` too: a run directory or repository that cannot be
+        // read is a state of theirs, not a bug of the daemon's.
+        | Code::ApplyNotCheckpointed
+        | Code::ApplyRunNotEnded
+        | Code::ApplyNeedsForce
+        | Code::ApplyDirty
+        | Code::ApplyConflicts
+        | Code::ApplyPatchDoesNotApply
+        | Code::ApplyNoTarget
+        | Code::ApplyFailed => code::INVALID_STATE,
         Code::WorkflowInvalid
         | Code::WorkflowIo
         | Code::RunConfig

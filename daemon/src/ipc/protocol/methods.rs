@@ -14,9 +14,11 @@ use serde_json::{Map, Value};
 
 use super::envelope::{Id, Rejection, Request, Version};
 use super::error::RpcError;
+pub use crate::engine::apply::RunApplied;
+use crate::engine::fork::Forked;
 use crate::ipc::codec::MAX_FRAME_BYTES;
 use crate::model::{AgentDefaults, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
-use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord};
+use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord, TimelineEntry};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
 /// change would break an existing client (a removed method or field).
@@ -106,9 +108,17 @@ methods! {
     "run.resume" => RunResume(RunResume) -> RunStarted;
     /// A page of a run's recorded events.
     "run.events" => RunEvents(RunEvents) -> EventPage;
+    /// A run's checkpoint timeline: each committed stage and its checkpoint.
+    "run.timeline" => RunTimeline(RunTimeline) -> Vec<TimelineEntry>;
+    /// A new run from one of a run's checkpoints (a rewind also archives
+    /// the source); resume it to continue.
+    "run.fork" => RunFork(RunFork) -> Forked;
     /// Queue a message for a running agent stage, delivered before its
     /// next model turn (steering).
     "run.steer" => RunSteer(RunSteer) -> SteerQueued;
+    /// Bring a checkpointed run's result into the user's checkout (merge
+    /// its branch, or apply its final.patch), as `weft apply` does.
+    "run.apply" => RunApply(RunApply) -> RunApplied;
     /// Receive live events as `event` notifications.
     "subscribe" => Subscribe(Subscribe) -> Subscribed;
     /// Stop a subscription.
@@ -212,6 +222,16 @@ pub struct RunStart {
     /// every field optional; defaults for the run's agent stages.
     #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
     pub agent: AgentDefaults,
+    /// Run in `work_dir` itself, without a git worktree and checkpoint
+    /// commits, even in a repository (`--no-checkpoint`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub no_checkpoint: bool,
+    /// Copy the checkout's uncommitted changes into the run's worktree
+    /// (`--include-dirty`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub include_dirty: bool,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     #[ts(as = "Option<Vec<(String, String)>>", optional)]
@@ -237,6 +257,8 @@ impl RunStart {
             model: ModelChoice::default(),
             env_policy: EnvPolicy::default(),
             agent: AgentDefaults::default(),
+            no_checkpoint: false,
+            include_dirty: false,
             env: CallerEnv::default(),
         }
     }
@@ -405,6 +427,34 @@ pub struct SteerQueued {
     pub visit: u32,
 }
 
+// ----- run.apply ------------------------------------------------------------
+
+/// `run.apply` params: bring a checkpointed run's result into its checkout
+/// (manifest.json's `repo`), as `weft apply` does: merge the run branch
+/// into `to` (default: the branch checked out; a fast-forward when it has
+/// not moved, else a merge commit), or with `patch` apply the run's
+/// final.patch to the working tree, uncommitted. Errors, each changing
+/// nothing: `apply.not_checkpointed`, `apply.run_not_ended`,
+/// `apply.needs_force` (a failed, cancelled or interrupted run without
+/// `force`), `apply.dirty` and `apply.conflicts` (`data.paths`),
+/// `apply.patch_does_not_apply`, `apply.no_target`, `apply.failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunApply {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// The branch to merge into; absent for the one checked out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Apply final.patch to the working tree instead of merging.
+    #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
+    pub patch: bool,
+    /// Apply a failed, cancelled or interrupted run too.
+    #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
+    pub force: bool,
+}
+
 // ----- subscribe / unsubscribe ---------------------------------------------
 
 /// `subscribe` params. The client picks the subscription id, so it can
@@ -520,6 +570,28 @@ pub struct DaemonInfo {
     pub home: PathBuf,
     pub db_path: PathBuf,
     pub socket_path: PathBuf,
+}
+
+/// `run.timeline` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunTimeline {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+}
+
+/// `run.fork` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunFork {
+    /// A run id or a unique prefix of one.
+    pub run: String,
+    /// The checkpoint: `node` (its latest visit), `node@visit` or `@N` (the
+    /// Nth on the timeline); absent for the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub target: Option<String>,
+    /// Rewind: the source must have ended, and is archived.
+    #[serde(default)]
+    pub rewind: bool,
 }
 
 /// `run.archive` params. Archiving changes nothing about the run itself:

@@ -274,6 +274,40 @@ fn every_method_request_and_result_survive_a_round_trip() {
                 visit: 2,
             },
         ),
+        round_trip(RunTimeline { run: "01J".into() }, vec![timeline_entry()]),
+        round_trip(
+            RunFork {
+                run: "01J".into(),
+                target: Some("plan@2".into()),
+                rewind: true,
+            },
+            crate::engine::fork::Forked {
+                run_id: "01JNEW".into(),
+                run_dir: "/h/runs/20261203-01JNEW".into(),
+                source: "01JRUN".into(),
+                from: timeline_entry(),
+                archived_source: true,
+            },
+        ),
+        round_trip(
+            RunApply {
+                run: "01J".into(),
+                to: Some("feature".into()),
+                patch: false,
+                force: true,
+            },
+            RunApplied {
+                run_id: "01JRUN".into(),
+                run_branch: "weft/run/01JRUN".into(),
+                repo: "/src/shop".into(),
+                applied: crate::git::Applied::Merged {
+                    branch: "feature".into(),
+                    from: "a".repeat(40),
+                    commit: "b".repeat(40),
+                    worktree_updated: false,
+                },
+            },
+        ),
         round_trip(
             DaemonStop {},
             DaemonStopping {
@@ -511,5 +545,19 @@ fn any_id_json_rpc_allows_is_echoed_exactly_as_given() {
         let got = got.expect("an id, so a reply is owed (`null` included)");
         let reply = serde_json::to_value(Response::success(Some(got), &json!({}))).expect("json");
         assert_eq!(reply["id"], id, "the reply carries the id as sent");
+    }
+}
+
+fn timeline_entry() -> crate::store::TimelineEntry {
+    crate::store::TimelineEntry {
+        ordinal: 3,
+        node_id: "plan".into(),
+        visit: 2,
+        status: "succeeded".into(),
+        seq: 17,
+        ts: "2026-12-03T12:00:00.000Z".into(),
+        next_node: Some("build".into()),
+        git_commit_sha: Some("0123456789abcdef0123456789abcdef01234567".into()),
+        checkpoint: serde_json::json!({"version": 1, "current_node": "plan"}),
     }
 }

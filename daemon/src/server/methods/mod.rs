@@ -5,10 +5,11 @@
 //! matches every method, so a method without a handler does not compile
 //! either, and it is the one place where a result becomes JSON.
 //!
-//! The handlers live in [`run`] (`run.*`), [`steer`] (`run.steer`), [`question`] (`question.list`,
+//! The handlers live in [`run`] (`run.*`), [`steer`] (`run.steer`), [`apply`] (`run.apply`), [`question`] (`question.list`,
 //! `question.answer`), [`subscription`] (`subscribe`, `unsubscribe`) and
 //! [`daemon`] (`daemon.status`, `daemon.stop`).
 
+pub mod apply;
 pub mod daemon;
 pub mod question;
 pub mod run;
@@ -86,7 +87,10 @@ pub(crate) async fn dispatch(call: Call, session: &mut Session) -> Result<Value,
         Call::RunCancel(params) => respond(params, session).await,
         Call::RunResume(params) => respond(params, session).await,
         Call::RunEvents(params) => respond(params, session).await,
+        Call::RunTimeline(params) => respond(params, session).await,
+        Call::RunFork(params) => respond(params, session).await,
         Call::RunSteer(params) => respond(params, session).await,
+        Call::RunApply(params) => respond(params, session).await,
         Call::Subscribe(params) => respond(params, session).await,
         Call::Unsubscribe(params) => respond(params, session).await,
         Call::QuestionList(params) => respond(params, session).await,

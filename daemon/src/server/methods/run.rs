@@ -1,12 +1,14 @@
 //! `run.start`, `run.resume`, `run.list`, `run.get`, `run.archive`,
-//! `run.cancel` and `run.events`.
+//! `run.cancel`, `run.events`, `run.timeline` and `run.fork`.
 
 use super::{Handler, Session, read};
+use crate::engine::fork::Forked;
 use crate::ipc::protocol::{
     CancelRequested, EVENTS_PAGE_BYTES, EventPage, RpcError, RunArchive, RunCancel, RunDetail,
-    RunEvents, RunGet, RunList, RunResume, RunStart, RunStarted,
+    RunEvents, RunFork, RunGet, RunList, RunResume, RunStart, RunStarted, RunTimeline,
 };
 use crate::model::{Code, Event, RunStatus, RunSummary};
+use crate::store::TimelineEntry;
 use crate::store::{EVENTS_PAGE_MAX, Store, StoreError};
 
 impl Handler for RunStart {
@@ -97,6 +99,42 @@ impl Handler for RunArchive {
         let record = store.find_run(&self.run)?;
         store.set_archived(&record.id, self.archived)?;
         Ok(RunSummary::from(store.find_run(&record.id)?))
+    }
+}
+
+impl Handler for RunTimeline {
+    const LARGE: bool = true;
+
+    async fn handle(self, session: &mut Session) -> Result<Vec<TimelineEntry>, RpcError> {
+        read(&session.daemon, move |store| {
+            let run = store.find_run(&self.run)?;
+            store.timeline(&run.id)
+        })
+        .await
+    }
+}
+
+impl Handler for RunFork {
+    async fn handle(self, session: &mut Session) -> Result<Forked, RpcError> {
+        let daemon = &session.daemon;
+        if daemon.is_stopping() {
+            return Err(RpcError::shutting_down());
+        }
+        let store = daemon.store.clone();
+        let home = daemon.home.clone();
+        // Copies files and writes git refs: off the event loop.
+        tokio::task::spawn_blocking(move || {
+            crate::engine::fork::fork(
+                &store,
+                &home,
+                &self.run,
+                self.target.as_deref(),
+                self.rewind,
+            )
+        })
+        .await
+        .map_err(|e| RpcError::internal(format!("the fork failed: {e}")))?
+        .map_err(|e| RpcError::new(e.code(), e.to_string()))
     }
 }
 

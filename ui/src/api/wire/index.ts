@@ -100,7 +100,58 @@ graph_source: string,
 /**
  * In capture order.
  */
-artifacts: Array<ArtifactRecord>, };
+artifacts: Array<ArtifactRecord>, 
+/**
+ * The run's git checkpoint facts (base commit, branches); absent when
+ * the run is not checkpointed.
+ */
+git?: RunGit, };
+
+export type RunGit = { 
+/**
+ * The commit the run started from (40 hex digits).
+ */
+base_sha: string, 
+/**
+ * The run's branch, `weft/run/{run_id}`.
+ */
+run_branch: string, 
+/**
+ * The metadata branch, `weft/meta/{run_id}`, when recorded.
+ */
+meta_branch: string | null, 
+/**
+ * The top of the user's checkout the run started from, when recorded.
+ */
+repo: string | null, 
+/**
+ * The run branch's last commit once the run ended (`conclusion.json`).
+ */
+final_git_commit_sha: string | null, };
+
+export type ChangesState = "recorded" | "empty" | "not_checkpointed" | "pending" | "missing";
+
+export type Changes = { state: ChangesState, 
+/**
+ * The patch text (invalid UTF-8 replaced), at most [`PATCH_VIEW_MAX`]
+ * bytes; empty unless `state` is `recorded`.
+ */
+patch: string, 
+/**
+ * The size of the whole patch file in bytes (0 when there is none).
+ */
+size: number, 
+/**
+ * Whether `patch` is only the start of the file (cut at a line's end
+ * to fit [`PATCH_VIEW_MAX`]).
+ */
+truncated: boolean, 
+/**
+ * Whether the engine itself cut the stage's patch (its `status.json`
+ * says `"patch_complete": false`): the commit holds the whole change,
+ * the patch only its start. Always false for a run's `final.patch`.
+ */
+incomplete: boolean, };
 
 export type StageRecord = { run_id: string, node_id: string, visit: number, 
 /**
@@ -537,6 +588,16 @@ env_policy?: EnvPolicy,
  */
 agent?: AgentDefaults, 
 /**
+ * Run in `work_dir` itself, without a git worktree and checkpoint
+ * commits, even in a repository (`--no-checkpoint`).
+ */
+no_checkpoint?: boolean, 
+/**
+ * Copy the checkout's uncommitted changes into the run's worktree
+ * (`--include-dirty`).
+ */
+include_dirty?: boolean, 
+/**
  * The caller's environment; empty means the daemon's own.
  */
 env?: Array<[string, string]>, };
@@ -580,6 +641,46 @@ text: string, };
 
 export type SteerQueued = { run_id: string, node_id: string, visit: number, };
 
+export type RunApply = { 
+/**
+ * A run id or a unique prefix of one.
+ */
+run: string, 
+/**
+ * The branch to merge into; absent for the one checked out.
+ */
+to?: string | null, 
+/**
+ * Apply final.patch to the working tree instead of merging.
+ */
+patch?: boolean, 
+/**
+ * Apply a failed, cancelled or interrupted run too.
+ */
+force?: boolean, };
+
+export type RunApplied = { run_id: string, 
+/**
+ * The run's branch (`weft/run/{id}`).
+ */
+run_branch: string, 
+/**
+ * The checkout it was applied to.
+ */
+repo: string, } & ({ "action": "up_to_date", branch: string, sha: string, } | { "action": "fast_forwarded", branch: string, from: string, to: string, 
+/**
+ * Whether the working tree and index were updated (the branch is
+ * the one checked out).
+ */
+worktree_updated: boolean, } | { "action": "merged", branch: string, from: string, commit: string, worktree_updated: boolean, } | { "action": "patched", files: Array<string>, });
+
+export type Applied = { "action": "up_to_date", branch: string, sha: string, } | { "action": "fast_forwarded", branch: string, from: string, to: string, 
+/**
+ * Whether the working tree and index were updated (the branch is
+ * the one checked out).
+ */
+worktree_updated: boolean, } | { "action": "merged", branch: string, from: string, commit: string, worktree_updated: boolean, } | { "action": "patched", files: Array<string>, };
+
 export type DaemonInfo = { 
 /**
  * The weftd crate version.
@@ -590,7 +691,7 @@ version: string,
  */
 protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, };
 
-export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
+export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "apply.not_checkpointed" | "apply.run_not_ended" | "apply.needs_force" | "apply.dirty" | "apply.conflicts" | "apply.patch_does_not_apply" | "apply.no_target" | "apply.failed" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
 
 export type AppError = { code: Code, message: string, };
 
