@@ -20,7 +20,8 @@ use weft::llm::LlmSettings;
 use weft::model::{Code, Event, RunSummary};
 use weft::store::{Home, QuestionRecord};
 use weft::views::{
-    AppError, ArtifactContent, InitialRoute, LogMatch, RunView, RunsPage, StageFiles, Views,
+    AppError, ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, StageFiles,
+    Views,
 };
 
 /// A page of events a history call returns when the UI names no limit.
@@ -74,6 +75,16 @@ pub async fn run_events(run: String, after_seq: u64, limit: Option<u32>) -> Resu
 
 pub async fn stage_files(run: String, node: String, visit: u32) -> Result<StageFiles> {
     history(move |views| views.stage_files(&run, &node, visit)).await
+}
+
+/// The run's `final.patch` for the Files Changed view.
+pub async fn run_changes(run: String) -> Result<Changes> {
+    history(move |views| views.run_changes(&run)).await
+}
+
+/// A stage visit's `diff.patch` for the Files Changed view.
+pub async fn stage_changes(run: String, node: String, visit: u32) -> Result<Changes> {
+    history(move |views| views.stage_changes(&run, &node, visit)).await
 }
 
 /// The latest captured version of artifact `path` of the run, for a preview.

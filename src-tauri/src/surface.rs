@@ -28,7 +28,9 @@ use weft::ipc::protocol::{
 use weft::lang::Diagnostic;
 use weft::model::{Event, RunSummary};
 use weft::store::QuestionRecord;
-use weft::views::{ArtifactContent, InitialRoute, LogMatch, RunView, RunsPage, StageFiles};
+use weft::views::{
+    ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, StageFiles,
+};
 
 use crate::bridge;
 use crate::commands::{self, Result};
@@ -65,6 +67,14 @@ macro_rules! with_commands {
             history commands::run_events(run: String, after_seq: u64, limit: Option<u32>) -> Vec<Event>;
             /// The prompt, response, logs and status files of one stage visit.
             history commands::stage_files(run: String, node: String, visit: u32) -> StageFiles;
+            /// The run's changes from its base commit to its last one
+            /// (`final.patch` in the run directory, at most 4 MiB of it):
+            /// `pending` until the run ends, `not_checkpointed` for a run
+            /// outside git.
+            history commands::run_changes(run: String) -> Changes;
+            /// One stage visit's changes (its `diff.patch`, at most 4 MiB):
+            /// `empty` when it changed nothing, `pending` while it runs.
+            history commands::stage_changes(run: String, node: String, visit: u32) -> Changes;
             /// Lines containing `query` (ignoring case) in every stage's logs
             /// and response (at most 1,000).
             history commands::search_logs(run: String, query: String) -> Vec<LogMatch>;

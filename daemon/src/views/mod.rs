@@ -23,6 +23,10 @@ use crate::store::{
     StageRecord, Store, StoreError, write_atomic,
 };
 
+mod changes;
+
+pub use changes::{Changes, ChangesState, RunGit};
+
 /// The most a text read from a stage folder holds (1 MiB); longer files are
 /// cut and named in [`StageFiles::truncated`].
 pub(crate) const STAGE_TEXT_MAX: u64 = 1024 * 1024;
@@ -77,6 +81,11 @@ pub struct RunView {
     pub graph_source: String,
     /// In capture order.
     pub artifacts: Vec<ArtifactRecord>,
+    /// The run's git checkpoint facts (base commit, branches); absent when
+    /// the run is not checkpointed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub git: Option<RunGit>,
 }
 
 /// One stage's files from its folder in the run directory; `None` for a
@@ -279,7 +288,9 @@ impl Views {
         )
         .unwrap_or_default();
         let options = serde_json::from_value(record.options.clone()).unwrap_or_default();
+        let git = changes::run_git(&record.run_dir);
         Ok(RunView {
+            git,
             inputs: record.inputs.clone(),
             options,
             edge_count: record.edge_count,

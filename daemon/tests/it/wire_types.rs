@@ -23,8 +23,8 @@ use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord};
 use weft::views::{
-    AppError, ArtifactContent, InitialRoute, LogMatch, LogStream, RunView, RunViewOptions,
-    RunsPage, StageFiles,
+    AppError, ArtifactContent, Changes, ChangesState, InitialRoute, LogMatch, LogStream, RunGit,
+    RunView, RunViewOptions, RunsPage, StageFiles,
 };
 
 const HEADER: &str = "\
@@ -64,6 +64,9 @@ fn declarations() -> Vec<Decl> {
         decl::<RunsPage>(),
         decl::<RunViewOptions>(),
         decl::<RunView>(),
+        decl::<RunGit>(),
+        decl::<ChangesState>(),
+        decl::<Changes>(),
         decl::<StageRecord>(),
         decl::<StageFiles>(),
         decl::<ArtifactContent>(),

@@ -176,6 +176,10 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
     // ticks show it.
     record_agent_run(sb, fake);
 
+    // A run in a git repository: each stage's changes are a commit and a
+    // diff.patch, the run's a final.patch (the Files Changed view).
+    record_checkpointed_run(sb);
+
     // A parallel fan-out over three checks, joined again.
     sb.write(
         "checks.fabro",
@@ -407,6 +411,51 @@ fn record_agent_run(sb: &Sandbox, fake: &FakeLlm) {
     );
 }
 
+/// A run in checkpoint mode in the repository `{sandbox}/shop-repo`: one
+/// stage renames a module, edits a file and adds a binary one, one changes
+/// nothing, one appends to the README and deletes a file.
+fn record_checkpointed_run(sb: &Sandbox) {
+    let root = sb.path().join("shop-repo");
+    let repo = git2::Repository::init_opts(
+        &root,
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )
+    .unwrap_or_else(|e| panic!("init: {e}"));
+    let files = [
+        ("README.md", "# Shop\n\nA small shop service.\n"),
+        (
+            "main.py",
+            "from util import total\n\nprint(total([1, 2, 3]))\n",
+        ),
+        ("util.py", "def total(prices):\n    return sum(prices)\n"),
+        ("TODO.txt", "- move util into src/\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(root.join(name), text).unwrap_or_else(|e| panic!("write: {e}"));
+    }
+    let mut index = repo.index().unwrap_or_else(|e| panic!("index: {e}"));
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap_or_else(|e| panic!("add: {e}"));
+    index.write().unwrap_or_else(|e| panic!("write index: {e}"));
+    let tree = index.write_tree().unwrap_or_else(|e| panic!("tree: {e}"));
+    let tree = repo.find_tree(tree).unwrap_or_else(|e| panic!("tree: {e}"));
+    let me = git2::Signature::now("Shop Dev", "dev@shop.invalid").unwrap_or_else(|e| panic!("{e}"));
+    repo.commit(Some("HEAD"), &me, &me, "initial", &tree, &[])
+        .unwrap_or_else(|e| panic!("commit: {e}"));
+    sb.write(
+        "refactor.fabro",
+        r#"digraph Refactor { graph [goal="Move util into src/ and document it"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           move [shape=parallelogram, script="mkdir -p src && mv util.py src/util.py && sed -i 's/from util/from src.util/' main.py && printf '\\211PNG\\r\\n\\032\\n' > logo.png && head -c 16 /dev/zero >> logo.png"]
+           check [shape=parallelogram, script="echo 'total: 6'"]
+           docs [shape=parallelogram, script="printf '\\n## Usage\\n\\n    python3 main.py\\n' >> README.md && rm TODO.txt"]
+           start -> move -> check -> docs -> exit }"#,
+    );
+    let c = run_here(weft(sb), "refactor.fabro", &["--work-dir", "shop-repo"], 0);
+    assert_eq!(c["status"], "succeeded", "{c}");
+}
+
 /// The filtered run-list queries the UI's tests make, recorded with the
 /// store's answers (`pages`): the test host serves these instead of
 /// filtering runs itself. The runs screen asks 200 runs at a time and hides
@@ -441,6 +490,7 @@ fn dump(home: &Home) -> Value {
     let mut stage_files = Map::new();
     let mut questions = Vec::new();
     let mut artifacts = Map::new();
+    let mut changes = Map::new();
     for summary in &page.runs {
         let view = views.run(&summary.id).unwrap_or_else(|e| panic!("{e}"));
         let run_events = views
@@ -462,6 +512,21 @@ fn dump(home: &Home) -> Value {
                 .unwrap_or_else(|e| panic!("{e}"));
             artifacts.insert(format!("{}/{}", summary.id, artifact.path), json!(content));
         }
+        if view.git.is_some() {
+            let run_changes = views
+                .run_changes(&summary.id)
+                .unwrap_or_else(|e| panic!("{e}"));
+            changes.insert(summary.id.clone(), json!(run_changes));
+            for stage in &view.stages {
+                let stage_changes = views
+                    .stage_changes(&summary.id, &stage.node_id, stage.visit)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                changes.insert(
+                    format!("{}/{}/{}", summary.id, stage.node_id, stage.visit),
+                    json!(stage_changes),
+                );
+            }
+        }
         questions.extend(view.questions.iter().map(|q| json!(q)));
         run_views.push(json!(view));
     }
@@ -480,6 +545,7 @@ fn dump(home: &Home) -> Value {
         "stageFiles": stage_files,
         "questions": questions,
         "artifacts": artifacts,
+        "changes": changes,
         "pages": pages,
     })
 }
@@ -566,6 +632,15 @@ fn shape(fixtures: &Value) -> Vec<(String, BTreeSet<String>)> {
                     }
                 }
             }
+            if let Some(changes) = fixtures["changes"].as_object() {
+                for (key, patch) in changes {
+                    if key == id || key.starts_with(&format!("{id}/")) {
+                        keys(patch, "changes", &mut paths);
+                        // Which stages changed something, and which nothing.
+                        paths.insert(format!("changes.state.{}", patch["state"]));
+                    }
+                }
+            }
             if let Some(questions) = fixtures["questions"].as_array() {
                 for q in questions.iter().filter(|q| q["run_id"] == id) {
                     keys(q, "questions[]", &mut paths);
@@ -606,6 +681,7 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         "\"Checks\" \"succeeded\"",
         "\"Summarize\" \"succeeded\"",
         "\"Fix\" \"succeeded\"",
+        "\"Refactor\" \"succeeded\"",
         "\"Deploy\" \"failed\"",
         "\"Release\" \"succeeded\"",
     ] {
@@ -614,7 +690,15 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
             "the history has {expected}: {runs:?}"
         );
     }
-    assert_eq!(runs.len(), 8, "one view per run: {runs:?}");
+    assert_eq!(runs.len(), 9, "one view per run: {runs:?}");
+    let states: BTreeSet<&str> = fixtures["changes"]
+        .as_object()
+        .map(|c| c.values().filter_map(|c| c["state"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        states.contains("recorded") && states.contains("empty"),
+        "the checkpointed run has stages that changed files and one that changed nothing: {states:?}"
+    );
     let media: BTreeSet<&str> = fixtures["artifacts"]
         .as_object()
         .map(|a| a.values().filter_map(|c| c["media"].as_str()).collect())

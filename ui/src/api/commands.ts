@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, DaemonInfo, Diagnostic, Event, InitialRoute, LogMatch, QuestionRecord, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, InitialRoute, LogMatch, QuestionRecord, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -35,6 +35,18 @@ export type Commands = {
   run_events: { args: { run: string; after_seq: number; limit?: number | null | undefined }; result: Array<Event> };
   /** The prompt, response, logs and status files of one stage visit. */
   stage_files: { args: { run: string; node: string; visit: number }; result: StageFiles };
+  /**
+   * The run's changes from its base commit to its last one
+   * (`final.patch` in the run directory, at most 4 MiB of it):
+   * `pending` until the run ends, `not_checkpointed` for a run
+   * outside git.
+   */
+  run_changes: { args: { run: string }; result: Changes };
+  /**
+   * One stage visit's changes (its `diff.patch`, at most 4 MiB):
+   * `empty` when it changed nothing, `pending` while it runs.
+   */
+  stage_changes: { args: { run: string; node: string; visit: number }; result: Changes };
   /**
    * Lines containing `query` (ignoring case) in every stage's logs
    * and response (at most 1,000).
@@ -117,6 +129,8 @@ export const COMMAND_KINDS = {
   run_view: 'history',
   run_events: 'history',
   stage_files: 'history',
+  run_changes: 'history',
+  stage_changes: 'history',
   search_logs: 'history',
   artifact_content: 'history',
   reveal_artifact: 'history',
@@ -168,6 +182,18 @@ export interface CommandMethods {
   runEvents(run: string, after_seq: number, limit?: number | null): Promise<Array<Event>>;
   /** The prompt, response, logs and status files of one stage visit. */
   stageFiles(run: string, node: string, visit: number): Promise<StageFiles>;
+  /**
+   * The run's changes from its base commit to its last one
+   * (`final.patch` in the run directory, at most 4 MiB of it):
+   * `pending` until the run ends, `not_checkpointed` for a run
+   * outside git.
+   */
+  runChanges(run: string): Promise<Changes>;
+  /**
+   * One stage visit's changes (its `diff.patch`, at most 4 MiB):
+   * `empty` when it changed nothing, `pending` while it runs.
+   */
+  stageChanges(run: string, node: string, visit: number): Promise<Changes>;
   /**
    * Lines containing `query` (ignoring case) in every stage's logs
    * and response (at most 1,000).
@@ -236,6 +262,8 @@ export const METHOD_COMMANDS = {
   runView: 'run_view',
   runEvents: 'run_events',
   stageFiles: 'stage_files',
+  runChanges: 'run_changes',
+  stageChanges: 'stage_changes',
   searchLogs: 'search_logs',
   artifactContent: 'artifact_content',
   revealArtifact: 'reveal_artifact',
@@ -262,6 +290,8 @@ export function commandMethods(send: Send): CommandMethods {
     runView: (run) => send('run_view', { run }),
     runEvents: (run, after_seq, limit) => send('run_events', { run, after_seq, limit }),
     stageFiles: (run, node, visit) => send('stage_files', { run, node, visit }),
+    runChanges: (run) => send('run_changes', { run }),
+    stageChanges: (run, node, visit) => send('stage_changes', { run, node, visit }),
     searchLogs: (run, query) => send('search_logs', { run, query }),
     artifactContent: (run, path) => send('artifact_content', { run, path }),
     revealArtifact: (run, path) => send('reveal_artifact', { run, path }),

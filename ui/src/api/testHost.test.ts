@@ -13,6 +13,7 @@ describe('the recorded fixtures', () => {
       'Tidy running',
       'Migrate cancelled',
       'Checks succeeded',
+      'Refactor succeeded',
       'Fix succeeded',
       'Summarize succeeded',
       'Deploy failed',

@@ -2,7 +2,7 @@ import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
 import { COMMAND_KINDS, METHOD_COMMANDS, type CommandMethods } from './commands';
-import type { AnswerBy, AppError, ArtifactContent, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
+import type { AnswerBy, AppError, ArtifactContent, Changes, ChangesState, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -21,6 +21,11 @@ function notFound(what: string): Promise<never> {
 
 function artifactNotFound(run: string, path: string): Promise<never> {
   return fail('artifact.not_found', `run ${run} captured no artifact \`${path}\``);
+}
+
+/** A patch read that found no patch, for `state`. */
+function noChanges(state: ChangesState): Changes {
+  return { state, patch: '', size: 0, truncated: false, incomplete: false };
 }
 
 /**
@@ -107,6 +112,22 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
       const record = view?.artifacts.filter((a) => a.path === path).at(-1);
       if (!view || !record) return artifactNotFound(run, path);
       return Promise.resolve(fixtures.artifacts?.[`${view.run.id}/${path}`] ?? syntheticArtifact(path, record.size));
+    },
+    // The patches a checkpointed run's directory holds, as `Views::run_changes`
+    // and `stage_changes` tell their absence.
+    runChanges: (run) => {
+      const view = find(run);
+      if (!view) return notFound(run);
+      if (!view.git) return Promise.resolve(noChanges('not_checkpointed'));
+      const ended = view.run.status === 'succeeded' || view.run.status === 'failed';
+      return Promise.resolve(fixtures.changes?.[view.run.id] ?? noChanges(ended ? 'missing' : 'pending'));
+    },
+    stageChanges: (run, node, visit) => {
+      const view = find(run);
+      if (!view) return notFound(run);
+      if (!view.git) return Promise.resolve(noChanges('not_checkpointed'));
+      const running = view.stages.some((s) => s.node_id === node && s.visit === visit && s.status === 'running');
+      return Promise.resolve(fixtures.changes?.[`${view.run.id}/${node}/${visit}`] ?? noChanges(running ? 'pending' : 'missing'));
     },
     // No file manager in a browser: say where the app would have put it.
     revealArtifact: (run, path) => {

@@ -108,6 +108,14 @@ export function RunHeader({
           <dt>Run</dt>
           <dd className="run-mono">{run.id}</dd>
         </div>
+        {view.git && (
+          <div data-testid="run-git">
+            <dt>Git</dt>
+            <dd className="run-mono" title={`${view.git.run_branch} from ${view.git.base_sha}${view.git.repo ? ` in ${view.git.repo}` : ''}`}>
+              {view.git.run_branch} from {view.git.base_sha.slice(0, 8)}
+            </dd>
+          </div>
+        )}
         {run.llm && (
           <div>
             <dt>LLM</dt>

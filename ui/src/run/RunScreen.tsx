@@ -1,9 +1,10 @@
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 
 import type { Host, QuestionRecord, RunView, StageFiles } from '../api';
 import { routeHash, type Route } from '../app/route';
 import { ArtifactList } from '../artifacts/ArtifactList';
 import { ArtifactPreview } from '../artifacts/ArtifactPreview';
+import { FilesChanged, type ChangesSource } from '../changes/FilesChanged';
 import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
 import { prefetchLayout } from '../graph/layout';
@@ -92,6 +93,14 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   const [picked, setPicked] = useState<Pick | null>(() => (route.node ? { node: route.node, visit: null } : null));
   useEffect(() => setPicked(route.node ? { node: route.node, visit: null } : null), [route.run, route.node]);
   const selected = useMemo(() => (view ? selectionOf(view, picked) : null), [view, picked]);
+  // The Files Changed panel shows the whole run until a stage's changes are asked for.
+  const [changesOf, setChangesOf] = useState<ChangesSource>(null);
+  useEffect(() => setChangesOf(null), [route.run]);
+  const changesSection = useRef<HTMLElement>(null);
+  const showChanges = useCallback((node: string, visit: number) => {
+    setChangesOf({ node, visit });
+    changesSection.current?.scrollIntoView?.({ block: 'start' });
+  }, []);
 
   const select = useCallback(
     (node: string, visit?: number) => {
@@ -151,7 +160,13 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
         </div>
         <div className="run__side">
           {selectedStage ? (
-            <StageDetail stage={selectedStage} files={files} events={events} host={host} />
+            <StageDetail
+              stage={selectedStage}
+              files={files}
+              events={events}
+              host={host}
+              onShowChanges={v.git ? () => showChanges(selectedStage.node_id, selectedStage.visit) : undefined}
+            />
           ) : selected ? (
             <p className="muted">{selected.node} has not run yet.</p>
           ) : (
@@ -162,6 +177,10 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
       <section aria-label="Timeline">
         <h3 className="run__section">Timeline</h3>
         {timeline && <TimelineView timeline={timeline} selected={selected} onSelect={select} />}
+      </section>
+      <section aria-label="Files changed" ref={changesSection}>
+        <h3 className="run__section">Files changed</h3>
+        <FilesChanged host={host} view={v} source={changesOf} onSource={setChangesOf} />
       </section>
       <section aria-label="Output">
         <h3 className="run__section">Logs</h3>

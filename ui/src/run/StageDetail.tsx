@@ -40,11 +40,14 @@ export function StageDetail({
   files,
   events,
   host,
+  onShowChanges,
 }: {
   stage: StageRecord;
   files: FilesLoad;
   events: readonly Event[];
   host?: Host;
+  /** Shows this stage's diff in the run's Files Changed panel (a git-checkpointed run only). */
+  onShowChanges?: (() => void) | undefined;
 }) {
   const ready = files.kind === 'ready' ? files.files : null;
   const updates = contextUpdates(stage);
@@ -90,6 +93,11 @@ export function StageDetail({
           {stage.attempts > 0 ? ` · ${stage.attempts} ${stage.attempts === 1 ? 'attempt' : 'attempts'}` : ''}
           {stage.branch ? ` · branch ${stage.branch}` : ''}
         </span>
+        {onShowChanges && (
+          <button type="button" className="link" data-testid="stage-changes-link" onClick={onShowChanges}>
+            Files changed
+          </button>
+        )}
       </header>
       {reason && stage.status !== 'succeeded' && <p className="error">{reason}</p>}
       {retries.length > 0 && (

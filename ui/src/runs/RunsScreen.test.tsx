@@ -43,6 +43,7 @@ describe('RunsScreen', () => {
       'Tidy',
       'Migrate',
       'Checks',
+      'Refactor',
       'Fix',
       'Summarize',
       'Deploy',
@@ -66,7 +67,7 @@ describe('RunsScreen', () => {
   it('offers the workflows of the pages read when the store cannot list them', async () => {
     const el = await render(makeTestHost(recorded));
     const options = [...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent);
-    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Release', 'Ship', 'Summarize', 'Tidy']);
+    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Refactor', 'Release', 'Ship', 'Summarize', 'Tidy']);
   });
 
   it('takes the first page asked for before it mounted instead of asking again', async () => {

@@ -100,7 +100,58 @@ graph_source: string,
 /**
  * In capture order.
  */
-artifacts: Array<ArtifactRecord>, };
+artifacts: Array<ArtifactRecord>, 
+/**
+ * The run's git checkpoint facts (base commit, branches); absent when
+ * the run is not checkpointed.
+ */
+git?: RunGit, };
+
+export type RunGit = { 
+/**
+ * The commit the run started from (40 hex digits).
+ */
+base_sha: string, 
+/**
+ * The run's branch, `weft/run/{run_id}`.
+ */
+run_branch: string, 
+/**
+ * The metadata branch, `weft/meta/{run_id}`, when recorded.
+ */
+meta_branch: string | null, 
+/**
+ * The top of the user's checkout the run started from, when recorded.
+ */
+repo: string | null, 
+/**
+ * The run branch's last commit once the run ended (`conclusion.json`).
+ */
+final_git_commit_sha: string | null, };
+
+export type ChangesState = "recorded" | "empty" | "not_checkpointed" | "pending" | "missing";
+
+export type Changes = { state: ChangesState, 
+/**
+ * The patch text (invalid UTF-8 replaced), at most [`PATCH_VIEW_MAX`]
+ * bytes; empty unless `state` is `recorded`.
+ */
+patch: string, 
+/**
+ * The size of the whole patch file in bytes (0 when there is none).
+ */
+size: number, 
+/**
+ * Whether `patch` is only the start of the file (cut at a line's end
+ * to fit [`PATCH_VIEW_MAX`]).
+ */
+truncated: boolean, 
+/**
+ * Whether the engine itself cut the stage's patch (its `status.json`
+ * says `"patch_complete": false`): the commit holds the whole change,
+ * the patch only its start. Always false for a run's `final.patch`.
+ */
+incomplete: boolean, };
 
 export type StageRecord = { run_id: string, node_id: string, visit: number, 
 /**
