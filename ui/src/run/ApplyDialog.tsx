@@ -50,15 +50,16 @@ export function ApplyDialog({ host, view, onClose }: { host: Host; view: RunView
       setState({ kind: 'refused', error: appError(e), forced: force });
     }
   };
-  const startDaemon = async () => {
+  // Starts weftd, then tries again what found it stopped (with the same `force`).
+  const startDaemon = async (force: boolean) => {
     setState({ kind: 'busy', what: 'Starting the daemon' });
     try {
       await host.daemonStart();
     } catch (e) {
-      setState({ kind: 'refused', error: appError(e), forced: false });
+      setState({ kind: 'refused', error: appError(e), forced: force });
       return;
     }
-    await apply(false);
+    await apply(force);
   };
 
   return (
@@ -129,7 +130,7 @@ export function ApplyDialog({ host, view, onClose }: { host: Host; view: RunView
             </button>
           )}
           {state.error.code === 'daemon.not_running' && (
-            <button type="button" onClick={() => void startDaemon()}>
+            <button type="button" onClick={() => void startDaemon(state.forced)}>
               Start daemon
             </button>
           )}

@@ -161,6 +161,28 @@ describe('Apply', () => {
     expect(q('[data-testid=apply-refused]')?.getAttribute('data-code')).toBe('daemon.not_running');
     expect(q('[data-testid=apply-refused]')?.textContent).toContain('Start daemon');
   });
+
+  it('starts the daemon when asked and applies then', async () => {
+    let daemon = false;
+    const { host, calls } = hostOf(view({ status: 'succeeded' }), () =>
+      daemon ? Promise.resolve(merged) : Promise.reject({ code: 'daemon.not_running', message: 'no daemon' }),
+    );
+    host.daemonStart = () => {
+      daemon = true;
+      return Promise.resolve({ version: '0', protocol: 1, pid: 1, uptime_ms: 0, runs_running: 0, runs_queued: 0, home: '', db_path: '', socket_path: '' });
+    };
+    await render(host);
+    await click('[data-testid=apply-run]');
+    await click('[data-testid=apply-confirm]');
+    await until(() => q('[data-testid=apply-refused]') !== null);
+    const start = [...container.querySelectorAll<HTMLButtonElement>('[data-testid=apply-refused] button')].find((b) => b.textContent === 'Start daemon');
+    await act(async () => start?.click());
+    await until(() => q('[data-testid=apply-result]') !== null);
+    expect(calls).toEqual([
+      ['runApply', RUN, false, false],
+      ['runApply', RUN, false, false],
+    ]);
+  });
 });
 
 describe('Fork and rewind', () => {
