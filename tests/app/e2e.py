@@ -15,6 +15,9 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
      one in the app and reveals it in the file manager (a stand-in
      `xdg-open` on PATH records what it was asked to open: the Xvfb
      session has no file manager),
+  5b. runs a workflow in a scratch git repository (checkpoint mode) and
+     sees a stage's diff, opened from its stage panel, then the whole
+     run's, and the run branch and base commit in the header,
   6. starts the app a second time with `--run RUN --question ID`, as weftd
      does when a gate notification is clicked: the second process hands
      the route to the open window and exits,
@@ -26,7 +29,7 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
      still show, and that an action says the daemon is not running.
 
 On the way it screenshots every screen into docs/screenshots/ (run-gate,
-run, runs, gates, launch, run-artifacts, run-agent, run-offline). Assertions are on DOM text, never on
+run, runs, gates, launch, run-artifacts, run-changes, run-agent, run-offline). Assertions are on DOM text, never on
 pixels.
 
 Usage (needs a display and a session bus; `make test-app` runs it so):
@@ -125,6 +128,23 @@ graph = "report.fabro"
 [run.artifacts]
 include = ["reports/**"]
 """
+CHANGES_WORKFLOW = """\
+// Run in a scratch git repository: each stage's changes are a commit and a
+// diff.patch, the run's a final.patch (the Files Changed section).
+digraph Tidy {
+    graph [goal="Move util into src/ and document it"]
+    start [shape=Mdiamond]
+    exit  [shape=Msquare]
+    move [shape=parallelogram, script="mkdir -p src && mv util.py src/util.py && sed -i 's/from util/from src.util/' main.py"]
+    docs [shape=parallelogram, script="printf '\\\\n## Usage\\\\n\\\\n    python3 main.py\\\\n' >> README.md"]
+    start -> move -> docs -> exit
+}
+"""
+CHANGES_REPO_FILES = {
+    "README.md": "# Shop\n\nA small shop service.\n",
+    "main.py": "from util import total\n\nprint(total([1, 2, 3]))\n",
+    "util.py": "def total(prices):\n    return sum(prices)\n",
+}
 REPORT_PATH = "reports/summary.md"
 REPORT_BYTES = b"# Release report\n\n- e2e-42 shipped\n"
 
@@ -457,6 +477,45 @@ class E2E:
         )
         self.shot("run-artifacts.png")
 
+    def step_changes(self) -> None:
+        repo = self.work / "shop-repo"
+        repo.mkdir()
+        for name, text in CHANGES_REPO_FILES.items():
+            (repo / name).write_text(text)
+        git = ["git", "-c", "user.name=E2E", "-c", "user.email=e2e@weft.invalid", "-c", "commit.gpgsign=false"]
+        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
+            done = self.run_briefly([*git, *args], f"git {args[0]}", cwd=repo)
+            if done.returncode != 0:
+                raise Failure(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+        (self.work / "tidy.fabro").write_text(CHANGES_WORKFLOW)
+        done = self.weft_cli("run", "--json", "tidy.fabro", "--work-dir", str(repo), cwd=self.work)
+        if done.returncode != 0:
+            raise Failure(f"`weft run tidy.fabro` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+        run_id = json.loads(done.stdout)["run_id"]
+        self.s.set_hash(f"#/runs/{run_id}/node/move")
+        # The stage panel links to the stage's own diff.
+        self.s.click(wait_until(
+            "the stage panel's Files changed link", lambda: self.s.find("[data-testid=stage-changes-link]"), UI_TIMEOUT_S,
+            describe=lambda: f"the page says {self.s.text()[:300]!r}",
+        ))
+        self.wait_text("the move stage's changes", "[data-testid=changes-totals]", "3 files changed")
+        # The whole run's: the file tree names every file, the diff shows the lines.
+        self.s.execute(
+            "const s = document.querySelector('[data-testid=files-changed] select');"
+            "s.value = ''; s.dispatchEvent(new Event('change', {bubbles: true}));"
+        )
+        self.wait_text("the whole run's changes", "[data-testid=changes-totals]", "4 files changed")
+        self.wait_text("the moved module in the diff", "[data-testid=diff-view]", "from src.util import total")
+        git_facts = self.wait_text("the run branch in the header", "[data-testid=run-git]", f"weft/run/{run_id}")
+        base = self.run_briefly([*git, "rev-parse", "--short=8", "main"], "git rev-parse", cwd=repo).stdout.strip()
+        if base not in git_facts:
+            raise Failure(f"the header shows {git_facts!r}, not the base commit {base}")
+        self.s.execute(
+            "document.querySelector('[data-testid=files-changed]').scrollIntoView({block: 'start'});"
+        )
+        time.sleep(PAINT_DELAY_S)
+        self.shot("run-changes.png")
+
     def step_second_start(self) -> None:
         # As weftd starts the app for a clicked gate notification.
         self.nav("Runs")
@@ -604,6 +663,7 @@ def run_steps(test: E2E) -> tuple[int, int]:
         ("the Gates inbox is empty", test.step_gates),
         ("Launch shows a broken workflow's diagnostic", test.step_launch_broken),
         ("an artifact is previewed and revealed in its folder", test.step_artifacts),
+        ("a checkpointed run's changes show in Files changed", test.step_changes),
         ("a second start hands its question to the open window", test.step_second_start),
         ("an agent stage shows its transcript live and takes a steering message", test.step_agent),
         ("with weftd stopped the run's details and logs still show", test.step_offline),

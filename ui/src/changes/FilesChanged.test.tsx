@@ -6,10 +6,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Changes, Host, RunView } from '../api';
 import { makeTestHost } from '../api/testHost';
-import { failedView, RUN } from '../run/fixture.test-data';
+import { failedView, RUN, stage } from '../run/fixture.test-data';
 import { RunScreen } from '../run/RunScreen';
 import { DIFF_ROW_HEIGHT } from './DiffView';
-import { FilesChanged, PatchView, type ChangesSource } from './FilesChanged';
+import { FilesChanged, PatchView, STAGES_LISTED_MAX, type ChangesSource } from './FilesChanged';
 import { GIT_PATCH } from './patch.test-data';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -150,6 +150,7 @@ describe('the Files Changed panel', () => {
     const el = render(<Panel host={host} view={view} />);
     await until(() => el.querySelector('[data-testid=changes-totals]') !== null);
     expect(el.querySelector('[data-testid=changes-totals]')?.textContent).toContain('6 files changed');
+    click([...el.querySelectorAll('[role=tab]')].find((b) => b.textContent === 'Split'));
     const select = el.querySelector('select');
     act(() => {
       if (select) select.value = 'build@1';
@@ -157,6 +158,7 @@ describe('the Files Changed panel', () => {
     });
     await until(() => el.querySelector('[data-testid=files-changed]')?.getAttribute('data-source') === 'build@1' && !!el.querySelector('[data-testid=changes-totals]'));
     expect(el.querySelector('[data-testid=changes-totals]')?.textContent).toContain('1 file changed');
+    expect(el.querySelector('[data-testid=diff-view]')?.getAttribute('data-mode'), 'split stays chosen across stages').toBe('split');
     expect(el.querySelector('[data-path=Makefile]')).not.toBeNull();
   });
 
@@ -168,6 +170,16 @@ describe('the Files Changed panel', () => {
     expect(el.querySelector('[data-testid=changes-note]')?.textContent).toMatch(/final patch is written when it ends/);
     click([...el.querySelectorAll('[data-testid=changes-stages] button')].find((b) => b.textContent === 'push'));
     await until(() => el.querySelector('[data-testid=changes-note]')?.textContent === 'push changed no file.');
+  });
+
+  it('lists at most STAGES_LISTED_MAX stages under the note, the rest stay in the picker', async () => {
+    const many = Array.from({ length: STAGES_LISTED_MAX + 100 }, (_, i) => stage('loop', i + 1, i + 1, 'succeeded', 0, 1));
+    const view = { ...checkpointed('running'), stages: many };
+    const el = render(<Panel host={hostWith(view, {})} view={view} />);
+    await until(() => el.querySelector('[data-testid=changes-stages]') !== null);
+    expect(el.querySelectorAll('[data-testid=changes-stages] button')).toHaveLength(STAGES_LISTED_MAX);
+    expect(el.querySelector('[data-testid=changes-stages]')?.textContent).toContain('and 100 more');
+    expect(el.querySelectorAll('select option')).toHaveLength(STAGES_LISTED_MAX + 101);
   });
 
   it('opens from the stage panel of a checkpointed run, and the header shows branch and base', async () => {

@@ -12,6 +12,9 @@ import './changes.css';
 /** Whose changes: the whole run's (`final.patch`) or one stage visit's (`diff.patch`). */
 export type ChangesSource = { node: string; visit: number } | null;
 
+/** The most stages listed under a run-level note; the "Changes of" list holds them all. */
+export const STAGES_LISTED_MAX = 200;
+
 /** Fixed row height (px) of the file tree. */
 export const TREE_ROW_HEIGHT = 22;
 const TREE_HEIGHT = 560;
@@ -83,10 +86,21 @@ function FileTree({ files, selected, onPick }: { files: readonly DiffFile[]; sel
 }
 
 /** A patch as the tree of its files beside the diff, with the cuts said. */
-export function PatchView({ changes }: { changes: Changes }) {
+export function PatchView({
+  changes,
+  mode: shared,
+  onMode,
+}: {
+  changes: Changes;
+  /** The layout, when the caller keeps it (across stages); else the view's own. */
+  mode?: DiffMode;
+  onMode?: (mode: DiffMode) => void;
+}) {
   const parsed = useMemo(() => parsePatch(changes.patch), [changes.patch]);
   const totals = useMemo(() => patchTotals(parsed.files), [parsed]);
-  const [mode, setMode] = useState<DiffMode>('unified');
+  const [own, setOwn] = useState<DiffMode>('unified');
+  const mode = shared ?? own;
+  const setMode = onMode ?? setOwn;
   const [focus, setFocus] = useState<{ file: number; nonce: number } | null>(null);
   const cuts = [
     changes.incomplete && "The engine kept only the start of this stage's patch (32 MiB); its commit holds the whole change.",
@@ -186,6 +200,8 @@ function CheckpointedChanges({
   // Read again when what could have written the patch ends.
   const refresh = source ? (stage?.status ?? '') : view.run.status;
   const load = useChanges(host, view.run.id, source, refresh);
+  // Unified or split stays as chosen while other stages are picked.
+  const [mode, setMode] = useState<DiffMode>('unified');
   const key = (s: ChangesSource) => (s ? `${s.node}@${s.visit}` : '');
   return (
     <div className="changes" data-testid="files-changed" data-source={key(source) || 'run'}>
@@ -217,7 +233,7 @@ function CheckpointedChanges({
             </p>
             {!source && (load.changes.state === 'pending' || load.changes.state === 'missing') && (
               <ul className="changes__stages" data-testid="changes-stages">
-                {view.stages.map((s) => (
+                {view.stages.slice(0, STAGES_LISTED_MAX).map((s) => (
                   <li key={`${s.node_id}@${s.visit}`}>
                     <button type="button" className="link run-mono" onClick={() => onSource({ node: s.node_id, visit: s.visit })}>
                       {s.node_id}
@@ -226,11 +242,14 @@ function CheckpointedChanges({
                     <span className="muted">{s.status.replace('_', ' ')}</span>
                   </li>
                 ))}
+                {view.stages.length > STAGES_LISTED_MAX && (
+                  <li className="muted">and {view.stages.length - STAGES_LISTED_MAX} more in the “Changes of” list</li>
+                )}
               </ul>
             )}
           </>
         ) : (
-          <PatchView key={key(source)} changes={load.changes} />
+          <PatchView key={key(source)} changes={load.changes} mode={mode} onMode={setMode} />
         ))}
     </div>
   );
