@@ -153,6 +153,11 @@ demo: deps build
 ## ---- testing ----------------------------------------------------------------
 
 test: deps ui lint test-rust test-ui test-app fuzz-build
+	@# Tests run Weft in temp dirs only: a run whose work dir was inside this
+	@# checkout would have left its git checkpoint branch here.
+	@leaked=$$(git branch --list 'weft/*' 2>/dev/null); if [ -n "$$leaked" ]; then \
+	  echo "tests left Weft run branches in this checkout (a test ran Weft inside the repository):"; \
+	  echo "$$leaked"; exit 1; fi
 	@echo "==> all tests passed"
 
 lint:

@@ -49,7 +49,11 @@ impl GitPlan {
     /// Where the run's commands run: the work dir's place in the worktree.
     #[must_use]
     pub fn work_dir(&self) -> PathBuf {
-        self.worktree.join(&self.subdir)
+        if self.subdir.as_os_str().is_empty() {
+            self.worktree.clone()
+        } else {
+            self.worktree.join(&self.subdir)
+        }
     }
 }
 

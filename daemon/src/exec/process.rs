@@ -120,8 +120,22 @@ pub(crate) fn reap_recorded_group(record: &Path) -> Option<u32> {
     let mut fields = text.split_whitespace();
     let pgid: u32 = fields.next()?.parse().ok()?;
     let start: u64 = fields.next()?.parse().ok()?;
-    crate::os::process::kill_group_led_by(pgid, start).then_some(pgid)
+    if !crate::os::process::kill_group_led_by(pgid, start) {
+        return None;
+    }
+    // Killed processes run no further instruction, but they keep their
+    // files, ports and locks until the kernel has torn them down: wait for
+    // that (briefly) before the stage runs again beside them.
+    let deadline = std::time::Instant::now() + GROUP_TEARDOWN;
+    while crate::os::process::is_alive(pgid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Some(pgid)
 }
+
+/// How long [`reap_recorded_group`] waits for a killed group's leader to be
+/// gone; a kill takes far less, unless the machine is swamped.
+const GROUP_TEARDOWN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How a script ended and everything it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]

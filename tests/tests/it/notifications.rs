@@ -39,6 +39,9 @@ exit 0
     );
     Command::new("xvfb-run")
         .args(["-a", "dbus-run-session", "--", "bash", "-c", &script])
+        // Not the test's own directory, which is inside Weft's repository:
+        // a run started there would be checkpointed in it.
+        .current_dir(home)
         .status()
         .unwrap_or_else(|e| {
             panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
