@@ -10,10 +10,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use weft::engine::fork::Forked;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{
     AnswerBy, CallerEnv, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList,
-    RunArchive, RunCancel, RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued,
+    RunApplied, RunApply, RunArchive, RunCancel, RunFork, RunList, RunResume, RunStart, RunStarted,
+    RunSteer, SteerQueued,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::llm::LlmSettings;
@@ -165,6 +167,29 @@ pub async fn run_resume(run: String) -> Result<RunStarted> {
         auto_approve: false,
         // The daemon holds no keys of its own: the run uses the app's.
         env: CallerEnv::current(),
+    };
+    Ok(client().await?.call(params).await?)
+}
+
+/// Forks (or rewinds) `run` at `target` (`node@visit`, absent for the
+/// latest checkpoint); the new run waits, cancelled, for `run_resume`.
+pub async fn run_fork(run: String, target: Option<String>, rewind: bool) -> Result<Forked> {
+    let params = RunFork {
+        run,
+        target,
+        rewind,
+    };
+    Ok(client().await?.call(params).await?)
+}
+
+/// Applies a checkpointed run to its checkout (the daemon's `run.apply`,
+/// into the branch checked out); refusals keep the daemon's code and paths.
+pub async fn run_apply(run: String, patch: bool, force: bool) -> Result<RunApplied> {
+    let params = RunApply {
+        run,
+        to: None,
+        patch,
+        force,
     };
     Ok(client().await?.call(params).await?)
 }

@@ -22,8 +22,9 @@ use std::path::PathBuf;
 
 use tauri::AppHandle;
 use tauri::ipc::Channel;
+use weft::engine::fork::Forked;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, RunList, RunStart, RunStarted, SteerQueued,
+    AnswerBy, CancelRequested, DaemonInfo, RunApplied, RunList, RunStart, RunStarted, SteerQueued,
 };
 use weft::lang::Diagnostic;
 use weft::model::{Event, RunSummary};
@@ -103,6 +104,19 @@ macro_rules! with_commands {
             live commands::run_archive(run: String, archived: bool) -> RunSummary;
             /// Continues an interrupted or cancelled run from its checkpoint.
             live commands::run_resume(run: String) -> RunStarted;
+            /// A new run from a checkpoint of `run`: `target` is `node@visit`
+            /// (absent for the latest checkpoint). With `rewind`, the source
+            /// must have ended (succeeded or failed) and is archived. The new
+            /// run is `cancelled` until resumed (`run_resume`). Codes
+            /// `run.not_forkable`, `checkpoint.not_found`.
+            live commands::run_fork(run: String, target: Option<String>, rewind: bool) -> Forked;
+            /// Brings a checkpointed run's result into the checkout it started
+            /// from: merges its branch into the branch checked out, or with
+            /// `patch` applies its final.patch to the working tree; `force`
+            /// applies a failed, cancelled or interrupted run too. Refusals
+            /// change nothing: `apply.dirty` and `apply.conflicts` carry the
+            /// paths, `apply.needs_force`, `apply.no_target`, ...
+            live commands::run_apply(run: String, patch: bool, force: bool) -> RunApplied;
             /// Sends `text` to the running agent stage `node` of the run; the
             /// agent reads it before its next model call, and the run records
             /// `agent.steered` when it does. `agent.not_running` when that

@@ -18,6 +18,10 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
   5b. runs a workflow in a scratch git repository (checkpoint mode) and
      sees a stage's diff, opened from its stage panel, then the whole
      run's, and the run branch and base commit in the header,
+  5c. applies that run from its header (Apply…, merge): main is
+     fast-forwarded to the run's branch and the checkout is clean; then
+     forks it from its first stage (the stage menu's Fork from here) and
+     resumes the new run to the end,
   6. starts the app a second time with `--run RUN --question ID`, as weftd
      does when a gate notification is clicked: the second process hands
      the route to the open window and exits,
@@ -29,7 +33,7 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
      still show, and that an action says the daemon is not running.
 
 On the way it screenshots every screen into docs/screenshots/ (run-gate,
-run, runs, gates, launch, run-artifacts, run-changes, run-agent, run-offline). Assertions are on DOM text, never on
+run, runs, gates, launch, run-artifacts, run-changes, run-apply, run-agent, run-offline). Assertions are on DOM text, never on
 pixels.
 
 Usage (needs a display and a session bus; `make test-app` runs it so):
@@ -516,6 +520,63 @@ class E2E:
         time.sleep(PAINT_DELAY_S)
         self.shot("run-changes.png")
 
+    def step_apply(self) -> None:
+        # The checkpointed run of step_changes, still on screen: Apply… merges
+        # its branch into the checkout's main, a fast-forward (main has not
+        # moved since the run started), through the app's run_apply and weftd.
+        repo = self.work / "shop-repo"
+        run_id = self.s.execute(
+            "return document.querySelector('[data-testid=run-screen]').getAttribute('data-run-id');"
+        )
+        self.s.click(wait_until(
+            "the header's Apply button", lambda: self.s.find("[data-testid=apply-run]"), UI_TIMEOUT_S,
+            describe=self.page,
+        ))
+        self.s.click(wait_until(
+            "the dialog's Apply button", lambda: self.s.find("[data-testid=apply-confirm]"), UI_TIMEOUT_S,
+            describe=self.page,
+        ))
+        self.wait_text("the apply result", "[data-testid=apply-result]", "Fast-forwarded main")
+        git = ["git", "-C", str(repo)]
+        main = self.run_briefly([*git, "rev-parse", "main"], "git rev-parse main").stdout.strip()
+        branch = self.run_briefly([*git, "rev-parse", f"weft/run/{run_id}"], "git rev-parse").stdout.strip()
+        if not main or main != branch:
+            raise Failure(f"main is at {main!r}, not at the run's branch {branch!r}")
+        if not (repo / "src" / "util.py").is_file():
+            raise Failure("the checkout does not have the run's moved module src/util.py")
+        status = self.run_briefly([*git, "status", "--porcelain"], "git status").stdout.strip()
+        if status:
+            raise Failure(f"the checkout is not clean after the fast-forward: {status!r}")
+        self.s.execute("document.querySelector('[data-testid=run-header]').scrollIntoView({block: 'start'});")
+        self.shot("run-apply.png")
+
+    def step_fork(self) -> None:
+        # The same run: "Fork from here" on its move stage makes a new run
+        # (weftd's run.fork) that the app opens, cancelled until resumed;
+        # Resume runs the stages after move again and it succeeds.
+        source = self.s.execute(
+            "return document.querySelector('[data-testid=run-screen]').getAttribute('data-run-id');"
+        )
+        self.s.set_hash(f"#/runs/{source}/node/move")
+        self.s.click(wait_until(
+            "the stage's Checkpoint menu", lambda: self.s.find("[data-testid=stage-menu] summary"), UI_TIMEOUT_S,
+            describe=self.page,
+        ))
+        self.s.click(self.s.find("[data-testid=fork-here]"))
+        forked = wait_until(
+            "the forked run on screen",
+            lambda: (lambda r: r if r and r != source else None)(self.s.execute(
+                "const e = document.querySelector('[data-testid=run-screen]');"
+                "return e ? e.getAttribute('data-run-id') : null;"
+            )),
+            UI_TIMEOUT_S,
+            describe=self.page,
+        )
+        self.wait_text("the fork's reason", "[data-testid=run-stopped-reason]", f"forked from run {source} at move@1")
+        self.wait_text("the fork waits", "[data-testid=run-status]", "cancelled")
+        self.s.click(self.s.find_by_text("[data-testid=run-header] button", "Resume"))
+        self.wait_text(f"the fork {forked} resumed to the end", "[data-testid=run-status]", "succeeded", timeout=RUN_TIMEOUT_S)
+
     def step_second_start(self) -> None:
         # As weftd starts the app for a clicked gate notification.
         self.nav("Runs")
@@ -664,6 +725,8 @@ def run_steps(test: E2E) -> tuple[int, int]:
         ("Launch shows a broken workflow's diagnostic", test.step_launch_broken),
         ("an artifact is previewed and revealed in its folder", test.step_artifacts),
         ("a checkpointed run's changes show in Files changed", test.step_changes),
+        ("Apply merges a checkpointed run into its checkout", test.step_apply),
+        ("Fork from here opens a new run that resumes to the end", test.step_fork),
         ("a second start hands its question to the open window", test.step_second_start),
         ("an agent stage shows its transcript live and takes a steering message", test.step_agent),
         ("with weftd stopped the run's details and logs still show", test.step_offline),

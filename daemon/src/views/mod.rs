@@ -142,6 +142,9 @@ pub struct LogMatch {
     pub line: String,
 }
 
+/// The most paths an [`AppError`] carries.
+const MAX_ERROR_PATHS: usize = 100;
+
 /// The error every desktop-app command returns: a stable, machine-readable
 /// [`Code`] the UI matches on (`run.not_found`, `daemon.not_running`, ...)
 /// and a `message` for people.
@@ -149,6 +152,12 @@ pub struct LogMatch {
 pub struct AppError {
     pub code: Code,
     pub message: String,
+    /// The paths a refusal is about, when the daemon named them (the dirty
+    /// files or the conflicts of `apply.dirty` / `apply.conflicts`, its
+    /// `data.paths`, the first few); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<String>>", optional)]
+    pub paths: Vec<String>,
 }
 
 impl AppError {
@@ -158,6 +167,7 @@ impl AppError {
         AppError {
             code,
             message: message.into(),
+            paths: Vec::new(),
         }
     }
 }
@@ -181,8 +191,30 @@ impl From<crate::ipc::client::ClientError> for AppError {
     /// daemon's message.
     fn from(e: crate::ipc::client::ClientError) -> AppError {
         let code = Code::parse(e.code()).unwrap_or(Code::RpcError);
-        AppError::new(code, e.to_string())
+        let paths = match &e {
+            crate::ipc::client::ClientError::Rpc(rpc) => rpc_paths(rpc),
+            _ => Vec::new(),
+        };
+        AppError {
+            paths,
+            ..AppError::new(code, e.to_string())
+        }
     }
+}
+
+/// `data.paths` of a daemon error: its strings, at most [`MAX_ERROR_PATHS`]
+/// (the daemon sends a few; a peer sending more is not believed).
+fn rpc_paths(rpc: &crate::ipc::protocol::RpcError) -> Vec<String> {
+    let Some(serde_json::Value::Array(paths)) =
+        rpc.data.as_ref().and_then(|d| d.details.get("paths"))
+    else {
+        return Vec::new();
+    };
+    paths
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_owned))
+        .take(MAX_ERROR_PATHS)
+        .collect()
 }
 
 /// Where the app opens when weftd starts it from a gate notification

@@ -477,6 +477,39 @@ fn app_errors_keep_the_stable_code() {
     );
 }
 
+#[test]
+fn app_errors_carry_the_paths_an_apply_refusal_names() {
+    use crate::ipc::protocol::RpcError;
+    use serde_json::{Value, json};
+    let dirty = RpcError::new(
+        Code::ApplyDirty,
+        "the checkout has uncommitted changes (a.txt, b/c.rs)",
+    )
+    .with_detail("paths", json!(["a.txt", "b/c.rs", 7]));
+    let e = AppError::from(crate::ipc::client::ClientError::Rpc(dirty));
+    assert_eq!(e.code, "apply.dirty");
+    assert_eq!(
+        e.paths,
+        ["a.txt", "b/c.rs"],
+        "the UI lists the dirty files; what is not a string is no path"
+    );
+    let many: Vec<Value> = (0..500).map(|i| Value::String(format!("f{i}"))).collect();
+    let flood =
+        RpcError::new(Code::ApplyConflicts, "conflicts").with_detail("paths", Value::Array(many));
+    let e = AppError::from(crate::ipc::client::ClientError::Rpc(flood));
+    assert_eq!(e.paths.len(), MAX_ERROR_PATHS, "a peer's list is bounded");
+    let plain = AppError::from(crate::ipc::client::ClientError::Rpc(RpcError::new(
+        Code::RunNotFound,
+        "no run",
+    )));
+    assert!(plain.paths.is_empty());
+    assert_eq!(
+        serde_json::to_value(&plain).expect("json"),
+        json!({"code": "run.not_found", "message": "no run"}),
+        "an error without paths has none on the wire"
+    );
+}
+
 /// A home with run `01ART` that captured `out/report.md` twice (the
 /// second version wins), `shot.png` and `data.bin`.
 fn home_with_artifacts() -> (tempfile::TempDir, Home) {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ts_rs::TS;
 
+use weft::engine::fork::Forked;
 use weft::git::Applied;
 use weft::ipc::protocol::{
     AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunApplied, RunApply,
@@ -21,7 +22,7 @@ use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{Spend, Usage};
-use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord};
+use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord, TimelineEntry};
 use weft::views::{
     AppError, ArtifactContent, Changes, ChangesState, InitialRoute, LogMatch, LogStream, RunGit,
     RunView, RunViewOptions, RunsPage, StageFiles,
@@ -105,6 +106,8 @@ fn declarations() -> Vec<Decl> {
         decl::<RunApply>(),
         decl::<RunApplied>(),
         decl::<Applied>(),
+        decl::<Forked>(),
+        decl::<TimelineEntry>(),
         decl::<DaemonInfo>(),
         // Errors.
         decl::<Code>(),

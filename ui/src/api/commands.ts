@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, InitialRoute, LogMatch, QuestionRecord, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -83,6 +83,23 @@ export type Commands = {
   /** Continues an interrupted or cancelled run from its checkpoint. */
   run_resume: { args: { run: string }; result: RunStarted };
   /**
+   * A new run from a checkpoint of `run`: `target` is `node@visit`
+   * (absent for the latest checkpoint). With `rewind`, the source
+   * must have ended (succeeded or failed) and is archived. The new
+   * run is `cancelled` until resumed (`run_resume`). Codes
+   * `run.not_forkable`, `checkpoint.not_found`.
+   */
+  run_fork: { args: { run: string; target?: string | null | undefined; rewind: boolean }; result: Forked };
+  /**
+   * Brings a checkpointed run's result into the checkout it started
+   * from: merges its branch into the branch checked out, or with
+   * `patch` applies its final.patch to the working tree; `force`
+   * applies a failed, cancelled or interrupted run too. Refusals
+   * change nothing: `apply.dirty` and `apply.conflicts` carry the
+   * paths, `apply.needs_force`, `apply.no_target`, ...
+   */
+  run_apply: { args: { run: string; patch: boolean; force: boolean }; result: RunApplied };
+  /**
    * Sends `text` to the running agent stage `node` of the run; the
    * agent reads it before its next model call, and the run records
    * `agent.steered` when it does. `agent.not_running` when that
@@ -141,6 +158,8 @@ export const COMMAND_KINDS = {
   run_cancel: 'live',
   run_archive: 'live',
   run_resume: 'live',
+  run_fork: 'live',
+  run_apply: 'live',
   steer_stage: 'live',
   question_list: 'live',
   question_answer: 'live',
@@ -230,6 +249,23 @@ export interface CommandMethods {
   /** Continues an interrupted or cancelled run from its checkpoint. */
   runResume(run: string): Promise<RunStarted>;
   /**
+   * A new run from a checkpoint of `run`: `target` is `node@visit`
+   * (absent for the latest checkpoint). With `rewind`, the source
+   * must have ended (succeeded or failed) and is archived. The new
+   * run is `cancelled` until resumed (`run_resume`). Codes
+   * `run.not_forkable`, `checkpoint.not_found`.
+   */
+  runFork(run: string, target: string | null, rewind: boolean): Promise<Forked>;
+  /**
+   * Brings a checkpointed run's result into the checkout it started
+   * from: merges its branch into the branch checked out, or with
+   * `patch` applies its final.patch to the working tree; `force`
+   * applies a failed, cancelled or interrupted run too. Refusals
+   * change nothing: `apply.dirty` and `apply.conflicts` carry the
+   * paths, `apply.needs_force`, `apply.no_target`, ...
+   */
+  runApply(run: string, patch: boolean, force: boolean): Promise<RunApplied>;
+  /**
    * Sends `text` to the running agent stage `node` of the run; the
    * agent reads it before its next model call, and the run records
    * `agent.steered` when it does. `agent.not_running` when that
@@ -274,6 +310,8 @@ export const METHOD_COMMANDS = {
   runCancel: 'run_cancel',
   runArchive: 'run_archive',
   runResume: 'run_resume',
+  runFork: 'run_fork',
+  runApply: 'run_apply',
   steerStage: 'steer_stage',
   questionList: 'question_list',
   questionAnswer: 'question_answer',
@@ -302,6 +340,8 @@ export function commandMethods(send: Send): CommandMethods {
     runCancel: (run) => send('run_cancel', { run }),
     runArchive: (run, archived) => send('run_archive', { run, archived }),
     runResume: (run) => send('run_resume', { run }),
+    runFork: (run, target, rewind) => send('run_fork', { run, target, rewind }),
+    runApply: (run, patch, force) => send('run_apply', { run, patch, force }),
     steerStage: (run, node, text) => send('steer_stage', { run, node, text }),
     questionList: (run) => send('question_list', { run }),
     questionAnswer: (question, answer) => send('question_answer', { question, answer }),

@@ -49,7 +49,10 @@ export interface Host extends CommandMethods {
  */
 export function appError(e: unknown): AppError {
   if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
-    return { code: String(e.code) as Code, message: String(e.message) };
+    const error: AppError = { code: String(e.code) as Code, message: String(e.message) };
+    // The paths a refusal names (`apply.dirty`, `apply.conflicts`), kept when they are strings.
+    if ('paths' in e && Array.isArray(e.paths)) error.paths = e.paths.filter((p): p is string => typeof p === 'string');
+    return error;
   }
   return { code: 'app.error', message: String(e) };
 }

@@ -101,3 +101,36 @@ describe('?runs=N', () => {
     expect([...times].sort().reverse()).toEqual(times);
   });
 });
+
+describe('the test host as weftd for run.fork', () => {
+  const fixtures = () => structuredClone(recorded);
+  const byStatus = (f: typeof recorded, status: string) => f.views.find((v) => v.run.status === status)!;
+
+  it('forks a run into a new cancelled one holding the stages up to the checkpoint', async () => {
+    const f = fixtures();
+    const source = byStatus(f, 'failed');
+    const first = [...source.stages].sort((a, b) => a.rank - b.rank)[0]!;
+    const host = makeTestHost(f);
+    const forked = await host.runFork(source.run.id, `${first.node_id}@${first.visit}`, false);
+    const view = await host.runView(forked.run_id);
+    expect(view.run.status).toBe('cancelled');
+    expect(view.run.failure_reason).toContain(`forked from run ${source.run.id} at ${first.node_id}@${first.visit}`);
+    expect(view.stages.map((s) => s.node_id)).toEqual([first.node_id]);
+    expect((await host.runView(source.run.id)).run.archived, 'a fork keeps its source').toBe(false);
+  });
+
+  it('rewinds only a run that ended, and archives it', async () => {
+    const f = fixtures();
+    const host = makeTestHost(f);
+    const running = byStatus(f, 'running');
+    await expect(host.runFork(running.run.id, null, false)).rejects.toMatchObject({ code: 'run.not_forkable' });
+    const cancelled = byStatus(f, 'cancelled');
+    await expect(host.runFork(cancelled.run.id, null, true)).rejects.toMatchObject({ code: 'run.not_forkable' });
+    const succeeded = byStatus(f, 'succeeded');
+    await expect(host.runFork(succeeded.run.id, 'nowhere@9', true)).rejects.toMatchObject({ code: 'checkpoint.not_found' });
+    const rewound = await host.runFork(succeeded.run.id, null, true);
+    expect(rewound.archived_source).toBe(true);
+    expect((await host.runView(succeeded.run.id)).run.archived).toBe(true);
+    await expect(host.runFork(succeeded.run.id, null, true), 'an archived run is not rewound twice').rejects.toMatchObject({ code: 'run.not_forkable' });
+  });
+});

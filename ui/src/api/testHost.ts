@@ -63,6 +63,7 @@ export function makeTestHost(fixtures: Fixtures = EMPTY): Host {
 /** What the test host answers itself: the commands the browser tests use. */
 function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyof CommandMethods> {
   const listeners = new Set<{ run: string | null; onEvent: (e: Event) => void }>();
+  let forks = 0;
   const find = (run: string) =>
     fixtures.views.find((v) => v.run.id.toLowerCase().startsWith(run.toLowerCase()));
   return {
@@ -137,6 +138,39 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
     },
 
     daemonStart: () => fail('daemon.start_failed', 'the test host has no daemon'),
+    // weftd's `run.fork` over the fixtures: the new run holds the source's
+    // stages up to the checkpoint and their events, and waits, cancelled,
+    // for a resume; a rewind archives the source. The timeline is the
+    // stages that are not running, in the order they ran.
+    runFork: (run, target, rewind) => {
+      const view = find(run);
+      if (!view) return notFound(run);
+      const source = view.run;
+      if (['running', 'queued', 'blocked'].includes(source.status)) {
+        return fail('run.not_forkable', `run ${source.id} is ${source.status}: wait for it to end, or cancel it first`);
+      }
+      if (rewind && (!['succeeded', 'failed'].includes(source.status) || source.archived)) {
+        return fail('run.not_forkable', `run ${source.id} is ${source.status}; only a run that succeeded or failed can be rewound`);
+      }
+      const timeline = view.stages.filter((s) => s.status !== 'running').sort((a, b) => a.rank - b.rank);
+      const entry = target == null ? timeline.at(-1) : timeline.find((s) => `${s.node_id}@${s.visit}` === target);
+      if (!entry) return fail('checkpoint.not_found', `run ${source.id} has no checkpoint ${target ?? ''}`.trim());
+      forks += 1;
+      const id = `${source.id.slice(0, 20)}F${String(forks).padStart(5, '0')}`;
+      const reason = `${rewind ? 'rewound' : 'forked'} from run ${source.id} at ${entry.node_id}@${entry.visit}; resume it to continue`;
+      const events = fixtures.events[source.id] ?? [];
+      const lastSeq = Math.max(0, ...events.filter((e) => e.node_id === entry.node_id && e.visit === entry.visit).map((e) => e.seq));
+      fixtures.events[id] = events.filter((e) => e.seq <= lastSeq).map((e) => ({ ...e, run_id: id }));
+      fixtures.views.unshift({
+        ...view,
+        run: { ...source, id, status: 'cancelled', failure_reason: reason, archived: false, finished_at: null, last_seq: lastSeq },
+        stages: timeline.filter((s) => s.rank <= entry.rank).map((s) => ({ ...s, run_id: id })),
+        questions: [],
+      });
+      if (rewind) view.run = { ...source, archived: true };
+      const from = { ordinal: timeline.indexOf(entry) + 1, node_id: entry.node_id, visit: entry.visit, status: entry.status, seq: lastSeq, ts: entry.finished_at ?? '', checkpoint: {} };
+      return Promise.resolve({ run_id: id, run_dir: `${source.run_dir}-fork`, source: source.id, from, archived_source: rewind });
+    },
     runArchive: (run, archived) => {
       const view = find(run);
       if (!view) return notFound(run);

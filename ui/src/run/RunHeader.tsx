@@ -1,6 +1,10 @@
+import { useEffect, useState } from 'react';
+
 import type { AppError, Host, RunView } from '../api';
 import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
 import { formatCost, formatDateTime, formatDuration } from '../format';
+import { ApplyDialog } from './ApplyDialog';
+import { canFork, useFork } from './ForkActions';
 import type { FailureSummary } from './derive';
 import type { LiveState } from './useRun';
 
@@ -24,7 +28,8 @@ export function StatusChip({ status }: { status: string }) {
 
 /**
  * The top of the run screen: status, goal, workflow, timing, what failed and
- * why, and the live actions (cancel, resume, re-run).
+ * why, and the live actions (cancel, resume, re-run, archive; fork at the
+ * latest checkpoint; apply, for a git-checkpointed run that is not going).
  */
 export function RunHeader({
   host,
@@ -45,7 +50,10 @@ export function RunHeader({
 }) {
   const { run } = view;
   const action = useDaemonAction(host);
-  const busy = action.state.kind === 'busy';
+  const forking = useFork(host);
+  const busy = action.state.kind === 'busy' || forking.busy;
+  const [applying, setApplying] = useState(false);
+  useEffect(() => setApplying(false), [run.id]);
 
   const cancel = () =>
     action.run('Cancelling', async () => {
@@ -162,13 +170,30 @@ export function RunHeader({
         <button type="button" disabled={busy} onClick={() => void archive()}>
           {run.archived ? 'Unarchive' : 'Archive'}
         </button>
+        {canFork(run) && (
+          <button type="button" data-testid="fork-run" disabled={busy} onClick={() => void forking.fork(run.id, null, false)} title="A new run from this run's latest checkpoint; this run stays as it is">
+            Fork
+          </button>
+        )}
+        {view.git && !CANCELLABLE.has(run.status) && (
+          <button type="button" data-testid="apply-run" disabled={busy || applying} onClick={() => setApplying(true)} title={`Merge ${view.git.run_branch} (or apply its final.patch) into the checkout it started from`}>
+            Apply…
+          </button>
+        )}
         <span className="muted run-header__live" data-testid="live-state">
           {live.kind === 'live' && 'Live'}
           {live.kind === 'connecting' && 'Connecting…'}
           {live.kind === 'off' && (live.daemonDown ? 'Not live: the daemon is not running (history only)' : `Not live: ${live.message}`)}
         </span>
       </div>
+      {RESUMABLE.has(run.status) && run.failure_reason && (
+        <p className="muted" data-testid="run-stopped-reason">
+          {run.failure_reason}
+        </p>
+      )}
+      {applying && <ApplyDialog host={host} view={view} onClose={() => setApplying(false)} />}
       <ActionStatus state={action.state} onStartDaemon={() => void action.startDaemon()} />
+      <ActionStatus state={forking.state} onStartDaemon={() => void forking.startDaemon()} />
     </header>
   );
 }

@@ -165,6 +165,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
               files={files}
               events={events}
               host={host}
+              run={v.run}
               onShowChanges={v.git ? () => showChanges(selectedStage.node_id, selectedStage.visit) : undefined}
             />
           ) : selected ? (

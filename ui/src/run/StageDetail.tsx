@@ -1,9 +1,10 @@
 import { useEffect, useMemo, useState } from 'react';
 
-import type { Event, Host, StageRecord } from '../api';
+import type { Event, Host, RunSummary, StageRecord } from '../api';
 import { formatDateTime, formatDuration } from '../format';
 import { AgentFacts, TranscriptView } from './AgentTranscript';
 import { edgeReasonText, routingOf, stageFailureReason } from './derive';
+import { StageCheckpointMenu } from './ForkActions';
 import { SteerBox } from './SteerBox';
 import { agentTranscript, hasAgentEvents } from './transcript';
 import type { FilesLoad } from './useRun';
@@ -33,19 +34,23 @@ function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
 /**
  * The selected stage: status, timing, attempts and its files, outcome and
  * routing; for an agent stage also its transcript, spend and files touched,
- * and while it runs a box to steer it (when `host` is given).
+ * and while it runs a box to steer it (when `host` is given); with `run`
+ * too, its checkpoint menu (fork from here, rewind to here).
  */
 export function StageDetail({
   stage,
   files,
   events,
   host,
+  run,
   onShowChanges,
 }: {
   stage: StageRecord;
   files: FilesLoad;
   events: readonly Event[];
   host?: Host;
+  /** The stage's run, for its checkpoint menu (fork, rewind; with `host`). */
+  run?: RunSummary | undefined;
   /** Shows this stage's diff in the run's Files Changed panel (a git-checkpointed run only). */
   onShowChanges?: (() => void) | undefined;
 }) {
@@ -98,6 +103,7 @@ export function StageDetail({
             Files changed
           </button>
         )}
+        {host && run && <StageCheckpointMenu key={`${stage.node_id}@${stage.visit}`} host={host} run={run} stage={stage} />}
       </header>
       {reason && stage.status !== 'succeeded' && <p className="error">{reason}</p>}
       {retries.length > 0 && (

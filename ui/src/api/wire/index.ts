@@ -681,6 +681,50 @@ export type Applied = { "action": "up_to_date", branch: string, sha: string, } |
  */
 worktree_updated: boolean, } | { "action": "merged", branch: string, from: string, commit: string, worktree_updated: boolean, } | { "action": "patched", files: Array<string>, };
 
+export type Forked = { run_id: string, run_dir: string, 
+/**
+ * The run it came from.
+ */
+source: string, 
+/**
+ * The checkpoint it starts from.
+ */
+from: TimelineEntry, 
+/**
+ * A rewind archived the source.
+ */
+archived_source: boolean, };
+
+export type TimelineEntry = { 
+/**
+ * 1-based, in commit order (`@N` names it).
+ */
+ordinal: number, node_id: string, visit: number, 
+/**
+ * The stage's outcome status.
+ */
+status: string, 
+/**
+ * The `seq` of the `checkpoint.saved` event.
+ */
+seq: number, 
+/**
+ * When the checkpoint was saved.
+ */
+ts: string, 
+/**
+ * Where the run went on from there.
+ */
+next_node?: string | null, 
+/**
+ * The run branch's head there, in git checkpoint mode.
+ */
+git_commit_sha?: string | null, 
+/**
+ * The checkpoint itself.
+ */
+checkpoint: unknown, };
+
 export type DaemonInfo = { 
 /**
  * The weftd crate version.
@@ -693,7 +737,13 @@ protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_que
 
 export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "apply.not_checkpointed" | "apply.run_not_ended" | "apply.needs_force" | "apply.dirty" | "apply.conflicts" | "apply.patch_does_not_apply" | "apply.no_target" | "apply.failed" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
 
-export type AppError = { code: Code, message: string, };
+export type AppError = { code: Code, message: string, 
+/**
+ * The paths a refusal is about, when the daemon named them (the dirty
+ * files or the conflicts of `apply.dirty` / `apply.conflicts`, its
+ * `data.paths`, the first few); absent otherwise.
+ */
+paths?: Array<string>, };
 
 export type InitialRoute = { run: string, question: string, };
 
