@@ -136,7 +136,7 @@ fn no_stage_process_survives_a_killed_no_daemon_run_and_resume_runs_the_stage_on
         .spawn()
         .unwrap_or_else(|e| panic!("spawn: {e}"));
     wait_until("the stage runs", Duration::from_secs(30), || {
-        sb.path().join("stage.pid").is_file()
+        read_pid(&sb.path().join("stage.pid")).is_some()
     });
     weft.kill().unwrap_or_else(|e| panic!("kill -9 weft: {e}"));
     weft.wait().unwrap_or_else(|e| panic!("reap weft: {e}"));
@@ -161,7 +161,7 @@ fn no_stage_process_survives_a_killed_daemon() {
     let started = sb.run(&["run", "--detach", "wf.fabro"]);
     assert_eq!(started.code, 0, "{}", started.stderr);
     wait_until("the stage runs", Duration::from_secs(30), || {
-        sb.path().join("stage.pid").is_file() && sb.path().join("child.pid").is_file()
+        read_pid(&sb.path().join("stage.pid")).is_some() && sb.path().join("child.pid").is_file()
     });
     let daemon =
         read_pid(&sb.path().join("home/run/weftd.pid")).unwrap_or_else(|| panic!("weftd.pid"));
@@ -205,8 +205,10 @@ fn a_resume_kills_a_leftover_stage_group_before_running_the_stage_again() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn: {e}"));
+    // The shell creates stage.pid before it writes the number: wait for the
+    // number.
     wait_until("the stage runs", Duration::from_secs(30), || {
-        sb.path().join("stage.pid").is_file()
+        read_pid(&sb.path().join("stage.pid")).is_some()
     });
     let stage = read_pid(&sb.path().join("stage.pid")).unwrap_or_else(|| panic!("stage.pid"));
     let reaper = reaper_of(weft.id()).unwrap_or_else(|| panic!("weft has a reaper"));
@@ -232,7 +234,7 @@ fn a_resume_kills_a_leftover_stage_group_before_running_the_stage_again() {
             .unwrap_or_else(|e| panic!("spawn: {e}")),
     ));
     wait_until("the stage runs again", Duration::from_secs(30), || {
-        sb.path().join("stage.pid").is_file()
+        read_pid(&sb.path().join("stage.pid")).is_some()
     });
     let survived = is_alive(stage);
     if survived {
@@ -260,7 +262,7 @@ fn resuming_a_run_another_process_is_running_is_refused_and_changes_nothing() {
             .unwrap_or_else(|e| panic!("spawn: {e}")),
     ));
     wait_until("the stage runs", Duration::from_secs(30), || {
-        sb.path().join("stage.pid").is_file()
+        read_pid(&sb.path().join("stage.pid")).is_some()
     });
     let run = only_run(&sb).unwrap_or_else(|| panic!("recorded"));
     let before = events(&sb, &run.id).len();
@@ -305,7 +307,7 @@ fn a_resume_that_cannot_start_leaves_the_run_as_it_was_and_says_why() {
         .spawn()
         .unwrap_or_else(|e| panic!("spawn: {e}"));
     wait_until("the stage runs", Duration::from_secs(30), || {
-        sb.path().join("stage.pid").is_file()
+        read_pid(&sb.path().join("stage.pid")).is_some()
     });
     weft.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
     weft.wait().unwrap_or_else(|e| panic!("reap: {e}"));
