@@ -446,3 +446,53 @@ pub fn wait_for_status(home: &weft::store::Home, run_id: &str, want: weft::model
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A git repository at `root` (created if missing), on `main`, with `files`
+/// committed by git2 (the tests check what Weft writes with the `git` CLI,
+/// so they build with the other tool).
+///
+/// # Panics
+/// When the repository cannot be made.
+pub fn git_repo(root: &Path, files: &[(&str, &str)]) {
+    let repo = git2::Repository::init_opts(
+        root,
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )
+    .unwrap_or_else(|e| panic!("init: {e}"));
+    for (name, text) in files {
+        let path = root.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("mkdir: {e}"));
+        }
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("write: {e}"));
+    }
+    let mut index = repo.index().unwrap_or_else(|e| panic!("index: {e}"));
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap_or_else(|e| panic!("add: {e}"));
+    index.write().unwrap_or_else(|e| panic!("write index: {e}"));
+    let tree = index.write_tree().unwrap_or_else(|e| panic!("tree: {e}"));
+    let tree = repo.find_tree(tree).unwrap_or_else(|e| panic!("tree: {e}"));
+    let me = git2::Signature::now("Test", "test@example.com").unwrap_or_else(|e| panic!("{e}"));
+    repo.commit(Some("HEAD"), &me, &me, "initial", &tree, &[])
+        .unwrap_or_else(|e| panic!("commit: {e}"));
+}
+
+/// `git ARGS` in `dir`: its stdout, or a panic with its stderr.
+///
+/// # Panics
+/// When git cannot run or fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("git: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -11,48 +11,13 @@ use std::time::{Duration, Instant};
 
 use weft::model::RunStatus;
 use weft::store::{Home, RunRecord, Store};
-use weft_tests::{Sandbox, lcg};
+use weft_tests::{Sandbox, git, git_repo, lcg};
 
 /// A repository at `{sandbox}/repo` with `files` committed on `main`.
 fn repo(sb: &Sandbox, files: &[(&str, &str)]) -> PathBuf {
     let root = sb.path().join("repo");
-    let repo = git2::Repository::init_opts(
-        &root,
-        git2::RepositoryInitOptions::new().initial_head("main"),
-    )
-    .unwrap_or_else(|e| panic!("init: {e}"));
-    for (name, text) in files {
-        std::fs::write(root.join(name), text).unwrap_or_else(|e| panic!("write: {e}"));
-    }
-    let mut index = repo.index().unwrap_or_else(|e| panic!("index: {e}"));
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap_or_else(|e| panic!("add: {e}"));
-    index.write().unwrap_or_else(|e| panic!("write index: {e}"));
-    let tree_id = index.write_tree().unwrap_or_else(|e| panic!("tree: {e}"));
-    let tree = repo
-        .find_tree(tree_id)
-        .unwrap_or_else(|e| panic!("tree: {e}"));
-    let me = git2::Signature::now("Test", "test@example.com").unwrap_or_else(|e| panic!("{e}"));
-    repo.commit(Some("HEAD"), &me, &me, "initial", &tree, &[])
-        .unwrap_or_else(|e| panic!("commit: {e}"));
+    git_repo(&root, files);
     root
-}
-
-/// `git ARGS` in `dir`: its stdout, or a panic with its stderr.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("git: {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn only_run(sb: &Sandbox) -> Option<RunRecord> {

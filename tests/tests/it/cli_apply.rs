@@ -3,9 +3,8 @@
 //! binary, everything checked from outside with the `git` CLI.
 
 use std::path::Path;
-use std::process::Command;
 
-use weft_tests::Sandbox;
+use weft_tests::{Sandbox, git};
 
 /// A command stage that fixes a.txt and adds new.txt.
 const FIX: &str = r#"digraph Fix {
@@ -26,22 +25,6 @@ const HALF: &str = r#"digraph Half {
     start -> notes -> boom -> exit
 }
 "#;
-
-/// `git ARGS` in `dir`, its stdout; panics when git fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("git runs: {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A checkout at `repo/` in the sandbox, on `main`, with a.txt committed.
 fn repo(sb: &Sandbox) -> std::path::PathBuf {

@@ -416,11 +416,6 @@ fn record_agent_run(sb: &Sandbox, fake: &FakeLlm) {
 /// nothing, one appends to the README and deletes a file.
 fn record_checkpointed_run(sb: &Sandbox) {
     let root = sb.path().join("shop-repo");
-    let repo = git2::Repository::init_opts(
-        &root,
-        git2::RepositoryInitOptions::new().initial_head("main"),
-    )
-    .unwrap_or_else(|e| panic!("init: {e}"));
     let files = [
         ("README.md", "# Shop\n\nA small shop service.\n"),
         (
@@ -430,19 +425,7 @@ fn record_checkpointed_run(sb: &Sandbox) {
         ("util.py", "def total(prices):\n    return sum(prices)\n"),
         ("TODO.txt", "- move util into src/\n"),
     ];
-    for (name, text) in files {
-        std::fs::write(root.join(name), text).unwrap_or_else(|e| panic!("write: {e}"));
-    }
-    let mut index = repo.index().unwrap_or_else(|e| panic!("index: {e}"));
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap_or_else(|e| panic!("add: {e}"));
-    index.write().unwrap_or_else(|e| panic!("write index: {e}"));
-    let tree = index.write_tree().unwrap_or_else(|e| panic!("tree: {e}"));
-    let tree = repo.find_tree(tree).unwrap_or_else(|e| panic!("tree: {e}"));
-    let me = git2::Signature::now("Shop Dev", "dev@shop.invalid").unwrap_or_else(|e| panic!("{e}"));
-    repo.commit(Some("HEAD"), &me, &me, "initial", &tree, &[])
-        .unwrap_or_else(|e| panic!("commit: {e}"));
+    weft_tests::git_repo(&root, &files);
     sb.write(
         "refactor.fabro",
         r#"digraph Refactor { graph [goal="Move util into src/ and document it"]
