@@ -22,7 +22,9 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::git::{Checkout, Discovery, GitError, MetadataBranch, RunBranch, stage_message};
+use crate::git::{
+    Checkout, Checkpointer, Discovery, GitError, MetadataBranch, RunBranch, stage_message,
+};
 use crate::model::RunStatus;
 use crate::util::lock::lock;
 
@@ -107,10 +109,10 @@ pub(crate) struct RunGit {
     plan: GitPlan,
     run_id: String,
     branch: RunBranch,
-    meta: MetadataBranch,
-    /// The run branch's head as the last checkpoint knows it; the lock
-    /// also keeps two branches' commits from interleaving.
-    head: Mutex<String>,
+    /// The run branch's head as the last checkpoint knows it, and what
+    /// writes the checkpoints; the lock keeps two parallel branches'
+    /// checkpoints from interleaving.
+    head: Mutex<(String, Checkpointer)>,
 }
 
 /// What checkpointing one stage did.
@@ -231,9 +233,8 @@ impl RunGit {
             RunGit {
                 plan: plan.clone(),
                 run_id: run_id.to_string(),
-                branch,
-                meta,
-                head: Mutex::new(head),
+                branch: branch.clone(),
+                head: Mutex::new((head, Checkpointer::new(branch, meta))),
             },
             opened,
         ))
@@ -242,7 +243,7 @@ impl RunGit {
     /// The run branch's head as of the last checkpoint.
     #[must_use]
     pub fn head(&self) -> String {
-        lock(&self.head).clone()
+        lock(&self.head).0.clone()
     }
 
     /// Checkpoints a stage: the metadata branch gets the checkpoint and the
@@ -259,6 +260,7 @@ impl RunGit {
         outcome_json: &[u8],
     ) -> Result<StageGit, GitError> {
         let mut head = lock(&self.head);
+        let (head, checkpointer) = &mut *head;
         let folder = format!(
             "stages/{:04}-{}@{}",
             stage.completed,
@@ -266,21 +268,23 @@ impl RunGit {
             stage.visit
         );
         let outcome_path = format!("{folder}/outcome.json");
-        let meta_sha = self.meta.write(
+        let checkpoint = checkpointer.checkpoint(
             &format!("weft({}): {}@{}", self.run_id, stage.node, stage.visit),
             &[
                 ("checkpoint.json", checkpoint_json),
                 (&outcome_path, outcome_json),
             ],
+            |metadata_sha| {
+                stage_message(
+                    &self.run_id,
+                    stage.node,
+                    stage.status,
+                    stage.completed,
+                    Some(metadata_sha),
+                )
+            },
         )?;
-        let message = stage_message(
-            &self.run_id,
-            stage.node,
-            stage.status,
-            stage.completed,
-            Some(&meta_sha),
-        );
-        let commit = self.branch.commit_stage(&message)?;
+        let commit = checkpoint.stage;
         head.clone_from(&commit.head_sha);
         Ok(StageGit {
             commit: commit.sha,

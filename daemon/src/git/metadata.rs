@@ -11,6 +11,7 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Oid, Repository, Signature};
 
 use super::GitError;
+use super::pack::Pending;
 
 /// A run's metadata branch in the repository at `repo`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,13 +40,31 @@ impl MetadataBranch {
     /// # Errors
     /// A path is empty or absolute, or git cannot write the objects.
     pub fn write(&self, message: &str, files: &[(&str, &[u8])]) -> Result<String, GitError> {
-        let failed = |what: &'static str| move |e: git2::Error| GitError::from_git(what, &e);
         let repo = Repository::open_ext(
             &self.repo,
             git2::RepositoryOpenFlags::empty(),
             [] as [&Path; 0],
         )
-        .map_err(failed("cannot open the repository"))?;
+        .map_err(|e| GitError::from_git("cannot open the repository", &e))?;
+        let bytes = files.iter().map(|(_, b)| b.len() as u64).sum();
+        let mut pending = Pending::start(&repo, bytes)?;
+        let commit = self.commit(&repo, &mut pending, message, files)?;
+        pending.write(&repo)?;
+        commit.publish(&repo)
+    }
+
+    /// Writes the objects of the branch's next commit through `repo` (any
+    /// handle on the repository, a worktree's too) into `pending`, without
+    /// moving the branch: [`MetadataCommit::publish`] does that once the
+    /// objects are on disk.
+    pub(super) fn commit(
+        &self,
+        repo: &Repository,
+        pending: &mut Pending,
+        message: &str,
+        files: &[(&str, &[u8])],
+    ) -> Result<MetadataCommit, GitError> {
+        let failed = |what: &'static str| move |e: git2::Error| GitError::from_git(what, &e);
         let reference = format!("refs/heads/{}", self.branch);
         let parent = match repo.find_reference(&reference) {
             Ok(r) => Some(
@@ -84,7 +103,7 @@ impl MetadataBranch {
             update.upsert(*path, blob, FileMode::Blob);
         }
         let tree_id = update
-            .create_updated(&repo, &base)
+            .create_updated(repo, &base)
             .map_err(failed("cannot write the metadata tree"))?;
         let tree = repo
             .find_tree(tree_id)
@@ -95,8 +114,37 @@ impl MetadataBranch {
         )
         .map_err(failed("cannot sign the metadata commit"))?;
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-        repo.commit(Some(&reference), &author, &author, message, &tree, &parents)
-            .map(|id| id.to_string())
-            .map_err(failed("cannot commit on the metadata branch"))
+        let id = repo
+            .commit(None, &author, &author, message, &tree, &parents)
+            .map_err(failed("cannot commit on the metadata branch"))?;
+        pending.add_commit(id, &tree, files.iter().map(|(path, _)| Path::new(*path)));
+        Ok(MetadataCommit {
+            reference,
+            id,
+            parent: parent.map(|p| p.id()),
+            summary: message.lines().next().unwrap_or_default().to_string(),
+        })
+    }
+}
+
+/// A metadata commit written but not yet on the branch.
+pub(super) struct MetadataCommit {
+    reference: String,
+    pub(super) id: Oid,
+    parent: Option<Oid>,
+    summary: String,
+}
+
+impl MetadataCommit {
+    /// Moves the branch to the commit, if it is still where the commit's
+    /// parent found it (or starts it). Returns the commit's sha.
+    pub(super) fn publish(&self, repo: &Repository) -> Result<String, GitError> {
+        let log = format!("commit: {}", self.summary);
+        let moved = match self.parent {
+            Some(parent) => repo.reference_matching(&self.reference, self.id, true, parent, &log),
+            None => repo.reference(&self.reference, self.id, false, &log),
+        };
+        moved.map_err(|e| GitError::from_git("cannot move the metadata branch", &e))?;
+        Ok(self.id.to_string())
     }
 }

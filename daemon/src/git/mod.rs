@@ -15,20 +15,28 @@
 //! - [`dirty`]: copying the checkout's uncommitted changes into a
 //!   worktree (`--include-dirty`).
 //! - [`metadata`]: the run's metadata branch, written without a checkout.
+//! - [`checkpointer`]: a stage's checkpoint, on both branches; `pack`
+//!   writes a checkpoint's objects as one pack, `scan` finds what a stage
+//!   changed in the worktree.
 //! - [`apply`]: bringing a run's result into the user's checkout (a merge
 //!   of the run branch, or its final patch on the working tree).
 
 pub mod apply;
 pub mod checkout;
+pub mod checkpointer;
 pub mod dirty;
 pub mod metadata;
+mod pack;
 pub mod run_branch;
+mod scan;
 pub mod worktree;
 
 pub use apply::{Applied, ApplyError, ApplyErrorKind, ApplyMode, ApplyRequest, apply};
 pub use checkout::{Checkout, Discovery};
+pub use checkpointer::{Checkpoint, Checkpointer};
 pub use metadata::MetadataBranch;
 pub use run_branch::{RunBranch, StageCommit, stage_message};
+pub use scan::ScanKind;
 
 /// A git operation that failed, worded for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]

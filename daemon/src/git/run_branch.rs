@@ -2,17 +2,13 @@
 //! one commit per stage that changed something (execution/checkpoints.mdx,
 //! "Run branch commits", "Worktrees").
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::pack::Pending;
+use super::scan::{Change, ScanKind, scan};
+use super::{Checkout, GitError, MetadataBranch};
 use git2::build::TreeUpdateBuilder;
-use git2::{
-    DiffFormat, DiffOptions, FileMode, Repository, Signature, Status, StatusOptions, Tree,
-    WorktreeAddOptions,
-};
-use sha1::{Digest, Sha1};
-
-use super::{Checkout, GitError};
+use git2::{DiffFormat, DiffOptions, FileMode, Repository, Signature, Tree, WorktreeAddOptions};
 
 /// Who checkpoint commits are by: Weft, not the user, whose identity may
 /// not be configured and whose signing key is not needed for bookkeeping.
@@ -147,33 +143,52 @@ impl RunBranch {
     /// # Errors
     /// Git cannot read the worktree or write the commit.
     pub fn commit_stage(&self, message: &str) -> Result<StageCommit, GitError> {
+        self.commit(None, &|_| message.to_string(), None)
+            .map(|committed| committed.stage)
+    }
+
+    /// [`RunBranch::commit_stage`], with the metadata branch's commit
+    /// (`metadata`: the branch, its message and files) written first when
+    /// there is one, so that `message` can name it, and both commits'
+    /// objects written as one pack. `last` is what the previous call left:
+    /// while the branch's head and the worktree's index are as it left
+    /// them, the index is known to match the head's tree, and the scan
+    /// compares only the worktree with the index.
+    pub(super) fn commit(
+        &self,
+        metadata: Option<MetadataWrite<'_>>,
+        message: &dyn Fn(Option<&str>) -> String,
+        last: Option<&Written>,
+    ) -> Result<Committed, GitError> {
         let repo = Repository::open(&self.worktree)
             .map_err(|e| GitError::from_git("cannot open the run's worktree", &e))?;
         let failed = |what: &str| {
             let what = what.to_string();
             move |e: git2::Error| GitError::from_git(&what, &e)
         };
-        let odb = repo
-            .odb()
-            .map_err(failed("cannot open the object database"))?;
         let mut index = repo.index().map_err(failed("cannot read the index"))?;
         let parent = repo
             .head()
             .and_then(|h| h.peel_to_commit())
             .map_err(failed("cannot read the branch's head"))?;
         let parent_tree = parent.tree().map_err(failed("cannot read a tree"))?;
-        let scan = scan(&repo, &self.worktree)?;
-        // The stage's new objects (blobs, trees, the commit) are gathered in
-        // memory and written as one pack: a loose object is a file of its
-        // own, and creating some forty files per stage cost more than
-        // everything else together (docs/performance.md, "Git checkpoints").
-        // A stage that wrote more than memory should hold gets loose objects,
-        // as git would write them.
-        let packed = scan.bytes_to_stage <= MAX_PACKED_STAGE_BYTES;
-        if packed {
-            odb.add_new_mempack_backend(PENDING_OBJECTS_PRIORITY)
-                .map_err(failed("cannot hold the stage's objects"))?;
-        }
+        let index_path = repo.path().join("index");
+        let index_matches_head = last.is_some_and(|last| {
+            last.head == parent.id()
+                && index_checksum(&index_path).as_ref() == Some(&last.index_checksum)
+        });
+        let scan = scan(&repo, &index, &self.worktree, index_matches_head)?;
+        let metadata_bytes: u64 = metadata
+            .map(|(_, _, files)| files.iter().map(|(_, b)| b.len() as u64).sum())
+            .unwrap_or(0);
+        let mut pending = Pending::start(&repo, scan.bytes_to_stage + metadata_bytes)?;
+        let metadata = match metadata {
+            Some((branch, message, files)) => {
+                Some(branch.commit(&repo, &mut pending, message, files)?)
+            }
+            None => None,
+        };
+        let metadata_sha = metadata.as_ref().map(|m| m.id.to_string());
         for (path, change) in &scan.to_stage {
             let result = match change {
                 Change::Deleted => index.remove_path(Path::new(path)),
@@ -181,8 +196,8 @@ impl RunBranch {
             };
             result.map_err(|e| GitError::from_git(&format!("cannot stage {path}"), &e))?;
         }
-        let changed = scan.changed;
-        let tree_id = match changed
+        let tree_id = match scan
+            .changed
             .as_ref()
             .map(|c| updated_tree(&repo, &index, &parent_tree, c))
         {
@@ -194,33 +209,47 @@ impl RunBranch {
                 .write_tree()
                 .map_err(failed("cannot write the tree"))?,
         };
+        // Objects reach the disk before anything names them: first the
+        // pack, then the metadata branch, the index and the run branch.
+        // The index then matches the new head's tree: it matched the
+        // parent's except where the scan found changes, and those are the
+        // paths the tree was updated with.
         if parent.tree_id() == tree_id {
-            // Nothing to commit; the index keeps the stat data refreshed by
-            // the scan. Every object it names exists already (its tree is
-            // the head's).
+            // Nothing to commit. Every object the index names exists
+            // already (its tree is the head's).
+            pending.write(&repo)?;
+            if let Some(metadata) = &metadata {
+                metadata.publish(&repo)?;
+            }
             index.write().map_err(failed("cannot write the index"))?;
-            return Ok(StageCommit {
-                sha: None,
-                head_sha: parent.id().to_string(),
-                patch: String::new(),
-                patch_complete: true,
-                files: Vec::new(),
+            return Ok(Committed {
+                stage: StageCommit {
+                    sha: None,
+                    head_sha: parent.id().to_string(),
+                    patch: String::new(),
+                    patch_complete: true,
+                    files: Vec::new(),
+                },
+                metadata_sha,
+                scan: scan.kind,
+                written: Written::now(parent.id(), &index_path),
             });
         }
         let tree = repo
             .find_tree(tree_id)
             .map_err(failed("cannot read the tree"))?;
-        let (diff, files) = stage_diff(&repo, &parent_tree, &tree)?;
+        let (diff, files) = stage_diff(&repo, &parent_tree, &tree, scan.changed.as_deref())?;
         let (patch, patch_complete) = patch(&diff, self.max_patch_bytes)?;
         let author =
             Signature::now(AUTHOR_NAME, AUTHOR_EMAIL).map_err(failed("cannot sign the commit"))?;
+        let message = message(metadata_sha.as_deref());
         let commit_id = repo
-            .commit(None, &author, &author, message, &tree, &[&parent])
+            .commit(None, &author, &author, &message, &tree, &[&parent])
             .map_err(failed("cannot commit the stage"))?;
-        // Objects reach the disk before anything names them: first the
-        // pack, then the index, then the branch.
-        if packed {
-            write_pack(&odb, &pack_contents(&diff, &tree, commit_id))?;
+        pending.add_commit(commit_id, &tree, files.iter().map(Path::new));
+        pending.write(&repo)?;
+        if let Some(metadata) = &metadata {
+            metadata.publish(&repo)?;
         }
         index.write().map_err(failed("cannot write the index"))?;
         let head = repo
@@ -239,85 +268,62 @@ impl RunBranch {
         )
         .map_err(failed("cannot move the branch to the stage's commit"))?;
         let sha = commit_id.to_string();
-        Ok(StageCommit {
-            sha: Some(sha.clone()),
-            head_sha: sha,
-            patch,
-            patch_complete,
-            files,
+        Ok(Committed {
+            stage: StageCommit {
+                sha: Some(sha.clone()),
+                head_sha: sha,
+                patch,
+                patch_complete,
+                files,
+            },
+            metadata_sha,
+            scan: scan.kind,
+            written: Written::now(commit_id, &index_path),
         })
     }
 }
 
-/// The priority of the in-memory object store a stage's objects are
-/// written to: above the repository's own stores, so it takes the writes.
-const PENDING_OBJECTS_PRIORITY: i32 = 1000;
+/// A metadata commit to write with a stage's: the branch, the message and
+/// the files.
+pub(super) type MetadataWrite<'a> = (&'a MetadataBranch, &'a str, &'a [(&'a str, &'a [u8])]);
 
-/// A stage's changed files are held in memory up to this many bytes
-/// before they are written as one pack; past it, loose (a file each).
-const MAX_PACKED_STAGE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// What the status scan found.
-struct Scan {
-    /// The worktree's changes to stage, by path.
-    to_stage: Vec<(String, Change)>,
-    /// Every path whose entry may differ from the head's tree once staged
-    /// (changed in the worktree, or staged in the index by someone else,
-    /// e.g. `git add` in a command stage); `None` when one of them cannot
-    /// be named (not UTF-8) or is in conflict.
-    changed: Option<Vec<String>>,
-    /// The size of the files to stage.
-    bytes_to_stage: u64,
+/// What [`RunBranch::commit`] did.
+pub(super) struct Committed {
+    pub(super) stage: StageCommit,
+    /// The metadata branch's new commit, when one was asked for.
+    pub(super) metadata_sha: Option<String>,
+    pub(super) scan: ScanKind,
+    pub(super) written: Option<Written>,
 }
 
-enum Change {
-    Written,
-    Deleted,
+/// The branch's head and the worktree's index as a commit left them, the
+/// index then matching the head's tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Written {
+    head: git2::Oid,
+    index_checksum: Vec<u8>,
 }
 
-/// The status scan: new and modified files are to be added, deleted ones
-/// removed. Only the changed paths are then touched (an `add_all` over the
-/// whole tree matches every path against a pathspec and re-reads more than
-/// it needs).
-fn scan(repo: &Repository, worktree: &Path) -> Result<Scan, GitError> {
-    let mut options = StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo
-        .statuses(Some(&mut options))
-        .map_err(|e| GitError::from_git("cannot scan the worktree", &e))?;
-    let mut scan = Scan {
-        to_stage: Vec::new(),
-        changed: Some(Vec::with_capacity(statuses.len())),
-        bytes_to_stage: 0,
-    };
-    for entry in statuses.iter() {
-        let status = entry.status();
-        let Some(path) = entry.path() else {
-            scan.changed = None;
-            continue;
-        };
-        if status.contains(Status::CONFLICTED) {
-            scan.changed = None;
-        }
-        if status.contains(Status::WT_DELETED) {
-            scan.to_stage.push((path.to_string(), Change::Deleted));
-        } else if status.intersects(
-            Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE | Status::WT_RENAMED,
-        ) {
-            scan.bytes_to_stage += std::fs::symlink_metadata(worktree.join(path))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            scan.to_stage.push((path.to_string(), Change::Written));
-        }
-        if let Some(changed) = scan.changed.as_mut() {
-            changed.push(path.to_string());
-        }
+impl Written {
+    fn now(head: git2::Oid, index_path: &Path) -> Option<Written> {
+        index_checksum(index_path).map(|index_checksum| Written {
+            head,
+            index_checksum,
+        })
     }
-    Ok(scan)
+}
+
+/// The checksum git ends an index file with (over all that precedes it):
+/// equal checksums, equal indexes. The last 32 bytes are read: all of the
+/// checksum in a SHA-256 repository, and more than it in a SHA-1 one.
+fn index_checksum(path: &Path) -> Option<Vec<u8>> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let length = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(length.saturating_sub(32))).ok()?;
+    let mut tail = Vec::with_capacity(32);
+    file.take(32).read_to_end(&mut tail).ok()?;
+    Some(tail)
 }
 
 /// The head's tree with the `changed` paths set as the index has them
@@ -359,20 +365,30 @@ pub(super) fn diff(
     new: &Tree<'_>,
     max_patch_bytes: usize,
 ) -> Result<(String, bool, Vec<String>), GitError> {
-    let (diff, files) = stage_diff(repo, old, new)?;
+    let (diff, files) = stage_diff(repo, old, new, None)?;
     let (patch, complete) = patch(&diff, max_patch_bytes)?;
     Ok((patch, complete, files))
 }
 
 /// The diff between the head's tree and the stage's, with the paths it
-/// touches (sorted).
+/// touches (sorted). `only`: every path where the trees may differ, when
+/// known; the diff then reads only the directories on them (it otherwise
+/// reads both trees whole).
 fn stage_diff<'r>(
     repo: &'r Repository,
     old: &Tree<'_>,
     new: &Tree<'_>,
+    only: Option<&[String]>,
 ) -> Result<(git2::Diff<'r>, Vec<String>), GitError> {
     let mut options = DiffOptions::new();
     options.show_binary(false);
+    if let Some(paths) = only {
+        // Exact paths, not patterns: a name with `*` in it is itself.
+        options.disable_pathspec_match(true);
+        for path in paths {
+            options.pathspec(path.as_str());
+        }
+    }
     let diff = repo
         .diff_tree_to_tree(Some(old), Some(new), Some(&mut options))
         .map_err(|e| GitError::from_git("cannot diff the stage", &e))?;
@@ -389,91 +405,6 @@ fn stage_diff<'r>(
     files.dedup();
     Ok((diff, files))
 }
-
-/// The objects the stage's commit adds to the repository: the commit, its
-/// tree, the trees of the directories on a changed path and the changed
-/// files' blobs. That is everything the commit can reach that its parent
-/// cannot (an unchanged directory keeps its tree); one left out would
-/// leave the branch naming an object that is not on disk, which is why the
-/// tests run `git fsck` after every kind of change.
-fn pack_contents(diff: &git2::Diff<'_>, tree: &Tree<'_>, commit: git2::Oid) -> Vec<git2::Oid> {
-    let mut objects = vec![commit, tree.id()];
-    let mut directories = std::collections::BTreeSet::new();
-    for delta in diff.deltas() {
-        let new = delta.new_file();
-        if new.exists() && new.mode() != FileMode::Commit {
-            objects.push(new.id());
-        }
-        for path in [new.path(), delta.old_file().path()].into_iter().flatten() {
-            directories.extend(
-                path.ancestors()
-                    .skip(1)
-                    .filter(|d| !d.as_os_str().is_empty()),
-            );
-        }
-    }
-    for directory in directories {
-        // A directory the stage emptied is gone from the new tree.
-        if let Ok(entry) = tree.get_path(directory) {
-            objects.push(entry.id());
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    objects.retain(|id| seen.insert(*id));
-    objects
-}
-
-/// Writes `objects` to the repository as one pack (git's pack format,
-/// version 2: each object whole, zlib-compressed, no deltas; the
-/// repository's own packer spends its time looking for deltas between
-/// the trees). libgit2's indexer checks it and writes its index.
-fn write_pack(odb: &git2::Odb<'_>, objects: &[git2::Oid]) -> Result<(), GitError> {
-    let failed = |e: git2::Error| GitError::from_git("cannot write the stage's objects", &e);
-    let count = u32::try_from(objects.len())
-        .map_err(|_| GitError("a stage with too many objects to pack".to_string()))?;
-    let mut pack = Vec::new();
-    pack.extend_from_slice(b"PACK");
-    pack.extend_from_slice(&2u32.to_be_bytes());
-    pack.extend_from_slice(&count.to_be_bytes());
-    for id in objects {
-        let object = odb.read(*id).map_err(failed)?;
-        let kind: u8 = match object.kind() {
-            git2::ObjectType::Commit => 1,
-            git2::ObjectType::Tree => 2,
-            git2::ObjectType::Blob => 3,
-            git2::ObjectType::Tag => 4,
-            _ => return Err(GitError(format!("cannot pack the object {id}"))),
-        };
-        let data = object.data();
-        // The header: the type and the size, 4 bits then 7 bits a byte,
-        // the high bit saying another byte follows.
-        let mut size = data.len();
-        let mut byte = (kind << 4) | (size & 0x0f) as u8;
-        size >>= 4;
-        while size > 0 {
-            pack.push(byte | 0x80);
-            byte = (size & 0x7f) as u8;
-            size >>= 7;
-        }
-        pack.push(byte);
-        pack.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(
-            data,
-            PACK_COMPRESSION,
-        ));
-    }
-    let trailer = Sha1::digest(&pack);
-    pack.extend_from_slice(&trailer);
-    let mut writer = odb.packwriter().map_err(failed)?;
-    writer
-        .write_all(&pack)
-        .map_err(|e| GitError(format!("cannot write the stage's objects: {e}")))?;
-    writer.commit().map_err(failed)?;
-    Ok(())
-}
-
-/// zlib's level for a stage's pack: the fastest, as git writes loose
-/// objects (`core.looseCompression`), which these would otherwise be.
-const PACK_COMPRESSION: u8 = 1;
 
 /// The diff as a unified patch, cut at `max_patch_bytes` at a line's end;
 /// false when it was cut.

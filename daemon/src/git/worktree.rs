@@ -20,7 +20,8 @@ impl RunBranch {
     /// `repo`, worked on in `worktree`, started from `base_sha`, as it was
     /// left: the worktree is added again when it is gone (deleted by hand,
     /// or removed when the run ended), and lock files a killed process left
-    /// in the branch's refs and the worktree's index are removed. Nothing
+    /// in the branch's refs and the worktree's index are removed, with
+    /// temporary packs a killed writer left over an hour ago. Nothing
     /// else runs on a run's branch, so a lock there is always stale.
     ///
     /// # Errors
@@ -254,5 +255,30 @@ fn remove_stale_locks(common: &Path, branch: &str, worktree_name: &str) {
     }
     for lock in locks {
         let _ = std::fs::remove_file(lock);
+    }
+    remove_abandoned_packs(&common.join("objects/pack"));
+}
+
+/// A pack whose writer was killed stays behind as a temporary file
+/// (libgit2 names them `pack_git2_*`). Another process may be writing one
+/// right now, so only those untouched for an hour are removed, as `git gc`
+/// leaves recent temporary files alone.
+fn remove_abandoned_packs(pack_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(pack_dir) else {
+        return;
+    };
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for entry in entries.flatten() {
+        let abandoned = entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("pack_git2_")
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified < an_hour_ago);
+        if abandoned {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }

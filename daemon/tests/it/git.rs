@@ -668,3 +668,35 @@ fn a_stage_that_wrote_more_than_memory_should_hold_is_committed_whole_all_the_sa
     );
     assert_committed_whole(repo.path(), &run.worktree);
 }
+
+#[test]
+fn reopening_a_run_branch_clears_its_stale_locks_and_packs_abandoned_an_hour_ago() {
+    let repo = repo_with(&[("a.txt", "a\n")]);
+    let runs = tempfile::tempdir().expect("temp");
+    let worktree = runs.path().join("w");
+    let run = RunBranch::start(&checkout(repo.path()), "weft/run/stale", &worktree).expect("start");
+    let base = run.base_sha.clone();
+    // What a kill in the middle of a checkpoint leaves.
+    let git_dir = repo.path().join(".git");
+    let lock = git_dir.join("worktrees/weft-run-stale/index.lock");
+    std::fs::write(&lock, "").expect("lock");
+    let packs = git_dir.join("objects/pack");
+    std::fs::create_dir_all(&packs).expect("pack dir");
+    let old = packs.join("pack_git2_abandoned");
+    std::fs::write(&old, "PACK").expect("old pack");
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .and_then(|f| {
+            f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+        })
+        .expect("age it");
+    // Another process's pack, being written now.
+    let fresh = packs.join("pack_git2_in_progress");
+    std::fs::write(&fresh, "PACK").expect("fresh pack");
+
+    RunBranch::reopen(repo.path(), "weft/run/stale", &base, &worktree).expect("reopen");
+    assert!(!lock.exists(), "the index lock is gone");
+    assert!(!old.exists(), "the abandoned pack is gone");
+    assert!(fresh.exists(), "a pack written now is left alone");
+}

@@ -11,6 +11,7 @@ mod checkpoints;
 mod engine;
 mod git;
 mod git_apply;
+mod git_scan;
 mod harness;
 mod imports;
 mod llm_providers;
