@@ -793,7 +793,13 @@ async fn execute(
     lock(&services.store).mark_running(run_id, std::process::id())?;
     let git = match &options.git {
         Some(plan) => {
-            let source = std::fs::read(run_dir.path().join("graph.fabro")).unwrap_or_default();
+            // The run's own copy, parsed within the same cap when it was
+            // recorded; kept on the metadata branch for the record.
+            let source = crate::limits::read_capped(
+                &run_dir.path().join("graph.fabro"),
+                crate::limits::MAX_WORKFLOW_BYTES,
+            )
+            .unwrap_or_default();
             let checkpoint_sha = state.git_commit_sha.clone();
             let (git, opened) =
                 RunGit::open(plan, run_id, resumed, checkpoint_sha.as_deref(), &source).map_err(

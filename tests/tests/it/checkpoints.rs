@@ -458,3 +458,52 @@ fn the_checkpointed_release_example_commits_each_change_in_a_scratch_repository(
         "1.4.2\n"
     );
 }
+
+#[test]
+fn run_toml_checkpoint_keys_include_the_dirty_checkout_or_turn_checkpoints_off() {
+    let sb = Sandbox::new();
+    let root = repo(&sb, &[("a.txt", "committed\n")]);
+    std::fs::write(root.join("a.txt"), "uncommitted\n").unwrap_or_else(|e| panic!("{e}"));
+    sb.write(
+        "wf.fabro",
+        r#"digraph D { start [shape=Mdiamond]; exit [shape=Msquare]
+           copy [shape=parallelogram, script="cat a.txt > seen.txt"]
+           start -> copy -> exit }"#,
+    );
+    let run_with = |toml: &str| {
+        sb.write("run.toml", toml);
+        let ran = sb.run(&["run", "--no-daemon", "run.toml", "--json"]);
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+        json_of(&ran.stdout)["run_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    let id = run_with(
+        "_version = 1\n[workflow]\ngraph = \"wf.fabro\"\n[run]\nworking_dir = \"repo\"\n[run.checkpoint]\ninclude_dirty = true\n",
+    );
+    let branch = format!("weft/run/{id}");
+    assert_eq!(
+        git(&root, &["show", &format!("{branch}:seen.txt")]),
+        "uncommitted\n",
+        "the stage saw the checkout's uncommitted change"
+    );
+    assert_eq!(
+        git(&root, &["log", "--format=%s", "-1", &format!("{branch}~1")]).trim(),
+        format!("weft({id}): the checkout's uncommitted changes"),
+    );
+
+    let id = run_with(
+        "_version = 1\n[workflow]\ngraph = \"wf.fabro\"\n[run]\nworking_dir = \"repo\"\n[run.checkpoint]\nenabled = false\n",
+    );
+    assert!(
+        git(&root, &["branch", "--list", &format!("weft/*/{id}")]).is_empty(),
+        "no branches for a run with checkpoints off"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("seen.txt")).unwrap_or_default(),
+        "uncommitted\n",
+        "it ran in the checkout itself"
+    );
+}
