@@ -16,6 +16,7 @@
 //! - [`transcript`]: the stage's `transcript.jsonl`.
 //! - [`event`]: what a session reports while it works.
 
+pub mod acp;
 mod compaction;
 pub mod config;
 pub mod event;

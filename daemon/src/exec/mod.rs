@@ -7,5 +7,6 @@
 
 pub mod cancel;
 pub mod environment;
+pub mod interactive;
 pub mod process;
 pub mod reaper;

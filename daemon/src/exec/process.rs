@@ -452,20 +452,20 @@ async fn wait_for_exit(pid: Pid, sigchld: &mut tokio::signal::unix::Signal) {
 
 /// The script's process group, owning the shell that leads it. Dropping it
 /// before [`Group::kill_and_reap`] kills the group.
-struct Group {
+pub(super) struct Group {
     /// `None` once reaped.
-    child: Option<Child>,
+    pub(super) child: Option<Child>,
     /// The shell's pid, which is also the group id.
-    pgid: Pid,
+    pub(super) pgid: Pid,
 }
 
 impl Group {
-    fn raw_pgid(&self) -> u32 {
+    pub(super) fn raw_pgid(&self) -> u32 {
         self.pgid.as_raw_nonzero().get().unsigned_abs()
     }
 
     /// Sends `sig` to every process in the group.
-    fn signal(&self, sig: Signal) {
+    pub(super) fn signal(&self, sig: Signal) {
         if self.child.is_some() {
             // ESRCH (all gone) is the only expected failure, and needs nothing.
             let _ = crate::os::process::signal_group(self.raw_pgid(), sig);
@@ -474,7 +474,7 @@ impl Group {
 
     /// Sends SIGKILL to the whole group, then reaps the shell. Until then
     /// the unreaped shell keeps the group id from being reused.
-    async fn kill_and_reap(&mut self) -> io::Result<ExitStatus> {
+    pub(super) async fn kill_and_reap(&mut self) -> io::Result<ExitStatus> {
         self.signal(Signal::KILL);
         let status = match self.child.as_mut() {
             Some(child) => child.wait().await,
@@ -726,14 +726,14 @@ fn command(script: &Script) -> io::Result<Command> {
 
 /// Lets the script past its [`GATE`]. A script that already ended (a
 /// syntax error on its first line) closed the pipe: nothing to do.
-async fn open_gate(group: &mut Group) {
+pub(super) async fn open_gate(group: &mut Group) {
     use tokio::io::AsyncWriteExt;
     if let Some(mut gate) = group.child.as_mut().and_then(|c| c.stdin.take()) {
         let _ = gate.write_all(b"\n").await;
     }
 }
 
-async fn check_work_dir(dir: &Path) -> io::Result<()> {
+pub(super) async fn check_work_dir(dir: &Path) -> io::Result<()> {
     match tokio::fs::metadata(dir).await {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(io::Error::new(

@@ -29,6 +29,7 @@ pub mod metadata;
 mod pack;
 pub mod run_branch;
 mod scan;
+pub mod snapshot;
 pub mod worktree;
 
 pub use apply::{Applied, ApplyError, ApplyErrorKind, ApplyMode, ApplyRequest, apply};

@@ -83,6 +83,11 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     ("speed", Text),
     ("project_memory", Bool),
     ("backend", Text),
+    // External agents (`backend="acp"`, docs/agents.md).
+    ("acp.command", Text),
+    ("acp.agent", Text),
+    ("acp.permissions", Text),
+    ("acp.stall_timeout", Duration),
     ("output_schema", Text),
     ("output_retries", Int),
     // Agent stages (docs/agents.md): limits and the tools allowed.

@@ -126,7 +126,7 @@ impl Property {
             Property::Model | Property::Provider => None,
             Property::ReasoningEffort => Some(&["low", "medium", "high"]),
             Property::Speed => Some(&["fast", "normal"]),
-            Property::Backend => Some(&["api", "cli"]),
+            Property::Backend => Some(&["api", "acp", "cli"]),
         }
     }
 
@@ -798,7 +798,7 @@ mod tests {
             "`reasoning_effort` accepts `low`, `medium`, `high`"
         );
         assert_eq!(pointed_at(src), "extreme");
-        let clii = "did you mean `cli`? `backend` accepts `api`, `cli`";
+        let clii = "did you mean `cli`? `backend` accepts `api`, `acp`, `cli`";
         assert_eq!(hint("* { backend: clii }"), clii);
         assert_eq!(
             hint("* { speed: slow }"),

@@ -225,7 +225,7 @@ async fn send(
 }
 
 /// The run event for what a session reported; `None` for nothing to record.
-fn event_kind(event: AgentEvent) -> Option<EventKind> {
+pub(super) fn event_kind(event: AgentEvent) -> Option<EventKind> {
     Some(match event {
         AgentEvent::TurnStarted { turn } => EventKind::AgentTurnStarted { turn },
         AgentEvent::Text { turn, text } => EventKind::AgentText { turn, text },
@@ -376,7 +376,7 @@ fn session_failure(cx: &StageCx<'_>, error: &SessionError) -> Outcome {
 
 /// What the agent's `shell` inherits: the run's environment with secrets
 /// withheld (as commands get it), and the stage's `WEFT_*` variables.
-fn tool_env(cx: &StageCx<'_>) -> Vec<(String, String)> {
+pub(super) fn tool_env(cx: &StageCx<'_>) -> Vec<(String, String)> {
     let mut env = cx.run.env.clone().unwrap_or_else(|| {
         crate::exec::environment::stage_env(
             &crate::secrets::process_env(),
@@ -398,7 +398,7 @@ fn tool_env(cx: &StageCx<'_>) -> Vec<(String, String)> {
 /// short) left its transcript: it is kept as `transcript.{n}.jsonl` (and
 /// its tool outputs as `tools.{n}/`), numbered in order, so the new
 /// attempt starts its own.
-fn keep_earlier_transcript(cx: &StageCx<'_>) {
+pub(super) fn keep_earlier_transcript(cx: &StageCx<'_>) {
     let current = cx.dir.join(TRANSCRIPT_FILE);
     if !current.exists() {
         return;

@@ -2,6 +2,7 @@
 //! stage and returns its [`Outcome`]; the run loop does retries, routing and
 //! recording around it.
 
+mod acp_agent;
 mod agent;
 mod command;
 mod conditional;
@@ -121,7 +122,16 @@ pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Command => command::run(cx).await,
         Handler::Human => human::run(cx).await,
         Handler::Prompt => prompt::run(cx).await,
-        Handler::Agent => agent::run(cx).await,
+        Handler::Agent => match cx.node.attrs.non_empty("backend").as_deref() {
+            None | Some("api") => agent::run(cx).await,
+            Some("acp") => acp_agent::run(cx).await,
+            Some(other) => Outcome::failed(
+                FailureClass::Deterministic,
+                format!(
+                    "the `{other}` backend is not available yet: use `api` (Weft's own agent) or `acp`"
+                ),
+            ),
+        },
         Handler::FanIn => fan_in::run(cx),
         // The run loop drives these itself (nested runners, started once),
         // so they never get here; if one did, its stage fails rather than

@@ -20,7 +20,8 @@ const ENUMS: &[(&str, &[&str])] = &[
     ("join_policy", &["wait_all", "first_success"]),
     ("language", &["shell", "python"]),
     ("reasoning_effort", &["low", "medium", "high"]),
-    ("backend", &["api", "cli"]),
+    ("backend", &["api", "acp", "cli"]),
+    ("acp.permissions", &["allow", "deny"]),
     ("permissions", &["read-only", "read-write", "full"]),
 ];
 

@@ -1,0 +1,329 @@
+//! What an ACP agent reports while it works (`session/update`), turned into
+//! Weft's agent events and transcript: the same `agent.*` events and
+//! `transcript.jsonl` as Weft's own agent, so `weft logs` and the app show
+//! both alike. Unknown kinds are ignored, as the protocol asks.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::agent::event::AgentEvent;
+use crate::agent::record::Recorder;
+use crate::agent::transcript::{Call, Entry};
+use crate::llm::Usage;
+
+/// Text is reported at most this often…
+const TEXT_EVERY: Duration = Duration::from_millis(100);
+/// …or once this much has gathered.
+const TEXT_BYTES: usize = 2 * 1024;
+/// A tool call's output kept in the transcript line itself; the rest goes
+/// to `tools/`.
+const SUMMARY_BYTES: usize = 500;
+/// The preview of `agent.tool.completed`.
+const PREVIEW_BYTES: usize = 4 * 1024;
+/// Tool calls one turn may report: past it the agent is flooding.
+pub const MAX_TOOL_CALLS: usize = 10_000;
+
+#[derive(Debug)]
+struct Tool {
+    title: String,
+    kind: String,
+    started: Instant,
+    arguments: Value,
+    done: bool,
+}
+
+/// One prompt's worth of updates.
+#[derive(Debug)]
+pub(super) struct Turn {
+    pub(super) number: u32,
+    /// The whole reply so far (every agent message chunk).
+    pub(super) text: String,
+    reasoning: String,
+    unsent: String,
+    sent_at: Instant,
+    started: Instant,
+    tools: HashMap<String, Tool>,
+    calls: Vec<Call>,
+    tool_seq: u32,
+    /// The session's cost so far, as the agent last reported it (ACP's
+    /// `usage_update` carries a running total).
+    pub(super) session_cost: Option<f64>,
+}
+
+impl Turn {
+    pub(super) fn new(number: u32, session_cost: Option<f64>) -> Turn {
+        let now = Instant::now();
+        Turn {
+            number,
+            text: String::new(),
+            reasoning: String::new(),
+            unsent: String::new(),
+            sent_at: now,
+            started: now,
+            tools: HashMap::new(),
+            calls: Vec::new(),
+            tool_seq: 0,
+            session_cost,
+        }
+    }
+
+    /// Applies one `session/update`'s `update` object. `Err` when the agent
+    /// floods (more tool calls than any turn makes).
+    pub(super) fn apply(
+        &mut self,
+        update: &Value,
+        root: &Path,
+        recorder: &mut Option<Recorder>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<(), String> {
+        let kind = update
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match kind {
+            "agent_message_chunk" => {
+                let text = content_text(update.get("content"));
+                self.text.push_str(&text);
+                self.unsent.push_str(&text);
+                if self.unsent.len() >= TEXT_BYTES || self.sent_at.elapsed() >= TEXT_EVERY {
+                    self.flush(on_event);
+                }
+            }
+            "agent_thought_chunk" => {
+                self.reasoning
+                    .push_str(&content_text(update.get("content")));
+            }
+            "tool_call" => {
+                self.flush(on_event);
+                let id = text_of(update, "toolCallId");
+                if !self.tools.contains_key(&id) {
+                    if self.tools.len() >= MAX_TOOL_CALLS {
+                        return Err(format!(
+                            "it reported more than {MAX_TOOL_CALLS} tool calls in one prompt"
+                        ));
+                    }
+                    let tool = Tool {
+                        title: text_of(update, "title"),
+                        kind: kind_of(update),
+                        started: Instant::now(),
+                        arguments: update.get("rawInput").cloned().unwrap_or(Value::Null),
+                        done: false,
+                    };
+                    self.calls.push(Call {
+                        id: id.clone(),
+                        name: tool.kind.clone(),
+                        arguments: tool.arguments.clone(),
+                    });
+                    on_event(AgentEvent::ToolStarted {
+                        call_id: id.clone(),
+                        tool: tool.kind.clone(),
+                        summary: tool.title.clone(),
+                        arguments: tool.arguments.clone(),
+                    });
+                    self.tools.insert(id.clone(), tool);
+                }
+                self.maybe_complete(&id, update, root, recorder, on_event);
+            }
+            "tool_call_update" => {
+                self.flush(on_event);
+                let id = text_of(update, "toolCallId");
+                if let Some(tool) = self.tools.get_mut(&id) {
+                    if let Some(title) = update.get("title").and_then(Value::as_str) {
+                        title.clone_into(&mut tool.title);
+                    }
+                    if update.get("kind").is_some() {
+                        tool.kind = kind_of(update);
+                    }
+                }
+                self.maybe_complete(&id, update, root, recorder, on_event);
+            }
+            "usage_update" => {
+                if let Some(cost) = update
+                    .get("cost")
+                    .and_then(|c| c.get("amount"))
+                    .and_then(Value::as_f64)
+                {
+                    self.session_cost = Some(cost);
+                }
+            }
+            // plan, available_commands_update, current_mode_update,
+            // user_message_chunk, session_info_update and kinds newer than
+            // this client: nothing to record.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A tool call whose status became `completed` or `failed` is reported
+    /// (once).
+    fn maybe_complete(
+        &mut self,
+        id: &str,
+        update: &Value,
+        root: &Path,
+        recorder: &mut Option<Recorder>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) {
+        let status = update.get("status").and_then(Value::as_str);
+        if !matches!(status, Some("completed" | "failed")) {
+            return;
+        }
+        let Some(tool) = self.tools.get_mut(id) else {
+            return;
+        };
+        if tool.done {
+            return;
+        }
+        tool.done = true;
+        let is_error = status == Some("failed");
+        let output = tool_output(update, root);
+        let duration = tool.started.elapsed();
+        self.tool_seq += 1;
+        let output_file = if output.len() > SUMMARY_BYTES {
+            recorder
+                .as_mut()
+                .and_then(|r| r.tool_output(self.tool_seq, &tool.kind, &output))
+        } else {
+            None
+        };
+        if let Some(recorder) = recorder.as_mut() {
+            recorder.entry(&Entry::Tool {
+                call_id: id.to_string(),
+                tool: tool.kind.clone(),
+                is_error,
+                duration_ms: millis(duration),
+                summary: crate::util::text::truncate(&output, SUMMARY_BYTES),
+                output_bytes: output.len() as u64,
+                output_file,
+                touched: Vec::new(),
+            });
+        }
+        on_event(AgentEvent::ToolCompleted {
+            call_id: id.to_string(),
+            tool: tool.kind.clone(),
+            duration,
+            is_error,
+            preview: crate::util::text::truncate(&output, PREVIEW_BYTES),
+            output_bytes: output.len() as u64,
+            touched: Vec::new(),
+        });
+    }
+
+    /// Reports the text gathered since the last report.
+    pub(super) fn flush(&mut self, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+        if !self.unsent.is_empty() {
+            on_event(AgentEvent::Text {
+                turn: self.number,
+                text: std::mem::take(&mut self.unsent),
+            });
+        }
+        self.sent_at = Instant::now();
+    }
+
+    /// The turn's end: the last text, and its transcript line.
+    pub(super) fn finish(
+        &mut self,
+        usage: Usage,
+        cost: Option<f64>,
+        recorder: &mut Option<Recorder>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) {
+        self.flush(on_event);
+        if let Some(recorder) = recorder.as_mut() {
+            recorder.entry(&Entry::Assistant {
+                turn: self.number,
+                text: self.text.clone(),
+                reasoning: self.reasoning.clone(),
+                tool_calls: std::mem::take(&mut self.calls),
+                usage,
+                cost,
+                duration_ms: millis(self.started.elapsed()),
+            });
+        }
+    }
+
+    pub(super) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub(super) fn tool_calls(&self) -> u32 {
+        u32::try_from(self.tools.len()).unwrap_or(u32::MAX)
+    }
+}
+
+fn text_of(update: &Value, key: &str) -> String {
+    update
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The tool's kind (`read`, `edit`, `execute`, …), `other` when unknown.
+fn kind_of(update: &Value) -> String {
+    update
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        .unwrap_or("other")
+        .to_string()
+}
+
+/// A content block's text: text blocks as they are, others named.
+pub(super) fn content_text(block: Option<&Value>) -> String {
+    let Some(block) = block else {
+        return String::new();
+    };
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => text_of(block, "text"),
+        Some("resource_link") => format!("[{}]", text_of(block, "uri")),
+        Some("resource") => block
+            .get("resource")
+            .and_then(|r| r.get("text"))
+            .and_then(Value::as_str)
+            .map_or_else(|| "[resource]".to_string(), str::to_string),
+        Some(other) => format!("[{other}]"),
+        None => String::new(),
+    }
+}
+
+/// A tool call's output as text: its content blocks, diffs named by path
+/// (relative to `root` when under it), terminals by id.
+fn tool_output(update: &Value, root: &Path) -> String {
+    let Some(items) = update.get("content").and_then(Value::as_array) else {
+        return update
+            .get("rawOutput")
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default();
+    };
+    let mut out = String::new();
+    for item in items {
+        let piece = match item.get("type").and_then(Value::as_str) {
+            Some("content") => content_text(item.get("content")),
+            Some("diff") => {
+                let path = text_of(item, "path");
+                let shown = Path::new(&path)
+                    .strip_prefix(root)
+                    .map_or(path.clone(), |p| p.display().to_string());
+                format!("edited {shown}")
+            }
+            Some("terminal") => format!("[terminal {}]", text_of(item, "terminalId")),
+            _ => continue,
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,434 @@
+//! Agent nodes with `backend="acp"`: an external coding agent (Claude Code,
+//! Codex, Gemini CLI through their ACP adapters, or any program speaking
+//! the Agent Client Protocol) does the stage's work in the work dir, driven
+//! through [`crate::agent::acp`]. See docs/agents.md, "External agents".
+//!
+//! Shared with Weft's own agent: the prompt (preamble + prompt), the
+//! reading of the reply (routing directives, `output_schema` with repair
+//! turns, sent as further prompts of the same session), the `agent.*`
+//! events and `transcript.jsonl`, earlier attempts' transcripts kept.
+//! Its own:
+//! - which program: `acp.command`, else the profile `acp.agent`, else the
+//!   profile of the node's provider (`anthropic` → `claude`, `openai` →
+//!   `codex`, `gemini` → `gemini`);
+//! - its permission requests, decided by `acp.permissions`;
+//! - `files_touched`: what it wrote through `fs/write_text_file`, merged
+//!   with what a git snapshot of the work dir before and after shows (it
+//!   may write files itself).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use super::StageCx;
+use super::model_stage::{self, Problem, Prompt, Schema};
+use crate::agent::acp::{
+    AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionRequest,
+};
+use crate::agent::tools::Workspace;
+use crate::agent::{AgentEvent, transcript::Entry};
+use crate::exec::interactive::Program;
+use crate::model::{FailureClass, Outcome, Spend};
+
+/// The agent says nothing for this long while Weft waits: it hangs
+/// (`acp.stall_timeout` changes it).
+const STALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `initialize` and `session/new` must be done within this (an adapter
+/// may start a Node.js program and its bundled CLI).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// After `session/cancel`, how long the agent gets to end its turn.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// After the stage, how long the agent gets to exit once its stdin closes.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A known agent: its ACP program and the provider keys it needs.
+struct Profile {
+    name: &'static str,
+    command: &'static [&'static str],
+    /// Variables passed from the caller's environment to this agent only
+    /// (the run's environment withholds secrets).
+    keys: &'static [&'static str],
+}
+
+const PROFILES: &[Profile] = &[
+    Profile {
+        name: "claude",
+        command: &["claude-agent-acp"],
+        keys: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+        ],
+    },
+    Profile {
+        name: "codex",
+        command: &["codex-acp"],
+        keys: &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
+    },
+    Profile {
+        name: "gemini",
+        command: &["gemini", "--acp"],
+        keys: &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+    },
+];
+
+/// The program a stage runs.
+#[derive(Debug)]
+struct Agent {
+    name: String,
+    program: String,
+    args: Vec<String>,
+    keys: Vec<String>,
+}
+
+/// Runs one attempt of an ACP agent stage.
+pub async fn run(cx: &StageCx<'_>) -> Outcome {
+    if cx.run.dry_run {
+        return super::dry_run::simulate(cx);
+    }
+    let agent = match agent_of(cx) {
+        Ok(agent) => agent,
+        Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
+    };
+    let policy = match Policy::of(cx) {
+        Ok(policy) => policy,
+        Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
+    };
+    let stall_timeout = match cx.node.attrs.value("acp.stall_timeout") {
+        None => STALL_TIMEOUT,
+        Some(v) => match v.as_duration() {
+            Some(d) if d.to_std() > Duration::ZERO => d.to_std(),
+            _ => {
+                return Outcome::failed(
+                    FailureClass::Deterministic,
+                    "`acp.stall_timeout` must be a duration such as 5m",
+                );
+            }
+        },
+    };
+    let Prompt { text, .. } = Prompt::build(cx);
+    super::agent::keep_earlier_transcript(cx);
+    let workspace = match Workspace::new(&cx.run.work_dir, &[], cx.run.cancel.child()) {
+        Ok(workspace) => workspace,
+        Err(e) => {
+            return Outcome::failed(
+                FailureClass::Deterministic,
+                format!(
+                    "cannot use the work directory {}: {e}",
+                    cx.run.work_dir.display()
+                ),
+            );
+        }
+    };
+    let base_env = super::agent::tool_env(cx);
+    let caller = cx.run.models.env();
+    let keys: Vec<(String, String)> = caller
+        .into_iter()
+        .filter(|(k, v)| agent.keys.contains(k) && !v.is_empty())
+        .collect();
+    let config = AcpConfig {
+        program: Program {
+            program: agent.program.clone(),
+            args: agent.args.clone(),
+            work_dir: workspace.root().to_path_buf(),
+            base_env: base_env.clone(),
+            env: keys,
+            group_record: Some(cx.dir.join(crate::exec::process::GROUP_RECORD)),
+        },
+        name: agent.name.clone(),
+        stall_timeout,
+        start_timeout: START_TIMEOUT,
+        cancel_grace: CANCEL_GRACE,
+        record_dir: Some(cx.dir.to_path_buf()),
+        terminal_env: base_env,
+    };
+    let before = crate::git::snapshot::changed_files(&cx.run.work_dir);
+    let mut session = match AcpAgent::start(config, workspace, &cx.run.cancel).await {
+        Ok(session) => session,
+        Err(error) => return failure(&error),
+    };
+    record_session_start(cx, &mut session, &agent, policy);
+    let host = StageHost { cx, policy };
+    let schema = Schema::of(cx);
+    let repairs = model_stage::repair_turns(cx);
+    let mut spend = Spend::default();
+    let mut message = text;
+    let mut repaired = 0u32;
+    let ended = loop {
+        let at = cx.at();
+        let mut on_event = |event: AgentEvent| {
+            if let Some(kind) = super::agent::event_kind(event) {
+                let _ = cx.recorder.emit(kind, at);
+            }
+        };
+        let reply = match session
+            .prompt(&message, &host, &cx.run.cancel, &mut on_event)
+            .await
+        {
+            Ok(reply) => reply,
+            Err(error) => break Err(failure(&error)),
+        };
+        spend.add_call(reply.usage, reply.cost);
+        let response = reply.text;
+        if reply.stop_reason == "refusal" {
+            cx.write_file("response.md", response.as_bytes());
+            break Err(Outcome::failed(
+                FailureClass::Deterministic,
+                format!("the agent {} refused the prompt", agent.name),
+            ));
+        }
+        match model_stage::check(cx, &schema, &response) {
+            Ok(outcome) => break Ok((outcome, response)),
+            Err(Problem::Fatal(why)) => {
+                cx.write_file("response.md", response.as_bytes());
+                break Err(Outcome::failed(FailureClass::Deterministic, why));
+            }
+            Err(Problem::Repairable(why)) if repaired < repairs => {
+                repaired += 1;
+                model_stage::note_repair(cx, repaired, repairs, &why);
+                message = model_stage::repair_message(&why);
+            }
+            Err(Problem::Repairable(why)) => {
+                cx.write_file("response.md", response.as_bytes());
+                break Err(model_stage::schema_failure(repaired, &why));
+            }
+        }
+    };
+    let written = session.files_written();
+    session.record(&Entry::End {
+        reason: match &ended {
+            Ok(_) => "completed".to_string(),
+            Err(outcome) => outcome
+                .failure
+                .as_ref()
+                .map_or_else(|| "failed".to_string(), |f| f.message.clone()),
+        },
+    });
+    session.stop(EXIT_GRACE).await;
+    let mut outcome = match ended {
+        Ok((outcome, response)) => {
+            cx.write_file("response.md", response.as_bytes());
+            model_stage::with_response(cx, outcome, &response)
+        }
+        Err(outcome) => outcome,
+    };
+    let mut touched: BTreeSet<String> = written.into_iter().collect();
+    if let (Some(before), Some(after)) = (
+        before,
+        crate::git::snapshot::changed_files(&cx.run.work_dir),
+    ) {
+        touched.extend(crate::git::snapshot::touched(&before, &after));
+    }
+    outcome.files_touched = touched.into_iter().collect();
+    outcome.llm = model_stage::usage(Some(("acp", &agent.name)), &spend);
+    outcome
+}
+
+/// The stage's outcome for a session that failed.
+fn failure(error: &AcpError) -> Outcome {
+    let class = match error.kind {
+        AcpErrorKind::Cancelled => FailureClass::Canceled,
+        // A crash or a hang may not happen again.
+        AcpErrorKind::Exited | AcpErrorKind::Stalled => FailureClass::TransientInfra,
+        AcpErrorKind::Start | AcpErrorKind::Protocol | AcpErrorKind::Failed => {
+            FailureClass::Deterministic
+        }
+    };
+    Outcome::failed(class, error.message.clone())
+}
+
+/// The program of the stage: `acp.command`, else a profile.
+fn agent_of(cx: &StageCx<'_>) -> Result<Agent, String> {
+    let attrs = &cx.node.attrs;
+    if let Some(command) = attrs.non_empty("acp.command") {
+        let mut words = split_command(&command)?.into_iter();
+        let program = words
+            .next()
+            .ok_or_else(|| "`acp.command` is empty".to_string())?;
+        let name = std::path::Path::new(&program)
+            .file_name()
+            .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
+        let profile = attrs.non_empty("acp.agent");
+        let keys = profile
+            .as_deref()
+            .and_then(|p| PROFILES.iter().find(|known| known.name == p))
+            .map(|p| p.keys.iter().map(|k| (*k).to_string()).collect())
+            .unwrap_or_default();
+        return Ok(Agent {
+            name: profile.map_or(name, |p| p.to_string()),
+            program,
+            args: words.collect(),
+            keys,
+        });
+    }
+    let name = match attrs.non_empty("acp.agent") {
+        Some(name) => name.to_string(),
+        None => match attrs.non_empty("provider").as_deref() {
+            Some("anthropic") => "claude".to_string(),
+            Some("openai") => "codex".to_string(),
+            Some("gemini") => "gemini".to_string(),
+            _ => {
+                return Err(
+                    "an agent with backend=\"acp\" needs `acp.agent` (claude, codex or gemini) or `acp.command` (the program and its arguments)"
+                        .to_string(),
+                );
+            }
+        },
+    };
+    let profile = PROFILES.iter().find(|p| p.name == name).ok_or_else(|| {
+        format!(
+            "unknown `acp.agent` `{name}`: use claude, codex or gemini, or give the program with `acp.command`"
+        )
+    })?;
+    Ok(Agent {
+        name: profile.name.to_string(),
+        program: profile.command[0].to_string(),
+        args: profile.command[1..]
+            .iter()
+            .map(|a| (*a).to_string())
+            .collect(),
+        keys: profile.keys.iter().map(|k| (*k).to_string()).collect(),
+    })
+}
+
+/// A command line split into words: spaces separate, single and double
+/// quotes group, a backslash escapes the next character. No expansion.
+fn split_command(command: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some('\''), c) => word.push(c),
+            (_, '\\') => {
+                in_word = true;
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            (_, c) => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("`acp.command` has an unclosed quote: {command}"));
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// How the stage answers the agent's permission requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    /// Yes, when everything it names is inside the work dir; otherwise no.
+    Allow,
+    /// Always no.
+    Deny,
+}
+
+impl Policy {
+    fn of(cx: &StageCx<'_>) -> Result<Policy, String> {
+        match cx.node.attrs.non_empty("acp.permissions").as_deref() {
+            None | Some("allow") => Ok(Policy::Allow),
+            Some("deny") => Ok(Policy::Deny),
+            Some(other) => Err(format!(
+                "invalid `acp.permissions` `{other}`: use `allow` or `deny`"
+            )),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Policy::Allow => "allow",
+            Policy::Deny => "deny",
+        }
+    }
+}
+
+struct StageHost<'a, 'b> {
+    cx: &'a StageCx<'b>,
+    policy: Policy,
+}
+
+impl Host for StageHost<'_, '_> {
+    fn permission(&self, request: PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
+        Box::pin(async move {
+            let root = self
+                .cx
+                .run
+                .work_dir
+                .canonicalize()
+                .unwrap_or_else(|_| self.cx.run.work_dir.clone());
+            let inside = request
+                .locations
+                .iter()
+                .all(|path| std::path::Path::new(path).starts_with(&root));
+            let allow = self.policy == Policy::Allow && inside;
+            let wanted = if allow {
+                ["allow_once", "allow_always"]
+            } else {
+                ["reject_once", "reject_always"]
+            };
+            let pick = wanted
+                .iter()
+                .find_map(|kind| request.options.iter().find(|o| o.kind == *kind));
+            let answer = match pick {
+                Some(option) => PermissionAnswer::Selected(option.id.clone()),
+                None => PermissionAnswer::Cancelled,
+            };
+            let said = match &answer {
+                PermissionAnswer::Selected(id) => format!("`{id}`"),
+                PermissionAnswer::Cancelled => "no option fits, so cancelled".to_string(),
+            };
+            let why = if self.policy == Policy::Allow && !inside {
+                " (it names a path outside the work dir)"
+            } else {
+                ""
+            };
+            self.cx.notice(format!(
+                "the agent asked for permission: {}; answered {said} by acp.permissions={}{why}",
+                request.title,
+                self.policy.name()
+            ));
+            answer
+        })
+    }
+}
+
+/// The transcript's first line for the session and a notice of who runs.
+fn record_session_start(cx: &StageCx<'_>, session: &mut AcpAgent, agent: &Agent, policy: Policy) {
+    cx.notice(format!(
+        "the external agent {} ({}) works in {}",
+        agent.name,
+        agent.program,
+        cx.run.work_dir.display()
+    ));
+    session.record(&Entry::Session {
+        provider: "acp".to_string(),
+        model: agent.name.clone(),
+        profile: agent.program.clone(),
+        tools: Vec::new(),
+        permissions: policy.name().to_string(),
+    });
+}

@@ -1,0 +1,338 @@
+//! Agent stages with `backend="acp"` over the real binaries, against the
+//! scripted ACP agent `weft-acp-agent` (tests/acpagent): what it writes
+//! through Weft and on disk, what it reports, its permission requests, and
+//! how a broken agent fails the stage (docs/agents.md, "External agents").
+
+use std::path::Path;
+
+use serde_json::Value;
+use weft_tests::{Sandbox, binary};
+
+fn events(sb: &Sandbox, run_id: &str) -> Vec<Value> {
+    let out = sb.run(&["events", run_id, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == name).collect()
+}
+
+/// A workflow of one ACP stage running the scripted agent, with `attrs`
+/// added to the node.
+fn workflow(attrs: &str) -> String {
+    let agent = binary("weft-acp-agent");
+    format!(
+        r#"digraph D {{ start [shape=Mdiamond]; exit [shape=Msquare]
+           work [shape=box, backend="acp", acp.command="{}", prompt="Write the notes" {attrs}]
+           start -> work -> exit }}"#,
+        agent.display()
+    )
+}
+
+struct Ran {
+    code: Option<i32>,
+    stderr: String,
+    run_id: String,
+    conclusion: Value,
+}
+
+/// `weft run --no-daemon wf.fabro --json` with the agent's script.
+fn run(sb: &Sandbox, script: &Value) -> Ran {
+    let script_path = sb.write("script.json", script.to_string());
+    let out = sb
+        .weft()
+        .env("WEFT_ACP_SCRIPT", &script_path)
+        .env("WEFT_ACP_LOG", sb.path().join("client.jsonl"))
+        .args(["run", "--no-daemon", "wf.fabro", "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let conclusion: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    Ran {
+        code: out.status.code(),
+        run_id: conclusion["run_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        stderr,
+        conclusion,
+    }
+}
+
+fn stage_dir(sb: &Sandbox, run_id: &str) -> std::path::PathBuf {
+    let runs = sb.path().join("home/runs");
+    let dir = std::fs::read_dir(&runs)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(run_id))
+        })
+        .unwrap_or_else(|| panic!("no run dir for {run_id} in {}", runs.display()));
+    dir.join("nodes/work")
+}
+
+/// Processes started for this sandbox's agent that are still alive (its
+/// script's path is in their environment).
+fn agents_alive(sb: &Sandbox) -> Vec<String> {
+    let marker = sb.path().join("script.json").display().to_string();
+    let mut alive = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // A zombie has run its last instruction; only its parent's wait is left.
+        let zombie = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&environ).contains(&marker) {
+            alive.push(pid);
+        }
+    }
+    alive
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn an_acp_stage_writes_through_weft_and_on_disk_and_reports_like_weft_s_own_agent() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(""));
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"think": "planning the notes"},
+            {"say": "Writing the notes. "},
+            {"write": {"path": "notes/a.txt", "content": "alpha\n"}},
+            {"disk_write": {"path": "b.txt", "content": "beta\n"}},
+            {"read": {"path": "notes/a.txt"}},
+            {"usage": {"used": 1200, "size": 200000, "cost": 0.25}},
+            {"say": "Done."}
+        ]]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.conclusion["status"], "succeeded", "{}", ran.conclusion);
+    assert_eq!(read(&sb.path().join("notes/a.txt")), "alpha\n");
+
+    let all = events(&sb, &ran.run_id);
+    let completed = named(&all, "stage.completed");
+    let work = completed
+        .iter()
+        .find(|e| e["node_id"] == "work")
+        .unwrap_or_else(|| panic!("{all:?}"));
+    let touched: Vec<&str> = work["properties"]["outcome"]["files_touched"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        touched.contains(&"notes/a.txt"),
+        "written through fs/write_text_file: {touched:?}"
+    );
+    let tools = named(&all, "agent.tool.started");
+    assert!(
+        tools.iter().any(|e| e["properties"]["tool"] == "edit"
+            && e["properties"]["summary"] == "Write notes/a.txt"),
+        "{tools:?}"
+    );
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("Writing the notes.") && text.contains("read notes/a.txt: alpha"),
+        "{text}"
+    );
+
+    let dir = stage_dir(&sb, &ran.run_id);
+    let response = read(&dir.join("response.md"));
+    assert!(response.ends_with("Done."), "{response}");
+    let transcript = read(&dir.join("transcript.jsonl"));
+    let lines: Vec<Value> = transcript
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines[0]["type"], "session", "{transcript}");
+    assert_eq!(lines[0]["provider"], "acp");
+    assert!(
+        lines.iter().any(|l| l["type"] == "assistant"
+            && l["reasoning"] == "planning the notes"
+            && l["cost"] == 0.25),
+        "{transcript}"
+    );
+    assert_eq!(
+        lines.last().map(|l| l["type"].clone()),
+        Some("end".into()),
+        "{transcript}"
+    );
+
+    // The agent was told the work dir and what Weft serves.
+    let client = read(&sb.path().join("client.jsonl"));
+    let init: Value = client
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["method"] == "initialize")
+        .unwrap_or_else(|| panic!("{client}"));
+    assert_eq!(init["params"]["clientCapabilities"]["terminal"], true);
+    assert_eq!(
+        init["params"]["clientCapabilities"]["fs"]["writeTextFile"],
+        true
+    );
+}
+
+#[test]
+fn a_write_outside_the_work_dir_is_refused_and_the_agent_is_told_why() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(""));
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let target = outside.path().join("escape.txt");
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"write": {"path": target.display().to_string(), "content": "no\n"}}
+        ]]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert!(!target.exists(), "nothing was written outside");
+    let all = events(&sb, &ran.run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("failed") && text.contains("outside the work directory"),
+        "{text}"
+    );
+}
+
+#[test]
+fn terminals_run_in_the_work_dir_and_permissions_follow_the_policy() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(r#", acp.permissions="deny""#));
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"terminal": {"command": "sh", "args": ["-c", "pwd; echo out"]}},
+            {"permission": {"title": "Run rm -rf build", "kind": "execute"}}
+        ]]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let all = events(&sb, &ran.run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    let here = sb.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        text.contains(&format!("terminal exit 0: {}\nout", here.display())),
+        "{text}"
+    );
+    assert!(text.contains("permission: reject"), "{text}");
+    let notices: Vec<String> = named(&all, "run.notice")
+        .iter()
+        .filter_map(|e| e["properties"]["message"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("Run rm -rf build") && n.contains("acp.permissions=deny")),
+        "{notices:?}"
+    );
+}
+
+#[test]
+fn broken_agents_fail_the_stage_naming_the_program_and_leave_nothing_running() {
+    let cases: &[(&str, Value, &str)] = &[
+        (
+            "exits at start",
+            serde_json::json!({"start": "exit:3"}),
+            "exited before its session started (exit code 3)",
+        ),
+        (
+            "another protocol version",
+            serde_json::json!({"start": "version:2"}),
+            "speaks ACP version 2",
+        ),
+        (
+            "hangs without a word",
+            serde_json::json!({"prompts": [[{"say": "thinking"}, {"hang": true}]]}),
+            "said nothing for 1s",
+        ),
+        (
+            "writes anything but ACP",
+            serde_json::json!({"prompts": [vec![serde_json::json!({"garbage": "log line"}); 201]]}),
+            "lines that are not ACP messages",
+        ),
+        (
+            "crash mid-session",
+            serde_json::json!({"prompts": [[{"say": "working"}, {"crash": 7}]]}),
+            "exited mid-session (exit code 7)",
+        ),
+    ];
+    for (what, script, expected) in cases {
+        let sb = Sandbox::new();
+        sb.write("wf.fabro", workflow(r#", acp.stall_timeout="1s""#));
+        let ran = run(&sb, script);
+        // The failed stage's plain edge still leads to the exit.
+        assert_eq!(ran.code, Some(0), "{what}: {}", ran.stderr);
+        let all = events(&sb, &ran.run_id);
+        let failed = named(&all, "stage.failed");
+        let message = failed
+            .first()
+            .and_then(|e| e["properties"]["outcome"]["failure"]["message"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            message.contains("weft-acp-agent") && message.contains(expected),
+            "{what}: {message}"
+        );
+        assert_eq!(
+            agents_alive(&sb),
+            Vec::<String>::new(),
+            "{what}: nothing left running"
+        );
+    }
+
+    // A few stray lines on stdout (logs that leaked there) are tolerated.
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(""));
+    let ran = run(
+        &sb,
+        &serde_json::json!({"start": "garbage", "prompts": [[{"garbage": "a log line"}, {"say": "fine"}]]}),
+    );
+    assert_eq!(ran.conclusion["status"], "succeeded", "{}", ran.stderr);
+    assert!(named(&events(&sb, &ran.run_id), "stage.failed").is_empty());
+
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        workflow("").replace(
+            &binary("weft-acp-agent").display().to_string(),
+            "no-such-acp-agent --acp",
+        ),
+    );
+    let ran = run(&sb, &serde_json::json!({}));
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let all = events(&sb, &ran.run_id);
+    let message = named(&all, "stage.failed")
+        .first()
+        .and_then(|e| e["properties"]["outcome"]["failure"]["message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("`no-such-acp-agent` is not on PATH"),
+        "{message}"
+    );
+}
