@@ -88,6 +88,8 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     ("acp.agent", Text),
     ("acp.permissions", Text),
     ("acp.stall_timeout", Duration),
+    ("acp.permission_timeout", Duration),
+    ("acp.permission_default", Text),
     ("output_schema", Text),
     ("output_retries", Int),
     // Agent stages (docs/agents.md): limits and the tools allowed.

@@ -336,3 +336,118 @@ fn broken_agents_fail_the_stage_naming_the_program_and_leave_nothing_running() {
         "{message}"
     );
 }
+
+/// `weft run wf.fabro` through the daemon with the agent's script, its
+/// stderr lines as they arrive.
+fn follow(
+    sb: &Sandbox,
+    script: &Value,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead as _;
+    let script_path = sb.write("script.json", script.to_string());
+    let mut child = sb
+        .weft()
+        .env("WEFT_ACP_SCRIPT", &script_path)
+        .args(["run", "wf.fabro"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            if send.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    (child, receive)
+}
+
+fn only_run_id(sb: &Sandbox) -> String {
+    let out = sb.run(&["ps", "--all", "--json"]);
+    let runs: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    runs.as_array()
+        .and_then(|r| r.first())
+        .and_then(|r| r["run_id"].as_str().or(r["id"].as_str()))
+        .unwrap_or_else(|| panic!("{runs}"))
+        .to_string()
+}
+
+#[test]
+fn under_ask_a_permission_request_is_a_question_answered_from_another_client() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(r#", acp.permissions="ask""#));
+    let (mut follower, lines) = follow(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"permission": {"title": "Run cargo publish", "kind": "execute"}}
+        ]]}),
+    );
+    let mut shown = Vec::new();
+    let command = loop {
+        let line = lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no question was shown: {shown:#?}"));
+        shown.push(line.clone());
+        if let Some((_, command)) = line.split_once("answer with: ") {
+            break command.to_string();
+        }
+    };
+    let text = shown.join("\n");
+    assert!(
+        text.contains("asks permission: Run cargo publish") && text.contains("Allow"),
+        "{text}"
+    );
+    // Another client answers, by the command shown, picking "Allow".
+    let first = command.split("  (or").next().unwrap_or_default();
+    let words: Vec<&str> = first.split_whitespace().collect();
+    assert_eq!(words[..2], ["weft", "answer"], "{command}");
+    let answered = sb.run(&[words[1], words[2], "--label", "Allow"]);
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let status = follower.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let run_id = only_run_id(&sb);
+    let all = events(&sb, &run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(text.contains("permission: allow"), "{text}");
+    assert_eq!(named(&all, "interview.completed").len(), 1, "{all:?}");
+}
+
+#[test]
+fn under_ask_an_unanswered_permission_takes_its_default_after_the_timeout() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        workflow(r#", acp.permissions="ask", acp.permission_timeout="1s""#),
+    );
+    let (mut follower, _lines) = follow(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"permission": {"title": "Delete the cache", "kind": "delete"}}
+        ]]}),
+    );
+    let status = follower.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let run_id = only_run_id(&sb);
+    let all = events(&sb, &run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(text.contains("permission: reject"), "{text}");
+    let timeouts = named(&all, "interview.timeout");
+    assert_eq!(timeouts.len(), 1, "{all:?}");
+    assert_eq!(timeouts[0]["properties"]["default_choice"], "Reject");
+    let pending = sb.run(&["questions", "--json"]);
+    assert!(
+        !pending.stdout.contains("Delete the cache"),
+        "no question left pending: {}",
+        pending.stdout
+    );
+}

@@ -24,12 +24,16 @@ use futures_util::future::BoxFuture;
 use super::StageCx;
 use super::model_stage::{self, Problem, Prompt, Schema};
 use crate::agent::acp::{
-    AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionRequest,
+    AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionOption,
+    PermissionRequest,
 };
 use crate::agent::tools::Workspace;
 use crate::agent::{AgentEvent, transcript::Entry};
+use crate::engine::interviewer::{Answer, Choice, Question};
 use crate::exec::interactive::Program;
+use crate::model::EventKind;
 use crate::model::{FailureClass, Outcome, Spend};
+use crate::store::{QuestionRecord, QuestionStatus};
 
 /// The agent says nothing for this long while Weft waits: it hangs
 /// (`acp.stall_timeout` changes it).
@@ -152,7 +156,12 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         Err(error) => return failure(&error),
     };
     record_session_start(cx, &mut session, &agent, policy);
-    let host = StageHost { cx, policy };
+    interrupt_stale_questions(cx);
+    let host = StageHost {
+        cx,
+        policy,
+        agent: agent.name.clone(),
+    };
     let schema = Schema::of(cx);
     let repairs = model_stage::repair_turns(cx);
     let mut spend = Spend::default();
@@ -338,22 +347,58 @@ fn split_command(command: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// How the stage answers the agent's permission requests.
+/// How the stage answers the agent's permission requests
+/// (`acp.permissions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Policy {
     /// Yes, when everything it names is inside the work dir; otherwise no.
+    /// The default: the agent works in the run's work dir (a worktree of
+    /// its own in checkpoint mode), as Weft's own agent does.
     Allow,
     /// Always no.
     Deny,
+    /// A person decides, as at a human gate; `acp.permission_timeout`
+    /// bounds the wait, after which `acp.permission_default` (`reject`
+    /// unless set to `allow`) answers.
+    Ask {
+        timeout: Option<Duration>,
+        allow_by_default: bool,
+    },
 }
 
 impl Policy {
     fn of(cx: &StageCx<'_>) -> Result<Policy, String> {
-        match cx.node.attrs.non_empty("acp.permissions").as_deref() {
+        let attrs = &cx.node.attrs;
+        match attrs.non_empty("acp.permissions").as_deref() {
             None | Some("allow") => Ok(Policy::Allow),
             Some("deny") => Ok(Policy::Deny),
+            Some("ask") => {
+                let timeout = match attrs.value("acp.permission_timeout") {
+                    None => None,
+                    Some(v) => match v.as_duration() {
+                        Some(d) if d.to_std() > Duration::ZERO => Some(d.to_std()),
+                        _ => {
+                            return Err("`acp.permission_timeout` must be a duration such as 10m"
+                                .to_string());
+                        }
+                    },
+                };
+                let allow_by_default = match attrs.non_empty("acp.permission_default").as_deref() {
+                    None | Some("reject") => false,
+                    Some("allow") => true,
+                    Some(other) => {
+                        return Err(format!(
+                            "invalid `acp.permission_default` `{other}`: use `allow` or `reject`"
+                        ));
+                    }
+                };
+                Ok(Policy::Ask {
+                    timeout,
+                    allow_by_default,
+                })
+            }
             Some(other) => Err(format!(
-                "invalid `acp.permissions` `{other}`: use `allow` or `deny`"
+                "invalid `acp.permissions` `{other}`: use `allow`, `deny` or `ask`"
             )),
         }
     }
@@ -362,18 +407,38 @@ impl Policy {
         match self {
             Policy::Allow => "allow",
             Policy::Deny => "deny",
+            Policy::Ask { .. } => "ask",
         }
     }
 }
 
+/// The option of one of `kinds` (in order of preference).
+fn option_of<'r>(request: &'r PermissionRequest, kinds: &[&str]) -> Option<&'r PermissionOption> {
+    kinds
+        .iter()
+        .find_map(|kind| request.options.iter().find(|o| o.kind == *kind))
+}
+
+const ALLOW: &[&str] = &["allow_once", "allow_always"];
+const REJECT: &[&str] = &["reject_once", "reject_always"];
+
 struct StageHost<'a, 'b> {
     cx: &'a StageCx<'b>,
     policy: Policy,
+    /// The agent's name, for the question.
+    agent: String,
 }
 
 impl Host for StageHost<'_, '_> {
     fn permission(&self, request: PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
         Box::pin(async move {
+            if let Policy::Ask {
+                timeout,
+                allow_by_default,
+            } = self.policy
+            {
+                return ask_person(self.cx, &self.agent, &request, timeout, allow_by_default).await;
+            }
             let root = self
                 .cx
                 .run
@@ -390,9 +455,7 @@ impl Host for StageHost<'_, '_> {
             } else {
                 ["reject_once", "reject_always"]
             };
-            let pick = wanted
-                .iter()
-                .find_map(|kind| request.options.iter().find(|o| o.kind == *kind));
+            let pick = option_of(&request, &wanted);
             let answer = match pick {
                 Some(option) => PermissionAnswer::Selected(option.id.clone()),
                 None => PermissionAnswer::Cancelled,
@@ -431,4 +494,156 @@ fn record_session_start(cx: &StageCx<'_>, session: &mut AcpAgent, agent: &Agent,
         tools: Vec::new(),
         permissions: policy.name().to_string(),
     });
+}
+
+/// A permission request put to a person as a question of the stage: its
+/// options are the agent's, the answer goes back to it. A timeout takes the
+/// default; a question nobody can answer (interrupted, skipped) is a
+/// rejection; a cancelled run cancels it.
+async fn ask_person(
+    cx: &StageCx<'_>,
+    agent: &str,
+    request: &PermissionRequest,
+    timeout: Option<Duration>,
+    allow_by_default: bool,
+) -> PermissionAnswer {
+    let default = option_of(request, if allow_by_default { ALLOW } else { REJECT });
+    let mut context = format!("The agent {agent} wants to {}", request.kind);
+    if !request.locations.is_empty() {
+        context.push_str(&format!(" ({})", request.locations.join(", ")));
+    }
+    if !request.raw_input.is_null() {
+        context.push_str(&format!(
+            "\n{}",
+            crate::util::text::truncate(&request.raw_input.to_string(), 1500)
+        ));
+    }
+    let question = Question {
+        id: ulid::Ulid::generate().to_string(),
+        node_id: cx.node.id.to_string(),
+        text: format!("{agent} asks permission: {}", request.title),
+        context: Some(context),
+        choices: request
+            .options
+            .iter()
+            .map(|o| Choice {
+                key: None,
+                label: o.name.clone(),
+                text: o.name.clone(),
+                target: String::new(),
+            })
+            .collect(),
+        freeform: false,
+        timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        default_choice: timeout.and(default.map(|o| o.name.clone())),
+    };
+    let record = QuestionRecord {
+        id: question.id.clone(),
+        run_id: cx.run.run_id.clone(),
+        node_id: question.node_id.clone(),
+        visit: cx.visit,
+        text: question.text.clone(),
+        options: question.choices.iter().map(|c| c.label.clone()).collect(),
+        freeform: false,
+        status: QuestionStatus::Pending,
+        answer: None,
+        asked_at: crate::store::timestamp(),
+        answered_at: None,
+    };
+    let asked = super::ask::ask_recorded(cx, &question, Some(&record), timeout).await;
+    let settle = |status: QuestionStatus, answer: serde_json::Value| {
+        let _ = cx
+            .recorder
+            .store()
+            .answer_question(&question.id, status, Some(&answer));
+    };
+    let reject = || {
+        option_of(request, REJECT).map_or(PermissionAnswer::Cancelled, |o| {
+            PermissionAnswer::Selected(o.id.clone())
+        })
+    };
+    match asked {
+        super::ask::Asked::Answer(Answer::Choice(i)) => match request.options.get(i) {
+            Some(option) => {
+                settle(
+                    QuestionStatus::Answered,
+                    serde_json::json!({"choice": option.name}),
+                );
+                let _ = cx.recorder.emit(
+                    EventKind::InterviewCompleted {
+                        question_id: question.id.clone(),
+                        selected: option.name.clone(),
+                        text: None,
+                    },
+                    cx.at(),
+                );
+                PermissionAnswer::Selected(option.id.clone())
+            }
+            None => reject(),
+        },
+        super::ask::Asked::Answer(
+            Answer::Freeform(_) | Answer::Skipped | Answer::Interrupted(_),
+        ) => {
+            settle(
+                QuestionStatus::Interrupted,
+                serde_json::json!({"interrupted": "no option was chosen"}),
+            );
+            let _ = cx.recorder.emit(
+                EventKind::InterviewInterrupted {
+                    question_id: question.id.clone(),
+                    reason: "no option was chosen; the agent is refused".to_string(),
+                },
+                cx.at(),
+            );
+            reject()
+        }
+        super::ask::Asked::TimedOut(after) => {
+            settle(
+                QuestionStatus::TimedOut,
+                serde_json::json!({"default_choice": default.map(|o| o.name.clone())}),
+            );
+            let _ = cx.recorder.emit(
+                EventKind::InterviewTimeout {
+                    question_id: question.id.clone(),
+                    default_choice: default.map(|o| o.name.clone()),
+                },
+                cx.at(),
+            );
+            cx.notice(format!(
+                "no answer to the agent's permission request within {after}; answered `{}` (acp.permission_default)",
+                default.map_or("cancelled", |o| o.id.as_str())
+            ));
+            default.map_or(PermissionAnswer::Cancelled, |o| {
+                PermissionAnswer::Selected(o.id.clone())
+            })
+        }
+        super::ask::Asked::Cancelled(reason) => {
+            settle(
+                QuestionStatus::Interrupted,
+                serde_json::json!({"cancelled": reason}),
+            );
+            PermissionAnswer::Cancelled
+        }
+    }
+}
+
+/// Permission questions of this stage visit left pending by an attempt
+/// that stopped (a crash, a kill): the agent that asked is gone, so they
+/// are closed rather than left in the inbox.
+fn interrupt_stale_questions(cx: &StageCx<'_>) {
+    let pending = cx
+        .recorder
+        .store()
+        .questions(Some(&cx.run.run_id), true)
+        .unwrap_or_default();
+    for question in pending
+        .iter()
+        .filter(|q| *q.node_id == *cx.node.id && q.visit == cx.visit)
+    {
+        let _ = cx.recorder.store().answer_question(
+            &question.id,
+            QuestionStatus::Interrupted,
+            Some(&serde_json::json!({"interrupted": "the agent that asked was stopped"})),
+        );
+    }
 }

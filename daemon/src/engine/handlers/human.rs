@@ -8,9 +8,9 @@
 use serde_json::json;
 
 use super::StageCx;
-use crate::engine::interviewer::{self, Answer, AutoApprove, Interviewer, Question};
+use super::ask::Asked;
+use crate::engine::interviewer::{self, Answer, Question};
 use crate::model::EventKind;
-use crate::model::RunStatus;
 use crate::model::{FailureClass, Outcome};
 use crate::store::{QuestionRecord, QuestionStatus};
 
@@ -64,39 +64,14 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         asked_at: crate::store::timestamp(),
         answered_at: None,
     };
-    // The run is blocked while any of its gates waits (parallel branches
-    // can open several at once).
-    let first = cx.recorder.gate_opened();
-    {
-        let mut store = cx.recorder.store();
-        if pending.is_none() {
-            let _ = store.insert_question(&record);
-        }
-        if first {
-            let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
-        }
-    }
-    // Announced only once recorded: whoever reacts to the event (the app,
-    // `weft answer`) finds the question and the blocked run.
-    let _ = cx.recorder.emit(
-        EventKind::InterviewStarted {
-            question_id: question.id.clone(),
-            question: question.text.clone(),
-            options: question.choices.iter().map(|c| c.label.clone()).collect(),
-            freeform,
-            context: question.context.clone(),
-            timeout_ms: question.timeout_ms,
-            default_choice: question.default_choice.clone(),
-        },
-        at,
-    );
-    let answer = ask(cx, &question).await;
-    if cx.recorder.gate_closed() {
-        let _ = cx
-            .recorder
-            .store()
-            .set_status(&cx.run.run_id, RunStatus::Running, None);
-    }
+    let timeout = cx
+        .node
+        .attrs
+        .value("timeout")
+        .and_then(crate::lang::value::Value::as_duration)
+        .map(|t| t.to_std());
+    let new = pending.is_none().then_some(&record);
+    let answer = super::ask::ask_recorded(cx, &question, new, timeout).await;
     let settle = |status: QuestionStatus, answer: serde_json::Value| {
         let _ = cx
             .recorder
@@ -205,41 +180,6 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             settle(QuestionStatus::Interrupted, json!({ "cancelled": reason }));
             Outcome::failed(FailureClass::Canceled, format!("cancelled: {reason}"))
         }
-    }
-}
-
-enum Asked {
-    Answer(Answer),
-    TimedOut(String),
-    Cancelled(String),
-}
-
-/// Asks through the run's interviewer (the auto-approver under `--dry-run`),
-/// bounded by the node's `timeout` and the run's cancellation.
-async fn ask(cx: &StageCx<'_>, question: &Question) -> Asked {
-    let auto = AutoApprove;
-    let interviewer: &dyn Interviewer = if cx.run.dry_run {
-        &auto
-    } else {
-        cx.run.interviewer.as_ref()
-    };
-    let timeout = cx
-        .node
-        .attrs
-        .value("timeout")
-        .and_then(crate::lang::value::Value::as_duration);
-    let asking = async {
-        match timeout {
-            Some(t) => match tokio::time::timeout(t.to_std(), interviewer.ask(question)).await {
-                Ok(answer) => Asked::Answer(answer),
-                Err(_) => Asked::TimedOut(t.to_string()),
-            },
-            None => Asked::Answer(interviewer.ask(question).await),
-        }
-    };
-    tokio::select! {
-        asked = asking => asked,
-        reason = cx.run.cancel.cancelled() => Asked::Cancelled(reason.to_string()),
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod acp_agent;
 mod agent;
+mod ask;
 mod command;
 mod conditional;
 mod dry_run;

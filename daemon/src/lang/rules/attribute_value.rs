@@ -21,7 +21,8 @@ const ENUMS: &[(&str, &[&str])] = &[
     ("language", &["shell", "python"]),
     ("reasoning_effort", &["low", "medium", "high"]),
     ("backend", &["api", "acp", "cli"]),
-    ("acp.permissions", &["allow", "deny"]),
+    ("acp.permissions", &["allow", "deny", "ask"]),
+    ("acp.permission_default", &["allow", "reject"]),
     ("permissions", &["read-only", "read-write", "full"]),
 ];
 
