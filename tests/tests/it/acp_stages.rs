@@ -451,3 +451,120 @@ fn under_ask_an_unanswered_permission_takes_its_default_after_the_timeout() {
         pending.stdout
     );
 }
+
+/// `weft run wf.fabro --detach`: the run id.
+fn start_detached(sb: &Sandbox) -> String {
+    let out = sb
+        .weft()
+        .env("WEFT_ACP_SCRIPT", sb.path().join("script.json"))
+        .args(["run", "wf.fabro", "--detach"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Waits (bounded) until `done` holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn has_event(sb: &Sandbox, run_id: &str, name: &str) -> bool {
+    weft::store::Store::open_read_only(&weft::store::Home::at(sb.path().join("home")))
+        .and_then(|s| s.events(run_id, 0, None))
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e.kind.name() == name)
+}
+
+#[test]
+fn cancelling_a_run_mid_session_ends_the_agent_even_one_that_ignores_session_cancel() {
+    for ignores in [false, true] {
+        let sb = Sandbox::new();
+        sb.write("wf.fabro", workflow(""));
+        let mut steps = vec![serde_json::json!({"say": "working on it"})];
+        if ignores {
+            steps.insert(0, serde_json::json!({"ignore_cancel": true}));
+        }
+        steps.push(serde_json::json!({"sleep_ms": 600_000}));
+        sb.write(
+            "script.json",
+            serde_json::json!({"prompts": [steps]}).to_string(),
+        );
+        let _daemon = weft_tests::Weftd::start(&sb);
+        let run_id = start_detached(&sb);
+        wait_until("the agent to speak", || {
+            has_event(&sb, &run_id, "agent.text")
+        });
+        let cancelled = sb.run(&["cancel", &run_id]);
+        assert_eq!(cancelled.code, 0, "{cancelled:?}");
+        weft_tests::wait_for_status(
+            &weft::store::Home::at(sb.path().join("home")),
+            &run_id,
+            weft::model::RunStatus::Cancelled,
+        );
+        wait_until("no agent process to be left", || {
+            agents_alive(&sb).is_empty()
+        });
+        // A cancelled run records no stage outcome; the transcript's end
+        // says how the session ended.
+        let transcript = read(&stage_dir(&sb, &run_id).join("transcript.jsonl"));
+        let end = transcript.lines().last().unwrap_or_default().to_string();
+        if ignores {
+            assert!(end.contains("did not end its turn"), "{end}");
+        } else {
+            assert!(end.contains("stopped: cancelled"), "{end}");
+        }
+    }
+}
+
+#[test]
+fn a_weftd_killed_mid_session_leaves_no_agent_and_the_resumed_run_starts_it_afresh() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(""));
+    sb.write(
+        "script.json",
+        serde_json::json!({"prompts": [[{"say": "first attempt"}, {"hang": true}]]}).to_string(),
+    );
+    let first = weft_tests::Weftd::start(&sb);
+    let run_id = start_detached(&sb);
+    wait_until("the agent to speak", || {
+        has_event(&sb, &run_id, "agent.text")
+    });
+    assert_eq!(agents_alive(&sb).len(), 1, "one agent runs");
+    first.signal("-KILL");
+    drop(first);
+    wait_until("the reaper to kill the agent", || {
+        agents_alive(&sb).is_empty()
+    });
+
+    // The resumed attempt's agent reads the script afresh.
+    sb.write(
+        "script.json",
+        serde_json::json!({"prompts": [[{"say": "second attempt"}, {"write": {"path": "done.txt", "content": "ok\n"}}]]})
+            .to_string(),
+    );
+    let _second = weft_tests::Weftd::start(&sb);
+    weft_tests::wait_for_status(
+        &weft::store::Home::at(sb.path().join("home")),
+        &run_id,
+        weft::model::RunStatus::Succeeded,
+    );
+    assert_eq!(read(&sb.path().join("done.txt")), "ok\n");
+    let dir = stage_dir(&sb, &run_id);
+    let lost = read(&dir.join("transcript.1.jsonl"));
+    assert!(
+        lost.lines().last().is_some_and(|l| l.contains("lost")),
+        "the lost attempt is ended as lost: {lost}"
+    );
+    assert!(read(&dir.join("transcript.jsonl")).contains("second attempt"));
+}

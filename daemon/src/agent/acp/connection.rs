@@ -504,7 +504,12 @@ impl AcpAgent {
                 Duration::from_secs(365 * 24 * 3600)
             };
             let grace_over = cancel_sent.map(|at| at + self.config.cancel_grace);
+            let text_due = turn.text_due().map(tokio::time::Instant::from_std);
             let incoming = tokio::select! {
+                () = sleep_until(text_due), if text_due.is_some() => {
+                    turn.flush(on_event);
+                    continue;
+                }
                 read = tokio::time::timeout(stall, self.lines.next()) => read,
                 Some((request, result)) = pending.next(), if !pending.is_empty() => {
                     self.write(&wire::response(&request, result)).await?;

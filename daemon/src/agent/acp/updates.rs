@@ -245,6 +245,12 @@ impl Turn {
         }
     }
 
+    /// When the text gathered but not yet reported is due (an agent that
+    /// says something and then works silently is still heard).
+    pub(super) fn text_due(&self) -> Option<Instant> {
+        (!self.unsent.is_empty()).then(|| self.sent_at + TEXT_EVERY)
+    }
+
     pub(super) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
