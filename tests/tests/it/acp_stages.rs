@@ -568,3 +568,92 @@ fn a_weftd_killed_mid_session_leaves_no_agent_and_the_resumed_run_starts_it_afre
     );
     assert!(read(&dir.join("transcript.jsonl")).contains("second attempt"));
 }
+
+/// `examples/external-agent.fabro` runs to its end with every kind of
+/// stage real but the model and the adapter: Weft's own agent plans
+/// against the fake provider, `claude-agent-acp` on PATH is the scripted
+/// agent, and `--auto-approve` answers both the agent's permission question
+/// and the review gate.
+#[test]
+fn the_external_agent_example_plans_implements_and_ships_with_every_question_answered() {
+    use weft_fakellm::{FakeLlm, Reply, ToolCall};
+    let fake = FakeLlm::start();
+    let key = format!("sk-acp-example-{}", std::process::id());
+    fake.script(
+        &key,
+        [
+            Reply::ToolCalls(vec![ToolCall::new(
+                "p1",
+                "write_file",
+                serde_json::json!({"file_path": "plan.md", "content": "Add: faster start-up.\n"}),
+            )]),
+            Reply::Text("The plan is in plan.md.".into()),
+        ],
+    );
+    let sb = Sandbox::new();
+    sb.write("CHANGELOG.md", "# Changelog\n");
+    let bin = sb.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(binary("weft-acp-agent"), bin.join("claude-agent-acp"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let script = sb.write(
+        "script.json",
+        serde_json::json!({"prompts": [[
+            {"read": {"path": "plan.md"}},
+            {"permission": {"title": "Edit CHANGELOG.md", "kind": "edit"}},
+            {"write": {"path": "CHANGELOG.md", "content": "# Changelog\n\n## Next\n\n- Faster start-up.\n"}},
+            {"say": "Added the entry."}
+        ]]})
+        .to_string(),
+    );
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/external-agent.fabro");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = sb
+        .weft()
+        .env("PATH", path)
+        .env("WEFT_ACP_SCRIPT", &script)
+        .env("OPENAI_API_KEY", &key)
+        .env("OPENAI_BASE_URL", format!("{}/v1", fake.url()))
+        .args([
+            "run",
+            "--no-daemon",
+            "--auto-approve",
+            "--model",
+            "gpt-5.2",
+            &example.display().to_string(),
+            "--json",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let conclusion: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(conclusion["status"], "succeeded", "{stderr}");
+    assert!(read(&sb.path().join("CHANGELOG.md")).contains("- Faster start-up."));
+    let run_id = conclusion["run_id"].as_str().unwrap_or_default();
+    let all = events(&sb, run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("read plan.md: Add: faster start-up.") && text.contains("permission: allow"),
+        "the agent read the plan and was allowed: {text}"
+    );
+    let asked: Vec<&str> = named(&all, "interview.started")
+        .iter()
+        .filter_map(|e| e["properties"]["question"].as_str())
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "claude asks permission: Edit CHANGELOG.md",
+            "Ship the entry?"
+        ],
+        "{all:?}"
+    );
+}
