@@ -55,7 +55,7 @@ fn agent_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-fn config(agent: &PathBuf, script: &std::path::Path, work: &std::path::Path) -> AcpConfig {
+fn config(agent: &std::path::Path, script: &std::path::Path, work: &std::path::Path) -> AcpConfig {
     let base_env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k == "PATH" || k == "HOME")
         .collect();
