@@ -5,6 +5,7 @@
 //! `cargo nextest run -p weft --test it engine::` or
 //! `cargo test -p weft --test it wire_types`.
 
+mod acp_wire;
 mod agent;
 mod apis;
 mod checkpoints;

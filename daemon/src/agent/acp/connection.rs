@@ -48,6 +48,10 @@ const STDERR_LOG_BYTES: u64 = 1024 * 1024;
 /// The agent's stderr log in the stage directory.
 pub const STDERR_FILE: &str = "agent-stderr.log";
 
+/// Messages to the agent waiting for it to read them, at most: an agent
+/// that stops reading its input while asking for more is stopped.
+const MAX_QUEUED_BYTES: usize = 256 * 1024 * 1024;
+
 /// How an agent is started and watched.
 #[derive(Debug, Clone)]
 pub struct AcpConfig {
@@ -155,7 +159,7 @@ pub struct PromptResult {
 pub struct AcpAgent {
     config: AcpConfig,
     process: Interactive,
-    stdin: ChildStdin,
+    writer: Writer,
     lines: Lines<ChildStdout>,
     stderr_tail: Arc<Mutex<String>>,
     next_id: u64,
@@ -217,7 +221,7 @@ impl AcpAgent {
         let mut agent = AcpAgent {
             config,
             process,
-            stdin,
+            writer: Writer::start(stdin),
             lines: Lines::new(stdout),
             stderr_tail,
             next_id: 0,
@@ -381,14 +385,15 @@ impl AcpAgent {
     /// exit, then its process group is killed, with every terminal.
     pub async fn stop(self, grace: Duration) {
         let AcpAgent {
-            stdin,
+            writer,
             mut process,
             mut terminals,
             ..
         } = self;
         terminals.kill_all();
-        // End of input: an agent exits when its client goes.
-        drop(stdin);
+        // End of input once the queue is written: an agent exits when its
+        // client goes.
+        drop(writer);
         if tokio::time::timeout(grace, process.wait()).await.is_err() {
             let _ = process.stop(Duration::from_millis(500)).await;
         } else {
@@ -464,21 +469,26 @@ impl AcpAgent {
         Ok(id)
     }
 
+    /// Queues a message for the agent (written by [`Writer`]'s task, so
+    /// reading goes on while the agent is slow to read).
     async fn write(&mut self, line: &[u8]) -> Result<(), AcpError> {
-        let written = async {
-            self.stdin.write_all(line).await?;
-            self.stdin.flush().await
-        }
-        .await;
-        match written {
+        match self.writer.send(line.to_vec()) {
             Ok(()) => Ok(()),
-            Err(e) => {
+            Err(WriteError::Broken(e)) => {
                 let hint = self.exit_hint();
                 Err(AcpError {
                     kind: AcpErrorKind::Exited,
                     message: format!("cannot write to the agent {}: {e}{hint}", self.config.name),
                 })
             }
+            Err(WriteError::Backlog) => Err(AcpError {
+                kind: AcpErrorKind::Protocol,
+                message: format!(
+                    "the agent {} stopped reading its input ({} MiB of messages to it are waiting); it was stopped",
+                    self.config.name,
+                    MAX_QUEUED_BYTES / (1024 * 1024)
+                ),
+            }),
         }
     }
 
@@ -903,5 +913,63 @@ async fn collect_stderr(
             }
             kept.drain(..cut);
         }
+    }
+}
+
+/// Writes to the agent's stdin from a task of its own, in order.
+struct Writer {
+    queue: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    /// Bytes sent to the task and not yet written.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// Why writing stopped, once it has.
+    broken: Arc<Mutex<Option<String>>>,
+}
+
+enum WriteError {
+    Broken(String),
+    Backlog,
+}
+
+impl Writer {
+    fn start(mut stdin: ChildStdin) -> Writer {
+        use std::sync::atomic::Ordering;
+        let (queue, mut messages) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let broken = Arc::new(Mutex::new(None));
+        let (left, why) = (Arc::clone(&queued), Arc::clone(&broken));
+        tokio::spawn(async move {
+            while let Some(message) = messages.recv().await {
+                let written = async {
+                    stdin.write_all(&message).await?;
+                    stdin.flush().await
+                }
+                .await;
+                left.fetch_sub(message.len(), Ordering::Relaxed);
+                if let Err(e) = written {
+                    *lock(&why) = Some(e.to_string());
+                    break;
+                }
+            }
+            // Dropping stdin here is the agent's end of input.
+        });
+        Writer {
+            queue,
+            queued,
+            broken,
+        }
+    }
+
+    fn send(&self, message: Vec<u8>) -> Result<(), WriteError> {
+        use std::sync::atomic::Ordering;
+        if let Some(why) = lock(&self.broken).clone() {
+            return Err(WriteError::Broken(why));
+        }
+        if self.queued.load(Ordering::Relaxed) + message.len() > MAX_QUEUED_BYTES {
+            return Err(WriteError::Backlog);
+        }
+        self.queued.fetch_add(message.len(), Ordering::Relaxed);
+        self.queue
+            .send(message)
+            .map_err(|_| WriteError::Broken("the writer stopped".to_string()))
     }
 }

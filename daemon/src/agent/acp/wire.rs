@@ -97,37 +97,44 @@ impl<R: AsyncRead + Unpin> Lines<R> {
     }
 
     /// The next message; blank lines are skipped.
+    ///
+    /// Cancel-safe: it is raced against timers and other work, so the only
+    /// await is the buffer's refill, and what was taken from the buffer
+    /// before it (the start of a long line) stays in `self.buffer` for the
+    /// next call.
     pub async fn next(&mut self) -> Result<Incoming, ReadError> {
         loop {
-            self.buffer.clear();
-            // Read through the buffer's chunks so a line without an end
-            // cannot grow past the cap.
-            loop {
-                let available = self.reader.fill_buf().await.map_err(ReadError::Io)?;
-                if available.is_empty() {
-                    if self.buffer.is_empty() {
-                        return Err(ReadError::Closed);
-                    }
-                    break;
+            let available = self.reader.fill_buf().await.map_err(ReadError::Io)?;
+            if available.is_empty() {
+                if self.buffer.is_empty() {
+                    return Err(ReadError::Closed);
                 }
-                let (take, done) = match memchr::memchr(b'\n', available) {
-                    Some(at) => (at + 1, true),
-                    None => (available.len(), false),
-                };
-                if self.buffer.len() + take > MAX_LINE_BYTES + 1 {
-                    return Err(ReadError::TooLong);
+                // The last line, without its newline.
+                let line = std::mem::take(&mut self.buffer);
+                let line = trim_line(&line);
+                if line.is_empty() {
+                    return Err(ReadError::Closed);
                 }
-                self.buffer.extend_from_slice(&available[..take]);
-                self.reader.consume(take);
-                if done {
-                    break;
-                }
+                return Ok(parse(line));
             }
-            let line = trim_line(&self.buffer);
-            if line.is_empty() {
+            let (take, done) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            if self.buffer.len() + take > MAX_LINE_BYTES + 1 {
+                return Err(ReadError::TooLong);
+            }
+            self.buffer.extend_from_slice(&available[..take]);
+            self.reader.consume(take);
+            if !done {
                 continue;
             }
-            return Ok(parse(line));
+            let line = std::mem::take(&mut self.buffer);
+            let trimmed = trim_line(&line);
+            if trimmed.is_empty() {
+                continue;
+            }
+            return Ok(parse(trimmed));
         }
     }
 }
