@@ -8,6 +8,7 @@
 mod agent;
 mod apis;
 mod checkpoints;
+mod cli_streams;
 mod engine;
 mod git;
 mod git_apply;
