@@ -9,6 +9,7 @@ mod acp_wire;
 mod agent;
 mod apis;
 mod checkpoints;
+mod cli_streams;
 mod engine;
 mod git;
 mod git_apply;
