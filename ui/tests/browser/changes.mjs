@@ -43,7 +43,14 @@ await suite(
           for (const badge of ['A', 'M', 'D']) check(badges.includes(badge), `a ${badge} badge in the tree: ${badges}`);
           const diff = section.getByTestId('diff-view');
           check((await diff.locator('[data-row=binary]').count()) >= 1, 'the binary file is named');
-          check((await diff.locator('.hljs-keyword').count()) > 0, 'code is highlighted');
+          // highlight.js loads with the first diff (a dynamic import), so
+          // the colours come a moment after the lines: wait for them.
+          const highlighted = await diff
+            .locator('.hljs-keyword')
+            .first()
+            .waitFor({ timeout: 30_000 })
+            .then(() => true, () => false);
+          check(highlighted, 'code is highlighted');
           await section.getByRole('tab', { name: 'Split' }).click();
           await diff.locator('[data-row=pair] .diff__side--del').first().waitFor();
           await section.scrollIntoViewIfNeeded();
