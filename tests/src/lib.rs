@@ -496,3 +496,25 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A run's events as `weft events RUN --json` prints them, one JSON
+/// envelope each.
+///
+/// # Panics
+/// When `weft events` fails or prints a line that is not JSON.
+#[must_use]
+pub fn events(sb: &Sandbox, run_id: &str) -> Vec<serde_json::Value> {
+    let out = sb.run(&["events", run_id, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The events named `name` (`stage.completed`, …) among `events`.
+#[must_use]
+pub fn named<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["event"] == name).collect()
+}

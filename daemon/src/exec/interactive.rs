@@ -132,12 +132,6 @@ impl Interactive {
         })
     }
 
-    /// The process group's id (the program's pid).
-    #[must_use]
-    pub fn pgid(&self) -> u32 {
-        self.group.raw_pgid()
-    }
-
     /// How the program ended, if it has.
     pub fn try_status(&mut self) -> Option<ExitStatus> {
         self.group

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use git2::{Repository, Status, StatusOptions};
+use git2::{Repository, Status};
 
 use super::GitError;
 
@@ -25,12 +25,7 @@ pub const MAX_DIRTY_FILES: usize = 10_000;
 pub fn copy_uncommitted(root: &Path, worktree: &Path) -> Result<Vec<String>, GitError> {
     let repo =
         Repository::open(root).map_err(|e| GitError::from_git("cannot open the checkout", &e))?;
-    let mut options = StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
+    let mut options = super::changes_options();
     let statuses = repo
         .statuses(Some(&mut options))
         .map_err(|e| GitError::from_git("cannot read the checkout's status", &e))?;

@@ -39,6 +39,19 @@ pub use metadata::MetadataBranch;
 pub use run_branch::{RunBranch, StageCommit, stage_message};
 pub use scan::ScanKind;
 
+/// Status options that list every change `git add -A` would stage: new
+/// files in untracked directories one by one, ignored files left out,
+/// submodules left alone.
+pub(crate) fn changes_options() -> git2::StatusOptions {
+    let mut options = git2::StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    options
+}
+
 /// A git operation that failed, worded for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitError(pub String);

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use git2::{Index, Repository, Status, StatusOptions};
+use git2::{Index, Repository, Status};
 
 use super::GitError;
 
@@ -79,15 +79,10 @@ fn status_scan(
     worktree: &Path,
     index_matches_head: bool,
 ) -> Result<Scan, GitError> {
-    let mut options = StatusOptions::new();
+    let mut options = super::changes_options();
     if index_matches_head {
         options.show(git2::StatusShow::Workdir);
     }
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
     let statuses = repo
         .statuses(Some(&mut options))
         .map_err(|e| GitError::from_git("cannot scan the worktree", &e))?;

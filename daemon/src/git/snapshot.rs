@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use git2::{Repository, StatusOptions};
+use git2::Repository;
 
 /// The most paths a snapshot holds: past it, the work dir is full of
 /// output nobody ignored, and the snapshot is given up on.
@@ -22,12 +22,7 @@ pub fn changed_files(dir: &Path) -> Option<BTreeSet<String>> {
     let root = repo.workdir()?.canonicalize().ok()?;
     let dir = dir.canonicalize().ok()?;
     let prefix = dir.strip_prefix(&root).ok()?.to_path_buf();
-    let mut options = StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
+    let mut options = super::changes_options();
     if !prefix.as_os_str().is_empty() {
         options.pathspec(prefix.to_string_lossy().as_ref());
     }

@@ -6,21 +6,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use weft_tests::{Sandbox, binary};
-
-fn events(sb: &Sandbox, run_id: &str) -> Vec<Value> {
-    let out = sb.run(&["events", run_id, "--json"]);
-    assert_eq!(out.code, 0, "{out:?}");
-    out.stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["event"] == name).collect()
-}
+use weft_tests::{Sandbox, binary, events, named};
 
 /// A workflow of one ACP stage running the scripted agent, with `attrs`
 /// added to the node.
@@ -655,5 +641,109 @@ fn the_external_agent_example_plans_implements_and_ships_with_every_question_ans
             "Ship the entry?"
         ],
         "{all:?}"
+    );
+}
+
+#[test]
+fn the_profile_s_provider_key_reaches_the_agent_alone_not_the_commands_it_runs() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(r#", acp.agent="claude""#));
+    sb.write(
+        "script.json",
+        serde_json::json!({"prompts": [[
+            {"terminal": {"command": "sh", "args": ["-c", "echo key=${ANTHROPIC_API_KEY:-none}"]}},
+            {"hang": true}
+        ]]})
+        .to_string(),
+    );
+    let secret = "sk-ant-test-only-for-the-agent";
+    let daemon = weft_tests::Weftd::start(&sb);
+    let out = sb
+        .weft()
+        .env("WEFT_ACP_SCRIPT", sb.path().join("script.json"))
+        .env("ANTHROPIC_API_KEY", secret)
+        .args(["run", "wf.fabro", "--detach"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    wait_until("the agent to report its command", || {
+        events(&sb, &run_id).iter().any(|e| {
+            e["event"] == "agent.text"
+                && e["properties"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("key="))
+        })
+    });
+    let text: String = named(&events(&sb, &run_id), "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("key=none"),
+        "the command did not get the key: {text}"
+    );
+    let agents = agents_alive(&sb);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let environ = std::fs::read(format!("/proc/{}/environ", agents[0])).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&environ).contains(&format!("ANTHROPIC_API_KEY={secret}")),
+        "the agent got its key"
+    );
+    let cancelled = sb.run(&["cancel", &run_id]);
+    assert_eq!(cancelled.code, 0, "{cancelled:?}");
+    wait_until("no agent process to be left", || {
+        agents_alive(&sb).is_empty()
+    });
+    drop(daemon);
+}
+
+#[test]
+fn files_the_agent_changes_on_disk_are_found_by_the_git_snapshot() {
+    let sb = Sandbox::new();
+    weft_tests::git_repo(&sb.path().join("repo"), &[("kept.txt", "kept\n")]);
+    sb.write("wf.fabro", workflow(""));
+    sb.write(
+        "script.json",
+        serde_json::json!({"prompts": [[
+            {"write": {"path": "through-weft.txt", "content": "a\n"}},
+            {"disk_write": {"path": "on-disk.txt", "content": "b\n"}},
+            {"disk_write": {"path": "kept.txt", "content": "changed\n"}}
+        ]]})
+        .to_string(),
+    );
+    // Without checkpoints the stage's commit cannot say what changed: the
+    // snapshot before and after the agent does.
+    let out = sb
+        .weft()
+        .env("WEFT_ACP_SCRIPT", sb.path().join("script.json"))
+        .args([
+            "run",
+            "--no-daemon",
+            "--no-checkpoint",
+            "--work-dir",
+            "repo",
+            "wf.fabro",
+            "--json",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let conclusion: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(conclusion["status"], "succeeded", "{stderr}");
+    let all = events(&sb, conclusion["run_id"].as_str().unwrap_or_default());
+    let work = named(&all, "stage.completed")
+        .into_iter()
+        .find(|e| e["node_id"] == "work")
+        .unwrap_or_else(|| panic!("{all:?}"));
+    assert_eq!(
+        work["properties"]["outcome"]["files_touched"],
+        serde_json::json!(["kept.txt", "on-disk.txt", "through-weft.txt"])
     );
 }

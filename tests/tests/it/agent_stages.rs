@@ -13,7 +13,7 @@ use weft::model::RunStatus;
 use weft::os::process::is_alive;
 use weft::store::{Home, Store};
 use weft_fakellm::{FakeLlm, Reply, ToolCall};
-use weft_tests::{Sandbox, Weftd, wait_for_status};
+use weft_tests::{Sandbox, Weftd, events, named, wait_for_status};
 
 /// A key of its own per test and process: the fake scripts per key.
 fn key(test: &str) -> String {
@@ -30,21 +30,6 @@ fn model_env(fake: &FakeLlm, key: &str) -> [(String, String); 2] {
 
 fn home(sb: &Sandbox) -> Home {
     Home::at(sb.path().join("home"))
-}
-
-/// The run's events as JSON envelopes, through `weft events --json`.
-fn events(sb: &Sandbox, run_id: &str) -> Vec<Value> {
-    let out = sb.run(&["events", run_id, "--json"]);
-    assert_eq!(out.code, 0, "{out:?}");
-    out.stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["event"] == name).collect()
 }
 
 /// Waits (polling the store) until the run has recorded an event `name`.

@@ -48,6 +48,10 @@ const STDERR_LOG_BYTES: u64 = 1024 * 1024;
 /// The agent's stderr log in the stage directory.
 pub const STDERR_FILE: &str = "agent-stderr.log";
 
+/// Requests of the agent's waiting on something (a person, a terminal's
+/// exit) at once, at most; more are refused until some are answered.
+const MAX_PENDING_REQUESTS: usize = 64;
+
 /// Messages to the agent waiting for it to read them, at most: an agent
 /// that stops reading its input while asking for more is stopped.
 const MAX_QUEUED_BYTES: usize = 256 * 1024 * 1024;
@@ -617,6 +621,15 @@ impl AcpAgent {
                 } => match self.serve(&method, &params, host, cancel).await {
                     Served::Now(result) => {
                         self.write(&wire::response(&request, result)).await?;
+                    }
+                    Served::Later(_) if pending.len() >= MAX_PENDING_REQUESTS => {
+                        let refused = RpcError::new(
+                            RpcError::INTERNAL,
+                            format!(
+                                "more than {MAX_PENDING_REQUESTS} requests are waiting already; wait for their answers"
+                            ),
+                        );
+                        self.write(&wire::response(&request, Err(refused))).await?;
                     }
                     Served::Later(future) => {
                         pending.push(Box::pin(async move { (request, future.await) }));

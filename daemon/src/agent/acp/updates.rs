@@ -25,6 +25,9 @@ const SUMMARY_BYTES: usize = 500;
 const PREVIEW_BYTES: usize = 4 * 1024;
 /// Tool calls one turn may report: past it the agent is flooding.
 pub const MAX_TOOL_CALLS: usize = 10_000;
+/// The reply and the thoughts of one turn, each, at most: past it the
+/// agent is flooding (a reply is read whole, for routing and schemas).
+pub const MAX_TURN_TEXT_BYTES: usize = 32 * 1024 * 1024;
 
 #[derive(Debug)]
 struct Tool {
@@ -86,6 +89,9 @@ impl Turn {
         match kind {
             "agent_message_chunk" => {
                 let text = content_text(update.get("content"));
+                if self.text.len() + text.len() > MAX_TURN_TEXT_BYTES {
+                    return Err(too_much("reply"));
+                }
                 self.text.push_str(&text);
                 self.unsent.push_str(&text);
                 if self.unsent.len() >= TEXT_BYTES || self.sent_at.elapsed() >= TEXT_EVERY {
@@ -93,8 +99,11 @@ impl Turn {
                 }
             }
             "agent_thought_chunk" => {
-                self.reasoning
-                    .push_str(&content_text(update.get("content")));
+                let text = content_text(update.get("content"));
+                if self.reasoning.len() + text.len() > MAX_TURN_TEXT_BYTES {
+                    return Err(too_much("thoughts"));
+                }
+                self.reasoning.push_str(&text);
             }
             "tool_call" => {
                 self.flush(on_event);
@@ -258,6 +267,13 @@ impl Turn {
     pub(super) fn tool_calls(&self) -> u32 {
         u32::try_from(self.tools.len()).unwrap_or(u32::MAX)
     }
+}
+
+fn too_much(what: &str) -> String {
+    format!(
+        "its {what} in one prompt passed {} MiB",
+        MAX_TURN_TEXT_BYTES / (1024 * 1024)
+    )
 }
 
 fn text_of(update: &Value, key: &str) -> String {

@@ -27,7 +27,6 @@ use crate::agent::acp::{
     AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionOption,
     PermissionRequest,
 };
-use crate::agent::tools::Workspace;
 use crate::agent::{AgentEvent, transcript::Entry};
 use crate::engine::interviewer::{Answer, Choice, Question};
 use crate::exec::interactive::Program;
@@ -116,17 +115,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     };
     let Prompt { text, .. } = Prompt::build(cx);
     super::agent::keep_earlier_transcript(cx);
-    let workspace = match Workspace::new(&cx.run.work_dir, &[], cx.run.cancel.child()) {
+    let workspace = match super::agent::workspace(cx) {
         Ok(workspace) => workspace,
-        Err(e) => {
-            return Outcome::failed(
-                FailureClass::Deterministic,
-                format!(
-                    "cannot use the work directory {}: {e}",
-                    cx.run.work_dir.display()
-                ),
-            );
-        }
+        Err(failure) => return *failure,
     };
     let base_env = super::agent::tool_env(cx);
     let caller = cx.run.models.env();

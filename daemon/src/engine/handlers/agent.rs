@@ -77,17 +77,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let thread = model_stage::thread(cx, fidelity);
     keep_earlier_transcript(cx);
 
-    let mut workspace = match Workspace::new(&cx.run.work_dir, &[], cx.run.cancel.child()) {
+    let mut workspace = match workspace(cx) {
         Ok(workspace) => workspace,
-        Err(e) => {
-            return Outcome::failed(
-                FailureClass::Deterministic,
-                format!(
-                    "cannot use the work directory {}: {e}",
-                    cx.run.work_dir.display()
-                ),
-            );
-        }
+        Err(failure) => return *failure,
     };
     workspace.env = tool_env(cx);
     workspace.shell_default_timeout = limits.shell_default_timeout;
@@ -392,6 +384,20 @@ pub(super) fn tool_env(cx: &StageCx<'_>) -> Vec<(String, String)> {
     env.retain(|(k, _)| !own.iter().any(|(name, _)| k == name));
     env.extend(own.into_iter().map(|(k, v)| (k.to_string(), v)));
     env
+}
+
+/// The stage's workspace: the run's work dir, its tools stopped with the
+/// run.
+pub(super) fn workspace(cx: &StageCx<'_>) -> Result<Workspace, Box<Outcome>> {
+    Workspace::new(&cx.run.work_dir, &[], cx.run.cancel.child()).map_err(|e| {
+        Box::new(Outcome::failed(
+            FailureClass::Deterministic,
+            format!(
+                "cannot use the work directory {}: {e}",
+                cx.run.work_dir.display()
+            ),
+        ))
+    })
 }
 
 /// An earlier attempt of this stage (a retry, or an attempt a crash cut
