@@ -328,6 +328,11 @@ impl Agent {
                 "title": permission.title,
                 "kind": permission.kind,
                 "status": "pending",
+                "locations": permission
+                    .path
+                    .iter()
+                    .map(|path| json!({"path": self.absolute(path)}))
+                    .collect::<Vec<_>>(),
             },
             "options": [
                 {"optionId": "allow", "name": "Allow", "kind": "allow_once"},

@@ -107,6 +107,10 @@ pub struct Permission {
     pub title: String,
     #[serde(default = "execute")]
     pub kind: String,
+    /// A path the request names (its `locations`), relative to the cwd
+    /// unless absolute.
+    #[serde(default)]
+    pub path: Option<String>,
 }
 
 fn execute() -> String {

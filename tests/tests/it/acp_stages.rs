@@ -747,3 +747,34 @@ fn files_the_agent_changes_on_disk_are_found_by_the_git_snapshot() {
         serde_json::json!(["kept.txt", "on-disk.txt", "through-weft.txt"])
     );
 }
+
+#[test]
+fn under_allow_a_request_naming_a_path_outside_the_work_dir_is_refused() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(""));
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"permission": {"title": "Edit notes", "kind": "edit", "path": "notes.md"}},
+            {"permission": {"title": "Edit the profile", "kind": "edit", "path": "../../.profile"}},
+            {"permission": {"title": "Edit hosts", "kind": "edit", "path": "/etc/hosts"}}
+        ]]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let all = events(&sb, &ran.run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert_eq!(
+        text.matches("permission: ").collect::<Vec<_>>().len(),
+        3,
+        "{text}"
+    );
+    let answers: Vec<&str> = text
+        .split("permission: ")
+        .skip(1)
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(answers, ["allow", "reject", "reject"], "{text}");
+}

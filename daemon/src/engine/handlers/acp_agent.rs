@@ -436,10 +436,16 @@ impl Host for StageHost<'_, '_> {
                 .work_dir
                 .canonicalize()
                 .unwrap_or_else(|_| self.cx.run.work_dir.clone());
-            let inside = request
-                .locations
-                .iter()
-                .all(|path| std::path::Path::new(path).starts_with(&root));
+            // Absolute, under the work dir, and no `..` that could climb out
+            // of it (`starts_with` compares components as written).
+            let inside = request.locations.iter().all(|path| {
+                let path = std::path::Path::new(path);
+                path.is_absolute()
+                    && path.starts_with(&root)
+                    && !path
+                        .components()
+                        .any(|c| matches!(c, std::path::Component::ParentDir))
+            });
             let allow = self.policy == Policy::Allow && inside;
             let wanted = if allow {
                 ["allow_once", "allow_always"]
