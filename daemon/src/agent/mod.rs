@@ -15,12 +15,16 @@
 //!   (path confinement, read-before-write) and output truncation.
 //! - [`transcript`]: the stage's `transcript.jsonl`.
 //! - [`event`]: what a session reports while it works.
+//! - [`external`], [`acp`], [`cli`]: other programs as agents (Claude
+//!   Code, Codex, Gemini CLI, any ACP agent): who they are, and the two
+//!   ways Weft drives them.
 
 pub mod acp;
 pub mod cli;
 mod compaction;
 pub mod config;
 pub mod event;
+pub mod external;
 mod history;
 mod instructions;
 mod loop_detection;

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::agent::external::ExternalAgents;
 use crate::llm::{LlmClient, LlmSettings, Message, Part};
 use crate::model::ModelChoice;
 use crate::util::lock::lock;
@@ -28,6 +29,8 @@ struct Inner {
     env: Vec<(String, String)>,
     settings: PathBuf,
     client: OnceLock<Result<LlmClient, String>>,
+    /// External agents by name, read on first use.
+    agents: OnceLock<Result<ExternalAgents, String>>,
     /// Conversations of `thread_id`s at full fidelity, in memory only (a
     /// resumed run starts them over, at `summary:high`).
     threads: Mutex<HashMap<String, Vec<Message>>>,
@@ -60,6 +63,7 @@ impl Models {
                 env,
                 settings,
                 client: OnceLock::new(),
+                agents: OnceLock::new(),
                 threads: Mutex::new(HashMap::new()),
             }),
         }
@@ -143,6 +147,16 @@ impl Models {
                     .map(|client| client.with_fallbacks(self.inner.choice.fallbacks.clone()))
                     .map_err(|e| e.to_string())
             })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The external agents (built in, and settings.toml's `[agents.*]`),
+    /// read on first use. The error is worded for a stage's failure reason.
+    pub fn external_agents(&self) -> Result<&ExternalAgents, String> {
+        self.inner
+            .agents
+            .get_or_init(|| ExternalAgents::load(&self.inner.settings))
             .as_ref()
             .map_err(Clone::clone)
     }

@@ -86,6 +86,7 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     // External agents (`backend="acp"`, docs/agents.md).
     ("acp.command", Text),
     ("acp.agent", Text),
+    ("acp.model", Text),
     ("acp.permissions", Text),
     ("acp.stall_timeout", Duration),
     ("acp.permission_timeout", Duration),

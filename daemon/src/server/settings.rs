@@ -77,10 +77,10 @@ impl Settings {
     }
 }
 
-/// The keys of `$WEFT_HOME/settings.toml` that neither the daemon's
-/// settings nor the language-model settings read, as warnings. Nothing
-/// when the file is missing, unreadable or invalid: whoever reads it for
-/// real reports that.
+/// The keys of `$WEFT_HOME/settings.toml` that none of its readers (the
+/// daemon's settings, the language-model settings, the external agents)
+/// reads, as warnings. Nothing when the file is missing, unreadable or
+/// invalid: whoever reads it for real reports that.
 #[must_use]
 pub(crate) fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
     let Ok(Some(text)) = crate::config::read(path) else {
@@ -88,23 +88,21 @@ pub(crate) fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
     };
     let daemon = crate::config::parse::<Settings>(&text);
     let llm = crate::config::parse::<crate::llm::LlmSettings>(&text);
-    let (Ok((_, by_daemon)), Ok((_, by_llm))) = (daemon, llm) else {
+    let agents = crate::config::parse::<crate::agent::external::AgentSettings>(&text);
+    let (Ok((_, by_daemon)), Ok((_, by_llm)), Ok((_, by_agents))) = (daemon, llm, agents) else {
         return Vec::new();
     };
-    // Each reader skips the other's keys: a key is unknown when both skip
-    // it (or a table holding it).
+    // Each reader skips the others' keys: a key is unknown when every
+    // reader skips it (or a table holding it).
+    let readers = [by_daemon, by_llm, by_agents];
     let covers = |skipped: &[String], path: &str| {
         skipped
             .iter()
             .any(|s| path == s || path.starts_with(&format!("{s}.")))
     };
-    let mut unknown: Vec<String> = by_daemon
-        .iter()
-        .filter(|path| covers(&by_llm, path))
-        .cloned()
-        .collect();
-    for path in &by_llm {
-        if covers(&by_daemon, path) && !unknown.contains(path) {
+    let mut unknown: Vec<String> = Vec::new();
+    for path in readers.iter().flatten() {
+        if readers.iter().all(|skipped| covers(skipped, path)) && !unknown.contains(path) {
             unknown.push(path.clone());
         }
     }
@@ -138,13 +136,14 @@ mod tests {
     }
 
     #[test]
-    fn settings_keys_read_by_either_part_are_known() {
+    fn settings_keys_read_by_any_part_are_known() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("settings.toml");
         std::fs::write(
             &path,
             "max_concurrent_runs = 2\nmax_concurent_runs = 3\n[llm]\nmax_retries = 1\n\
-             [providers.ollama]\nbase_url = \"http://localhost:1/v1\"\n[[models]]\nid = \"m\"\nprovider = \"ollama\"\n[notify]\nx = 1\n",
+             [providers.ollama]\nbase_url = \"http://localhost:1/v1\"\n[[models]]\nid = \"m\"\nprovider = \"ollama\"\n[notify]\nx = 1\n\
+             [agents.claude]\nmodel = \"m\"\nmodle = \"n\"\n",
         )
         .expect("write");
         let found: Vec<(String, Option<u32>)> = settings_warnings(&path)
@@ -161,6 +160,10 @@ mod tests {
                 (
                     "unknown key `notify` in settings.toml; it is ignored".to_string(),
                     Some(10)
+                ),
+                (
+                    "unknown key `agents.claude.modle` in settings.toml; it is ignored".to_string(),
+                    Some(13)
                 ),
             ]
         );

@@ -51,6 +51,9 @@ pub struct Agent {
     tool_calls_made: u64,
     ignore_cancel: bool,
     turn: Option<Turn>,
+    /// Models offered (the first is current at start); none when empty.
+    models: Vec<String>,
+    current_model: Option<String>,
 }
 
 impl Agent {
@@ -68,7 +71,34 @@ impl Agent {
             tool_calls_made: 0,
             ignore_cancel: false,
             turn: None,
+            models: Vec::new(),
+            current_model: None,
         }
+    }
+
+    /// Offers `models` as the session's model option.
+    #[must_use]
+    pub fn offering_models(mut self, models: Vec<String>) -> Self {
+        self.current_model = models.first().cloned();
+        self.models = models;
+        self
+    }
+
+    /// The `configOptions` of `session/new`'s answer: the model option, when
+    /// models are offered.
+    fn config_options(&self) -> Value {
+        if self.models.is_empty() {
+            return json!([]);
+        }
+        let options: Vec<Value> = self
+            .models
+            .iter()
+            .map(|m| json!({"value": m, "name": m}))
+            .collect();
+        json!([{
+            "id": "model", "name": "Model", "category": "model", "type": "select",
+            "currentValue": self.current_model, "options": options
+        }])
     }
 
     /// Serves until stdin closes, then exits the process with code 0.
@@ -136,7 +166,19 @@ impl Agent {
                 self.sessions_made += 1;
                 let session_id = format!("sess-{}", self.sessions_made);
                 self.sessions.insert(session_id.clone(), PathBuf::from(cwd));
-                respond(&id, json!({"sessionId": session_id}));
+                respond(
+                    &id,
+                    json!({"sessionId": session_id, "configOptions": self.config_options()}),
+                );
+            }
+            "session/set_config_option" => {
+                let value = params["value"].as_str().unwrap_or_default().to_owned();
+                if params["configId"] != "model" || !self.models.contains(&value) {
+                    respond_error(&id, -32602, &format!("no such option value {value:?}"));
+                    return;
+                }
+                self.current_model = Some(value);
+                respond(&id, json!({"configOptions": self.config_options()}));
             }
             // One turn at a time: a prompt that arrives mid-turn waits for the turn to end.
             "session/prompt" if self.turn.is_some() => self.deferred.push_back(message),

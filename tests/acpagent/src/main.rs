@@ -86,7 +86,9 @@ fn main() {
         while inbox.recv().is_ok() {}
         std::process::exit(0);
     }
-    agent::Agent::new(script.prompts, protocol_version, inbox).serve()
+    agent::Agent::new(script.prompts, protocol_version, inbox)
+        .offering_models(script.models)
+        .serve()
 }
 
 /// Reads stdin lines on a thread so the script can wait on a channel with a

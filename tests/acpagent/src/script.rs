@@ -12,6 +12,10 @@ pub struct Script {
     /// One list of steps per `session/prompt`, in arrival order across the process.
     #[serde(default)]
     pub prompts: Vec<Vec<Step>>,
+    /// Models offered in `session/new`'s answer as a config option of
+    /// category `model` (the first is current); none when empty.
+    #[serde(default)]
+    pub models: Vec<String>,
 }
 
 /// The parsed form of [`Script::start`].
@@ -29,6 +33,7 @@ impl Script {
         Self {
             start: None,
             prompts: vec![vec![Step::Say("hello".to_owned())]],
+            models: Vec::new(),
         }
     }
 

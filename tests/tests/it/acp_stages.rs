@@ -778,3 +778,111 @@ fn under_allow_a_request_naming_a_path_outside_the_work_dir_is_refused() {
         .collect();
     assert_eq!(answers, ["allow", "reject", "reject"], "{text}");
 }
+
+#[test]
+fn an_agent_of_settings_toml_brings_its_program_environment_model_and_policy() {
+    let sb = Sandbox::new();
+    let script = sb.write(
+        "script.json",
+        serde_json::json!({"models": ["slow", "fast"], "prompts": [[
+            {"permission": {"title": "Run make", "kind": "execute"}},
+            {"say": "built"}
+        ]]})
+        .to_string(),
+    );
+    let log = sb.path().join("client.jsonl");
+    // The script and the log reach the agent through its profile's `env`
+    // only: the caller's environment does not have them.
+    sb.write(
+        "home/settings.toml",
+        format!(
+            "[agents.mine]\ncommand = [{:?}]\nmodel = \"fast\"\npermissions = \"deny\"\n\
+             env = {{ WEFT_ACP_SCRIPT = {:?}, WEFT_ACP_LOG = {:?} }}\n",
+            binary("weft-acp-agent").display().to_string(),
+            script.display().to_string(),
+            log.display().to_string()
+        ),
+    );
+    let flow = |attrs: &str| {
+        format!(
+            r#"digraph D {{ start [shape=Mdiamond]; exit [shape=Msquare]
+               work [shape=box, backend="acp", acp.agent="mine", prompt="Build it" {attrs}]
+               start -> work -> exit }}"#
+        )
+    };
+    sb.write("wf.fabro", flow(""));
+    let out = sb
+        .weft()
+        .args(["run", "--no-daemon", "wf.fabro", "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let conclusion: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let run_id = conclusion["run_id"].as_str().unwrap_or_default();
+    let sent: Vec<Value> = read(&log)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let chose = sent
+        .iter()
+        .find(|m| m["method"] == "session/set_config_option")
+        .unwrap_or_else(|| panic!("no model chosen: {sent:?}"));
+    assert_eq!(chose["params"]["configId"], "model");
+    assert_eq!(chose["params"]["value"], "fast");
+    let all = events(&sb, run_id);
+    let text: String = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(text.contains("permission: reject"), "{text}");
+    assert!(text.contains("built"), "{text}");
+
+    // A node's own choices win over the profile's; a model the agent does
+    // not offer fails the stage, naming those it does.
+    sb.write("wf.fabro", flow(r#", acp.model="huge""#));
+    let out = sb
+        .weft()
+        .args(["run", "--no-daemon", "wf.fabro", "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let conclusion: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let failure = stage_failure(&sb, &conclusion);
+    assert!(
+        failure.contains("has no model `huge`; it offers: slow, fast"),
+        "{failure}"
+    );
+}
+
+/// The failure message of the run's first failed stage.
+fn stage_failure(sb: &Sandbox, conclusion: &Value) -> String {
+    let run_id = conclusion["run_id"].as_str().unwrap_or_default();
+    named(&events(sb, run_id), "stage.failed")
+        .first()
+        .and_then(|e| e["properties"]["outcome"]["failure"]["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn an_invalid_agent_table_in_settings_toml_fails_the_stage_naming_the_file() {
+    let sb = Sandbox::new();
+    sb.write("home/settings.toml", "[agents.mine]\nmodel = \"m\"\n");
+    sb.write(
+        "wf.fabro",
+        r#"digraph D { start [shape=Mdiamond]; exit [shape=Msquare]
+           work [shape=box, backend="acp", acp.agent="mine", prompt="Build it"]
+           start -> work -> exit }"#,
+    );
+    let out = sb
+        .weft()
+        .args(["run", "--no-daemon", "wf.fabro", "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let conclusion: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let failure = stage_failure(&sb, &conclusion);
+    assert!(
+        failure.contains("settings.toml") && failure.contains("[agents.mine]"),
+        "{failure}"
+    );
+}

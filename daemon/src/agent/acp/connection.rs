@@ -168,6 +168,9 @@ pub struct AcpAgent {
     stderr_tail: Arc<Mutex<String>>,
     next_id: u64,
     session_id: String,
+    /// What `session/new` answered besides the id (its model and mode
+    /// options).
+    session_offer: Value,
     workspace: Workspace,
     terminals: Terminals,
     touched: BTreeSet<String>,
@@ -230,6 +233,7 @@ impl AcpAgent {
             stderr_tail,
             next_id: 0,
             session_id: String::new(),
+            session_offer: Value::Null,
             workspace,
             terminals: Terminals::default(),
             touched: BTreeSet::new(),
@@ -272,6 +276,7 @@ impl AcpAgent {
             match session.get("sessionId").and_then(Value::as_str) {
                 Some(id) if !id.is_empty() => {
                     agent.session_id = id.to_string();
+                    agent.session_offer = session;
                     Ok(())
                 }
                 _ => Err(AcpError {
@@ -294,6 +299,49 @@ impl AcpAgent {
                 agent.stderr_hint()
             ))),
         }
+    }
+
+    /// Asks the agent to work with `model` in this session: through its
+    /// config option of category `model` (`session/set_config_option`),
+    /// else the older model list (`session/set_model`). `Ok(false)` when
+    /// the agent offers no choice of model.
+    ///
+    /// # Errors
+    /// The agent offers models but not this one (they are named), or
+    /// refused the change.
+    pub async fn choose_model(&mut self, model: &str, cancel: &Cancel) -> Result<bool, AcpError> {
+        let name = self.config.name.clone();
+        let (method, params, offered) = match model_choice(&self.session_offer) {
+            ModelChoice::Option { id, values } => (
+                "session/set_config_option",
+                json!({"sessionId": self.session_id, "configId": id, "value": model}),
+                values,
+            ),
+            ModelChoice::List(values) => (
+                "session/set_model",
+                json!({"sessionId": self.session_id, "modelId": model}),
+                values,
+            ),
+            ModelChoice::None => return Ok(false),
+        };
+        if !offered.iter().any(|v| v == model) {
+            return Err(AcpError {
+                kind: AcpErrorKind::Start,
+                message: format!(
+                    "the agent {name} has no model `{model}`; it offers: {}",
+                    offered.join(", ")
+                ),
+            });
+        }
+        self.call(method, params, cancel)
+            .await
+            .map(|_| true)
+            .map_err(|mut e| {
+                if e.kind == AcpErrorKind::Failed {
+                    e.message = format!("{} (when asked to use model `{model}`)", e.message);
+                }
+                e
+            })
     }
 
     /// The session's id, as the agent named it.
@@ -984,5 +1032,103 @@ impl Writer {
         self.queue
             .send(message)
             .map_err(|_| WriteError::Broken("the writer stopped".to_string()))
+    }
+}
+
+/// How an agent lets the client choose its model, from `session/new`'s
+/// answer.
+#[derive(Debug, PartialEq, Eq)]
+enum ModelChoice {
+    /// A config option of category `model` (its id) and the values it takes.
+    Option {
+        id: String,
+        values: Vec<String>,
+    },
+    /// The older `models.availableModels` list (`session/set_model`).
+    List(Vec<String>),
+    None,
+}
+
+fn model_choice(offer: &Value) -> ModelChoice {
+    let options = offer.get("configOptions").and_then(Value::as_array);
+    let model_option = options.into_iter().flatten().find(|o| {
+        o.get("category").and_then(Value::as_str) == Some("model")
+            || (o.get("category").is_none() && o.get("id").and_then(Value::as_str) == Some("model"))
+    });
+    if let Some(option) = model_option
+        && let Some(id) = option.get("id").and_then(Value::as_str)
+    {
+        // Options come flat (`{value, name}`) or in groups (`{group,
+        // name, options: [...]}`).
+        let mut values = Vec::new();
+        for item in option
+            .get("options")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            match item.get("options").and_then(Value::as_array) {
+                Some(group) => values.extend(
+                    group
+                        .iter()
+                        .filter_map(|o| o.get("value").and_then(Value::as_str))
+                        .map(str::to_string),
+                ),
+                None => values.extend(
+                    item.get("value")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                ),
+            }
+        }
+        return ModelChoice::Option {
+            id: id.to_string(),
+            values,
+        };
+    }
+    let listed = offer
+        .get("models")
+        .and_then(|m| m.get("availableModels"))
+        .and_then(Value::as_array);
+    match listed {
+        Some(models) => ModelChoice::List(
+            models
+                .iter()
+                .filter_map(|m| m.get("modelId").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect(),
+        ),
+        None => ModelChoice::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_choice_is_read_from_config_options_else_the_model_list() {
+        let grouped = json!({"configOptions": [
+            {"id": "mode", "category": "mode", "options": [{"value": "ask"}]},
+            {"id": "pick", "category": "model", "type": "select", "options": [
+                {"group": "fast", "name": "Fast", "options": [{"value": "haiku", "name": "Haiku"}]},
+                {"value": "opus", "name": "Opus"}
+            ]}
+        ]});
+        assert_eq!(
+            model_choice(&grouped),
+            ModelChoice::Option {
+                id: "pick".to_string(),
+                values: vec!["haiku".to_string(), "opus".to_string()]
+            }
+        );
+        let listed = json!({"models": {"currentModelId": "a", "availableModels": [
+            {"modelId": "a", "name": "A"}, {"modelId": "b", "name": "B"}
+        ]}});
+        assert_eq!(
+            model_choice(&listed),
+            ModelChoice::List(vec!["a".to_string(), "b".to_string()])
+        );
+        assert_eq!(model_choice(&json!({"sessionId": "s"})), ModelChoice::None);
     }
 }

@@ -48,44 +48,20 @@ const CANCEL_GRACE: Duration = Duration::from_secs(5);
 /// After the stage, how long the agent gets to exit once its stdin closes.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// A known agent: its ACP program and the provider keys it needs.
-struct Profile {
-    name: &'static str,
-    command: &'static [&'static str],
-    /// Variables passed from the caller's environment to this agent only
-    /// (the run's environment withholds secrets).
-    keys: &'static [&'static str],
-}
-
-const PROFILES: &[Profile] = &[
-    Profile {
-        name: "claude",
-        command: &["claude-agent-acp"],
-        keys: &[
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "ANTHROPIC_BASE_URL",
-        ],
-    },
-    Profile {
-        name: "codex",
-        command: &["codex-acp"],
-        keys: &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
-    },
-    Profile {
-        name: "gemini",
-        command: &["gemini", "--acp"],
-        keys: &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
-    },
-];
-
-/// The program a stage runs.
+/// The program a stage runs, and what goes with it.
 #[derive(Debug)]
 struct Agent {
     name: String,
     program: String,
     args: Vec<String>,
+    /// The caller's variables it may see.
     keys: Vec<String>,
+    /// Variables set for it (its profile's `env`).
+    env: Vec<(String, String)>,
+    /// `acp.model`, else its profile's.
+    model: Option<String>,
+    /// Its profile's policy, when the node sets none.
+    permissions: Option<String>,
 }
 
 /// Runs one attempt of an ACP agent stage.
@@ -97,7 +73,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         Ok(agent) => agent,
         Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
     };
-    let policy = match Policy::of(cx) {
+    let policy = match Policy::of(cx, agent.permissions.as_deref()) {
         Ok(policy) => policy,
         Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
     };
@@ -121,17 +97,18 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     };
     let base_env = super::agent::tool_env(cx);
     let caller = cx.run.models.env();
-    let keys: Vec<(String, String)> = caller
+    let mut env: Vec<(String, String)> = caller
         .into_iter()
         .filter(|(k, v)| agent.keys.contains(k) && !v.is_empty())
         .collect();
+    env.extend(agent.env.iter().cloned());
     let config = AcpConfig {
         program: Program {
             program: agent.program.clone(),
             args: agent.args.clone(),
             work_dir: workspace.root().to_path_buf(),
             base_env: base_env.clone(),
-            env: keys,
+            env,
             group_record: Some(cx.dir.join(crate::exec::process::GROUP_RECORD)),
         },
         name: agent.name.clone(),
@@ -146,6 +123,19 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         Ok(session) => session,
         Err(error) => return failure(&error),
     };
+    if let Some(model) = &agent.model {
+        match session.choose_model(model, &cx.run.cancel).await {
+            Ok(true) => {}
+            Ok(false) => cx.notice(format!(
+                "the agent {} offers no choice of model; it works with its own (model `{model}` not applied)",
+                agent.name
+            )),
+            Err(error) => {
+                session.stop(EXIT_GRACE).await;
+                return failure(&error);
+            }
+        }
+    }
     record_session_start(cx, &mut session, &agent, policy);
     interrupt_stale_questions(cx);
     let host = StageHost {
@@ -241,57 +231,63 @@ fn failure(error: &AcpError) -> Outcome {
     Outcome::failed(class, error.message.clone())
 }
 
-/// The program of the stage: `acp.command`, else a profile.
+/// The program of the stage: `acp.command`, else the ACP program of the
+/// external agent `acp.agent` (else the one of the node's provider), with
+/// that agent's keys, environment, model and policy.
 fn agent_of(cx: &StageCx<'_>) -> Result<Agent, String> {
     let attrs = &cx.node.attrs;
-    if let Some(command) = attrs.non_empty("acp.command") {
-        let mut words = split_command(&command)?.into_iter();
-        let program = words
-            .next()
-            .ok_or_else(|| "`acp.command` is empty".to_string())?;
-        let name = std::path::Path::new(&program)
-            .file_name()
-            .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-        let profile = attrs.non_empty("acp.agent");
-        let keys = profile
-            .as_deref()
-            .and_then(|p| PROFILES.iter().find(|known| known.name == p))
-            .map(|p| p.keys.iter().map(|k| (*k).to_string()).collect())
-            .unwrap_or_default();
-        return Ok(Agent {
-            name: profile.map_or(name, |p| p.to_string()),
-            program,
-            args: words.collect(),
-            keys,
-        });
-    }
+    let agents = cx.run.models.external_agents()?;
+    let command = attrs.non_empty("acp.command");
     let name = match attrs.non_empty("acp.agent") {
-        Some(name) => name.to_string(),
+        Some(name) => Some(name.to_string()),
+        None if command.is_some() => None,
         None => match attrs.non_empty("provider").as_deref() {
-            Some("anthropic") => "claude".to_string(),
-            Some("openai") => "codex".to_string(),
-            Some("gemini") => "gemini".to_string(),
+            Some("anthropic") => Some("claude".to_string()),
+            Some("openai") => Some("codex".to_string()),
+            Some("gemini") => Some("gemini".to_string()),
             _ => {
                 return Err(
-                    "an agent with backend=\"acp\" needs `acp.agent` (claude, codex or gemini) or `acp.command` (the program and its arguments)"
+                    "an agent with backend=\"acp\" needs `acp.agent` (claude, codex, gemini or an agent of settings.toml) or `acp.command` (the program and its arguments)"
                         .to_string(),
                 );
             }
         },
     };
-    let profile = PROFILES.iter().find(|p| p.name == name).ok_or_else(|| {
-        format!(
-            "unknown `acp.agent` `{name}`: use claude, codex or gemini, or give the program with `acp.command`"
-        )
+    let profile = match name.as_deref() {
+        None => None,
+        Some(name) => Some(agents.get(name).ok_or_else(|| {
+            format!(
+                "unknown `acp.agent` `{name}`: use {} (settings.toml's [agents.NAME] adds more), or give the program with `acp.command`",
+                agents.names().join(", ")
+            )
+        })?),
+    };
+    let words = match (&command, profile) {
+        (Some(command), _) => split_command(command)?,
+        (None, Some(profile)) => profile.command.clone(),
+        (None, None) => Vec::new(),
+    };
+    let mut words = words.into_iter();
+    let program = words.next().ok_or_else(|| match &name {
+        Some(name) if command.is_none() => format!(
+            "the agent {name} has no ACP program: give it `command` under [agents.{name}] in settings.toml, or set `acp.command`"
+        ),
+        _ => "`acp.command` is empty".to_string(),
     })?;
+    let program_name = std::path::Path::new(&program)
+        .file_name()
+        .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
     Ok(Agent {
-        name: profile.name.to_string(),
-        program: profile.command[0].to_string(),
-        args: profile.command[1..]
-            .iter()
-            .map(|a| (*a).to_string())
-            .collect(),
-        keys: profile.keys.iter().map(|k| (*k).to_string()).collect(),
+        name: name.unwrap_or(program_name),
+        program,
+        args: words.collect(),
+        keys: profile.map(|p| p.keys.clone()).unwrap_or_default(),
+        env: profile.map(|p| p.env.clone()).unwrap_or_default(),
+        model: attrs
+            .non_empty("acp.model")
+            .map(|m| m.to_string())
+            .or_else(|| profile.and_then(|p| p.model.clone())),
+        permissions: profile.and_then(|p| p.permissions.clone()),
     })
 }
 
@@ -358,9 +354,14 @@ enum Policy {
 }
 
 impl Policy {
-    fn of(cx: &StageCx<'_>) -> Result<Policy, String> {
+    /// The node's `acp.permissions`, else its agent's `permissions`.
+    fn of(cx: &StageCx<'_>, agent_default: Option<&str>) -> Result<Policy, String> {
         let attrs = &cx.node.attrs;
-        match attrs.non_empty("acp.permissions").as_deref() {
+        let chosen = attrs
+            .non_empty("acp.permissions")
+            .map(|p| p.to_string())
+            .or_else(|| agent_default.map(str::to_string));
+        match chosen.as_deref() {
             None | Some("allow") => Ok(Policy::Allow),
             Some("deny") => Ok(Policy::Deny),
             Some("ask") => {
@@ -486,7 +487,7 @@ fn record_session_start(cx: &StageCx<'_>, session: &mut AcpAgent, agent: &Agent,
     ));
     session.record(&Entry::Session {
         provider: "acp".to_string(),
-        model: agent.name.clone(),
+        model: agent.model.clone().unwrap_or_else(|| agent.name.clone()),
         profile: agent.program.clone(),
         tools: Vec::new(),
         permissions: policy.name().to_string(),
