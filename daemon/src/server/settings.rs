@@ -163,7 +163,7 @@ mod tests {
                 ),
                 (
                     "unknown key `agents.claude.modle` in settings.toml; it is ignored".to_string(),
-                    Some(13)
+                    Some(14)
                 ),
             ]
         );
