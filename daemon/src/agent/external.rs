@@ -50,30 +50,37 @@ pub struct ExternalAgents {
     agents: BTreeMap<String, ExternalAgent>,
 }
 
-/// The built-in agents: (name, ACP program, headless program, keys).
-const BUILT_IN: &[(&str, &[&str], &[&str], &[&str])] = &[
-    (
-        "claude",
-        &["claude-agent-acp"],
-        &["claude"],
-        &[
+/// A built-in agent.
+struct BuiltIn {
+    name: &'static str,
+    command: &'static [&'static str],
+    cli_command: &'static [&'static str],
+    keys: &'static [&'static str],
+}
+
+const BUILT_IN: &[BuiltIn] = &[
+    BuiltIn {
+        name: "claude",
+        command: &["claude-agent-acp"],
+        cli_command: &["claude"],
+        keys: &[
             "ANTHROPIC_API_KEY",
             "ANTHROPIC_AUTH_TOKEN",
             "ANTHROPIC_BASE_URL",
         ],
-    ),
-    (
-        "codex",
-        &["codex-acp"],
-        &["codex"],
-        &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
-    ),
-    (
-        "gemini",
-        &["gemini", "--acp"],
-        &["gemini"],
-        &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
-    ),
+    },
+    BuiltIn {
+        name: "codex",
+        command: &["codex-acp"],
+        cli_command: &["codex"],
+        keys: &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
+    },
+    BuiltIn {
+        name: "gemini",
+        command: &["gemini", "--acp"],
+        cli_command: &["gemini"],
+        keys: &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+    },
 ];
 
 /// settings.toml's part: `[agents.NAME]` tables.
@@ -100,17 +107,17 @@ impl Default for ExternalAgents {
         let strings = |items: &[&str]| items.iter().map(|s| (*s).to_string()).collect();
         let agents = BUILT_IN
             .iter()
-            .map(|(name, command, cli_command, keys)| {
+            .map(|built_in| {
                 let agent = ExternalAgent {
-                    name: (*name).to_string(),
-                    command: strings(command),
-                    cli_command: strings(cli_command),
-                    keys: strings(keys),
+                    name: built_in.name.to_string(),
+                    command: strings(built_in.command),
+                    cli_command: strings(built_in.cli_command),
+                    keys: strings(built_in.keys),
                     env: Vec::new(),
                     model: None,
                     permissions: None,
                 };
-                ((*name).to_string(), agent)
+                (built_in.name.to_string(), agent)
             })
             .collect();
         ExternalAgents { agents }

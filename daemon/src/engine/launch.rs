@@ -856,6 +856,7 @@ async fn execute(
             services.home.settings_path(),
         ),
         git: git.as_ref().map(|(git, _)| git.clone()),
+        acp_threads: super::handlers::acp_threads::AcpThreads::default(),
     };
     recorder.emit(
         EventKind::RunStarted {
@@ -937,18 +938,21 @@ async fn execute(
     };
     let driving = runner.drive(next);
     let finish = if stall_secs == 0 {
-        driving.await?
+        driving.await
     } else {
         let watchdog = watch(&recorder, &env.cancel, stall_secs);
         tokio::pin!(driving);
         tokio::pin!(watchdog);
         loop {
             tokio::select! {
-                finish = &mut driving => break finish?,
+                finish = &mut driving => break finish,
                 () = &mut watchdog => {}
             }
         }
     };
+    // Agents kept for threads end with the run, whatever ended it.
+    env.acp_threads.stop_all().await;
+    let finish = finish?;
 
     runner.flush_checkpoint_file();
     conclude(

@@ -117,10 +117,7 @@ impl Interactive {
         };
         super::reaper::watch(group.raw_pgid());
         if let Some(record) = &program.group_record {
-            let raw = group.raw_pgid();
-            if let Some(start) = crate::os::process::start_time(raw) {
-                let _ = crate::store::write_atomic(record, format!("{raw} {start}\n").as_bytes());
-            }
+            write_group_record(group.raw_pgid(), record);
         }
         // The reaper watches the group: the program may start.
         let _ = stdin.write_all(b"\n").await;
@@ -130,6 +127,12 @@ impl Interactive {
             stderr: Some(stderr),
             group,
         })
+    }
+
+    /// Records the process group at `record` too (a later stage using
+    /// the same program), so a resume after a crash can kill it.
+    pub fn record_group(&self, record: &Path) {
+        write_group_record(self.group.raw_pgid(), record);
     }
 
     /// How the program ended, if it has.
@@ -189,4 +192,12 @@ fn resolve(program: &str, path_var: &OsString, work_dir: &Path) -> io::Result<Pa
                 format!("`{program}` is not on PATH (install it, or give its full path)"),
             )
         })
+}
+
+/// The group's id and its leader's start time, which a later process reads
+/// to kill the group without hitting a reused pid.
+fn write_group_record(pgid: u32, record: &Path) {
+    if let Some(start) = crate::os::process::start_time(pgid) {
+        let _ = crate::store::write_atomic(record, format!("{pgid} {start}\n").as_bytes());
+    }
 }

@@ -886,3 +886,83 @@ fn an_invalid_agent_table_in_settings_toml_fails_the_stage_naming_the_file() {
         "{failure}"
     );
 }
+
+#[test]
+fn stages_of_one_thread_at_full_fidelity_prompt_the_same_agent_session() {
+    let sb = Sandbox::new();
+    let agent = binary("weft-acp-agent");
+    sb.write(
+        "wf.fabro",
+        format!(
+            r#"digraph D {{ start [shape=Mdiamond]; exit [shape=Msquare]
+               node [shape=box, backend="acp", acp.command="{}"]
+               plan [prompt="Plan it", thread_id="impl", fidelity="full"]
+               build [prompt="Build it", thread_id="impl", fidelity="full"]
+               review [prompt="Review it"]
+               start -> plan -> build -> review -> exit }}"#,
+            agent.display()
+        ),
+    );
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [
+            [{"say": "planned"}], [{"say": "built"}], [{"say": "reviewed"}]
+        ]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.conclusion["status"], "succeeded", "{}", ran.conclusion);
+    let sent: Vec<Value> = read(&sb.path().join("client.jsonl"))
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let prompts: Vec<(String, String)> = sent
+        .iter()
+        .filter(|m| m["method"] == "session/prompt")
+        .map(|m| {
+            (
+                m["params"]["sessionId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                m["params"]["prompt"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    // One process for the thread (the log is per process: each start
+    // sends `initialize`), and the thread's two prompts in one session.
+    let starts = sent.iter().filter(|m| m["method"] == "initialize").count();
+    assert_eq!(starts, 2, "the thread's agent and review's own");
+    assert_eq!(prompts[0].0, prompts[1].0);
+    assert!(prompts[1].1.ends_with("Build it"), "{prompts:?}");
+    // The thread's agent remembers: its second prompt got the second
+    // scripted turn. Review's own agent started at the first.
+    let all = events(&sb, &ran.run_id);
+    let text: Vec<String> = named(&all, "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(text, ["planned", "built", "planned"], "{text:?}");
+    let notices: Vec<String> = named(&all, "run.notice")
+        .iter()
+        .filter_map(|e| e["properties"]["message"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("continues its session of thread `impl`")),
+        "{notices:?}"
+    );
+    // Each stage has its own transcript; nothing runs after the run.
+    let runs = stage_dir(&sb, &ran.run_id);
+    let nodes = runs.parent().unwrap_or_else(|| panic!("no nodes dir"));
+    for node in ["plan", "build", "review"] {
+        let transcript = read(&nodes.join(node).join("transcript.jsonl"));
+        assert!(transcript.contains("\"user\""), "{node}: {transcript}");
+    }
+    assert!(read(&nodes.join("build/transcript.jsonl")).contains("built"));
+    assert_eq!(agents_alive(&sb), Vec::<String>::new());
+}

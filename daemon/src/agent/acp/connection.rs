@@ -6,7 +6,7 @@
 //! reading, so the agent can go on talking meanwhile.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -342,6 +342,26 @@ impl AcpAgent {
                 }
                 e
             })
+    }
+
+    /// How the agent was started (to tell whether a later stage asks for
+    /// the same program).
+    #[must_use]
+    pub fn config(&self) -> &AcpConfig {
+        &self.config
+    }
+
+    /// Hands the session on to another stage (a shared `thread_id`): its
+    /// transcript goes to `record_dir` from now on, the process group is
+    /// recorded at `group_record` too, and [`Self::files_written`] starts
+    /// afresh.
+    pub fn continue_in(&mut self, record_dir: &Path, group_record: Option<&Path>) {
+        self.config.record_dir = Some(record_dir.to_path_buf());
+        self.recorder = Some(Recorder::open(record_dir));
+        if let Some(record) = group_record {
+            self.process.record_group(record);
+        }
+        self.touched.clear();
     }
 
     /// The session's id, as the agent named it.

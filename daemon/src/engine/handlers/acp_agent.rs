@@ -14,7 +14,9 @@
 //! - its permission requests, decided by `acp.permissions`;
 //! - `files_touched`: what it wrote through `fs/write_text_file`, merged
 //!   with what a git snapshot of the work dir before and after shows (it
-//!   may write files itself).
+//!   may write files itself);
+//! - a `thread_id` at full fidelity keeps the agent and its session for the
+//!   thread's next stage ([`super::acp_threads`]).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -89,7 +91,8 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             }
         },
     };
-    let Prompt { text, .. } = Prompt::build(cx);
+    let Prompt { text, fidelity } = Prompt::build(cx);
+    let thread = model_stage::thread(cx, fidelity);
     super::agent::keep_earlier_transcript(cx);
     let workspace = match super::agent::workspace(cx) {
         Ok(workspace) => workspace,
@@ -119,11 +122,28 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         terminal_env: base_env,
     };
     let before = crate::git::snapshot::changed_files(&cx.run.work_dir);
-    let mut session = match AcpAgent::start(config, workspace, &cx.run.cancel).await {
-        Ok(session) => session,
-        Err(error) => return failure(&error),
+    let group_record = cx.dir.join(crate::exec::process::GROUP_RECORD);
+    let kept = thread.as_deref().and_then(|t| cx.run.acp_threads.take(t));
+    let (mut session, continued) = match kept {
+        Some(mut kept)
+            if kept.config().program.program == config.program.program
+                && kept.config().program.args == config.program.args =>
+        {
+            kept.continue_in(cx.dir, Some(&group_record));
+            (kept, true)
+        }
+        other => {
+            // A thread's agent replaced by another program ends here.
+            if let Some(other) = other {
+                other.stop(EXIT_GRACE).await;
+            }
+            match AcpAgent::start(config, workspace, &cx.run.cancel).await {
+                Ok(session) => (session, false),
+                Err(error) => return failure(&error),
+            }
+        }
     };
-    if let Some(model) = &agent.model {
+    if let (Some(model), false) = (&agent.model, continued) {
         match session.choose_model(model, &cx.run.cancel).await {
             Ok(true) => {}
             Ok(false) => cx.notice(format!(
@@ -135,6 +155,12 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                 return failure(&error);
             }
         }
+    }
+    if let (Some(thread), true) = (&thread, continued) {
+        cx.notice(format!(
+            "the agent {} continues its session of thread `{thread}`",
+            agent.name
+        ));
     }
     record_session_start(cx, &mut session, &agent, policy);
     interrupt_stale_questions(cx);
@@ -148,6 +174,8 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let mut spend = Spend::default();
     let mut message = text;
     let mut repaired = 0u32;
+    // The session failed (exited, stalled, cancelled…): never kept.
+    let mut broken = false;
     let ended = loop {
         let at = cx.at();
         let mut on_event = |event: AgentEvent| {
@@ -160,7 +188,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             .await
         {
             Ok(reply) => reply,
-            Err(error) => break Err(failure(&error)),
+            Err(error) => {
+                broken = true;
+                break Err(failure(&error));
+            }
         };
         spend.add_call(reply.usage, reply.cost);
         let response = reply.text;
@@ -198,7 +229,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                 .map_or_else(|| "failed".to_string(), |f| f.message.clone()),
         },
     });
-    session.stop(EXIT_GRACE).await;
+    match &thread {
+        Some(thread) if !broken => cx.run.acp_threads.keep(thread, session).await,
+        _ => session.stop(EXIT_GRACE).await,
+    }
     let mut outcome = match ended {
         Ok((outcome, response)) => {
             cx.write_file("response.md", response.as_bytes());

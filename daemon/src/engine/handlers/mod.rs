@@ -3,6 +3,7 @@
 //! recording around it.
 
 mod acp_agent;
+pub(crate) mod acp_threads;
 mod agent;
 mod ask;
 mod command;
@@ -64,6 +65,8 @@ pub(crate) struct RunEnv {
     pub blobs: Blobs,
     /// The run's language models (prompt and agent nodes).
     pub models: super::models::Models,
+    /// ACP agents kept between the stages of a `thread_id`.
+    pub acp_threads: acp_threads::AcpThreads,
     /// The run's branch and worktree when it is checkpointed in git.
     pub git: Option<Arc<super::run_git::RunGit>>,
 }
