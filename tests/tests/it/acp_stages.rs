@@ -966,3 +966,73 @@ fn stages_of_one_thread_at_full_fidelity_prompt_the_same_agent_session() {
     assert!(read(&nodes.join("build/transcript.jsonl")).contains("built"));
     assert_eq!(agents_alive(&sb), Vec::<String>::new());
 }
+
+#[test]
+fn an_invalid_reply_is_repaired_by_a_further_prompt_in_the_same_session() {
+    let sb = Sandbox::new();
+    let agent = binary("weft-acp-agent");
+    sb.write(
+        "wf.fabro",
+        format!(
+            r#"digraph D {{ start [shape=Mdiamond]; exit [shape=Msquare]
+               work [shape=box, backend="acp", acp.command="{}", prompt="Decide", output_schema="routing"]
+               fix [shape=box, backend="acp", acp.command="{}", prompt="Fix"]
+               start -> work; work -> fix [label="Fix"]; work -> exit [label="Ship"]; fix -> exit }}"#,
+            agent.display(),
+            agent.display()
+        ),
+    );
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [
+            [{"say": "I think we should ship."}],
+            [{"say": "{\"outcome\": \"success\", \"preferred_next_label\": \"Ship\"}"}]
+        ]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.conclusion["status"], "succeeded", "{}", ran.conclusion);
+    let sent: Vec<Value> = read(&sb.path().join("client.jsonl"))
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let prompts: Vec<&Value> = sent
+        .iter()
+        .filter(|m| m["method"] == "session/prompt")
+        .collect();
+    assert_eq!(prompts.len(), 2, "one repair turn: {prompts:?}");
+    assert_eq!(
+        prompts[0]["params"]["sessionId"], prompts[1]["params"]["sessionId"],
+        "the repair is a prompt of the same session"
+    );
+    let repair = prompts[1]["params"]["prompt"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(repair.contains("routing"), "{repair}");
+    let all = events(&sb, &ran.run_id);
+    let completed: Vec<&str> = named(&all, "stage.completed")
+        .iter()
+        .filter_map(|e| e["properties"]["node_id"].as_str())
+        .collect();
+    assert!(
+        !completed.contains(&"fix"),
+        "routed by the repaired reply: {completed:?}"
+    );
+}
+
+#[test]
+fn an_agent_that_refuses_the_prompt_fails_the_stage() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", workflow(""));
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [[{"say": "I can't help with that."}, {"stop": "refusal"}]]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let failure = stage_failure(&sb, &ran.conclusion);
+    assert!(
+        failure.contains("refused the prompt") && failure.contains("weft-acp-agent"),
+        "{failure}"
+    );
+    let response = read(&stage_dir(&sb, &ran.run_id).join("response.md"));
+    assert!(response.contains("I can't help with that."), "{response}");
+}

@@ -679,3 +679,26 @@ fn interrupt_stale_questions(cx: &StageCx<'_>) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::split_command;
+
+    #[test]
+    fn a_command_splits_on_spaces_with_quotes_grouping_and_backslashes_escaping() {
+        let words = |c: &str| split_command(c).expect("valid");
+        assert_eq!(words("agent --acp  --fast"), ["agent", "--acp", "--fast"]);
+        assert_eq!(
+            words(r#"'/opt/my agent/bin' "--name=a b" c\ d"#),
+            ["/opt/my agent/bin", "--name=a b", "c d"]
+        );
+        assert_eq!(words(r#"a "" 'b'"#), ["a", "", "b"]);
+        assert_eq!(words(r#"'$HOME' "x\"y""#), ["$HOME", "x\"y"]);
+        assert_eq!(words("   "), Vec::<String>::new());
+        assert!(
+            split_command("agent 'open")
+                .expect_err("unclosed")
+                .contains("unclosed quote")
+        );
+    }
+}
