@@ -27,7 +27,7 @@ APT_PACKAGES := \
 
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 
-.PHONY: help deps deps-apt deps-npm deps-cargo ui build build-app demo test \
+.PHONY: help deps deps-apt deps-npm deps-adapters deps-cargo ui build build-app demo test \
 	test-rust test-ui test-app lint fuzz-build bench clean regenerate
 
 help:
@@ -38,7 +38,7 @@ help:
 
 ## ---- installing what is missing -------------------------------------------
 
-deps: deps-apt deps-npm deps-cargo
+deps: deps-apt deps-npm deps-adapters deps-cargo
 
 deps-apt:
 	@missing=""; \
@@ -57,6 +57,16 @@ deps-npm: ui/node_modules/.weft-stamp
 ui/node_modules/.weft-stamp: ui/package-lock.json
 	@echo "==> npm ci (ui/)"
 	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The real ACP adapters the end-to-end tests drive against the fake LLM
+# server (tests/tests/it/acp_claude_adapter.rs): Claude Code's, ~400 MB
+# with its native CLI. `npm ci` only when tests/adapters/package-lock.json
+# changed since the last install.
+deps-adapters: tests/adapters/node_modules/.weft-stamp
+tests/adapters/node_modules/.weft-stamp: tests/adapters/package-lock.json
+	@echo "==> npm ci (tests/adapters/)"
+	cd tests/adapters && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 deps-cargo:
@@ -165,9 +175,11 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # The end-to-end tests in tests/ run the real binaries, so build them first.
-test-rust: deps-cargo
+# WEFT_REQUIRE_ADAPTERS=1: a test of a real ACP adapter fails, rather than
+# skips, when the adapter is not installed.
+test-rust: deps-cargo deps-adapters
 	$(CARGO) build --workspace --bins
-	$(CARGO) nextest run --workspace --no-fail-fast
+	WEFT_REQUIRE_ADAPTERS=1 $(CARGO) nextest run --workspace --no-fail-fast
 
 test-ui: deps-npm
 	cd ui && npm test --silent
@@ -217,4 +229,4 @@ bench-app-window: ui
 
 clean:
 	$(CARGO) clean
-	rm -rf ui/dist ui/node_modules
+	rm -rf ui/dist ui/node_modules tests/adapters/node_modules

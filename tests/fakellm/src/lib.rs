@@ -11,7 +11,10 @@
 //! | OpenAI Chat Completions | `POST /v1/chat/completions` | `Authorization: Bearer …` |
 //! | Gemini | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent[?alt=sse]` | `x-goog-api-key` or `?key=` |
 //!
-//! Any prefix before these paths is accepted (`/openai/v1/chat/completions`).
+//! Any prefix before these paths is accepted (`/openai/v1/chat/completions`),
+//! and so is any query after them (Claude Code calls `/v1/messages?beta=true`).
+//! `HEAD` on any path is a reachability probe (Claude Code's
+//! `HEAD /api/hello`) and gets an empty 200, unrecorded.
 //! Anthropic and OpenAI stream when the body has `"stream": true`; Gemini
 //! when the method is `streamGenerateContent` (as SSE with `alt=sse`, else as
 //! one JSON array of the chunks). Gemini's SSE lines end in CRLF, the others'

@@ -172,6 +172,12 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
 }
 
 async fn answer(conn: &mut Conn, shared: &Shared, request: Request) -> std::io::Result<()> {
+    // A reachability probe (Claude Code sends `HEAD /api/hello` at start
+    // unless its nonessential traffic is off): the server is up. No body,
+    // as HEAD asks.
+    if request.method == "HEAD" {
+        return conn.respond(200, &[], b"").await;
+    }
     if let Some(control) = request.route().strip_prefix("/_fake/") {
         let (status, body) = control_endpoint(shared, &request, control);
         return conn.respond(status, &[], body.to_string().as_bytes()).await;

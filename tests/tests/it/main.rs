@@ -6,6 +6,7 @@
 //! area with a filter on the module path, e.g.
 //! `cargo nextest run -p weft-tests --test it daemon_gates::`.
 
+mod acp_claude_adapter;
 mod acp_stages;
 mod agent_stages;
 mod checkpoints;

@@ -54,6 +54,10 @@ pub(super) struct Turn {
     /// The session's cost so far, as the agent last reported it (ACP's
     /// `usage_update` carries a running total).
     pub(super) session_cost: Option<f64>,
+    /// The `messageId` of the last message chunk, when the agent sends one.
+    message_id: Option<String>,
+    /// A tool call was reported since the last message chunk.
+    tool_since_text: bool,
 }
 
 impl Turn {
@@ -70,6 +74,8 @@ impl Turn {
             calls: Vec::new(),
             tool_seq: 0,
             session_cost,
+            message_id: None,
+            tool_since_text: false,
         }
     }
 
@@ -88,7 +94,8 @@ impl Turn {
             .unwrap_or_default();
         match kind {
             "agent_message_chunk" => {
-                let text = content_text(update.get("content"));
+                let mut text = self.message_break(update).to_string();
+                text.push_str(&content_text(update.get("content")));
                 if self.text.len() + text.len() > MAX_TURN_TEXT_BYTES {
                     return Err(too_much("reply"));
                 }
@@ -107,6 +114,7 @@ impl Turn {
             }
             "tool_call" => {
                 self.flush(on_event);
+                self.tool_since_text = true;
                 let id = text_of(update, "toolCallId");
                 if !self.tools.contains_key(&id) {
                     if self.tools.len() >= MAX_TOOL_CALLS {
@@ -138,6 +146,7 @@ impl Turn {
             }
             "tool_call_update" => {
                 self.flush(on_event);
+                self.tool_since_text = true;
                 let id = text_of(update, "toolCallId");
                 if let Some(tool) = self.tools.get_mut(&id) {
                     if let Some(title) = update.get("title").and_then(Value::as_str) {
@@ -145,6 +154,16 @@ impl Turn {
                     }
                     if update.get("kind").is_some() {
                         tool.kind = kind_of(update);
+                    }
+                    // Claude Code's adapter announces a call with empty
+                    // input and sends the input in later updates: the
+                    // transcript keeps the last.
+                    if let Some(input) = update.get("rawInput") {
+                        tool.arguments = input.clone();
+                    }
+                    if let Some(call) = self.calls.iter_mut().find(|c| c.id == id) {
+                        call.name.clone_from(&tool.kind);
+                        call.arguments.clone_from(&tool.arguments);
                     }
                 }
                 self.maybe_complete(&id, update, root, recorder, on_event);
@@ -164,6 +183,30 @@ impl Turn {
             _ => {}
         }
         Ok(())
+    }
+
+    /// What goes before a message chunk: a paragraph break when it starts
+    /// another message than the text so far (a tool call came between, or
+    /// its `messageId` differs), so that separate messages of one turn do
+    /// not run together in the reply.
+    fn message_break(&mut self, update: &Value) -> &'static str {
+        let id = update.get("messageId").and_then(Value::as_str);
+        let other_message = match (&self.message_id, id) {
+            (Some(last), Some(id)) => last != id,
+            _ => false,
+        };
+        let separate = !self.text.is_empty() && (self.tool_since_text || other_message);
+        self.tool_since_text = false;
+        if let Some(id) = id {
+            self.message_id = Some(id.to_string());
+        }
+        if !separate || self.text.ends_with("\n\n") {
+            ""
+        } else if self.text.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        }
     }
 
     /// A tool call whose status became `completed` or `failed` is reported
@@ -348,4 +391,106 @@ fn tool_output(update: &Value, root: &Path) -> String {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn apply_all(turn: &mut Turn, updates: &[Value]) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        let mut recorder = None;
+        for update in updates {
+            let applied = turn.apply(update, Path::new("/work"), &mut recorder, &mut |e| {
+                events.push(e);
+            });
+            assert!(applied.is_ok(), "{applied:?}");
+        }
+        turn.flush(&mut |e| events.push(e));
+        events
+    }
+
+    fn chunk(text: &str, message_id: Option<&str>) -> Value {
+        let mut update = json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text},
+        });
+        if let Some(id) = message_id {
+            update["messageId"] = json!(id);
+        }
+        update
+    }
+
+    #[test]
+    fn chunks_of_one_message_join_as_they_come() {
+        let mut turn = Turn::new(1, None);
+        apply_all(
+            &mut turn,
+            &[
+                chunk("one ", None),
+                chunk("two", None),
+                chunk(" three", Some("m1")),
+                chunk(" four", Some("m1")),
+            ],
+        );
+        assert_eq!(turn.text, "one two three four");
+    }
+
+    #[test]
+    fn messages_parted_by_a_tool_call_or_a_new_message_id_are_separate_paragraphs() {
+        // As Claude Code's adapter sends them: a notice, a tool call, then
+        // the reply with its own message id.
+        let mut turn = Turn::new(1, None);
+        let events = apply_all(
+            &mut turn,
+            &[
+                chunk("A notice.", None),
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "edit",
+                       "title": "Write a.txt", "status": "pending"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                       "status": "completed"}),
+                chunk("I ", Some("msg_2")),
+                chunk("wrote a.txt.\n", Some("msg_2")),
+                chunk("Done.", Some("msg_3")),
+            ],
+        );
+        assert_eq!(turn.text, "A notice.\n\nI wrote a.txt.\n\nDone.");
+        let reported: String = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reported, turn.text, "the events carry the same breaks");
+    }
+
+    #[test]
+    fn a_tool_call_s_input_sent_in_a_later_update_is_the_one_recorded() {
+        // Claude Code's adapter announces a call with `rawInput: {}` and
+        // sends the input as it streams in.
+        let mut turn = Turn::new(1, None);
+        apply_all(
+            &mut turn,
+            &[
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "edit",
+                       "title": "Preparing file…", "rawInput": {}, "status": "pending"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                       "rawInput": {"content": "x"}}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                       "title": "Write a.txt",
+                       "rawInput": {"file_path": "/work/a.txt", "content": "x"}}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                       "status": "completed"}),
+            ],
+        );
+        assert_eq!(turn.calls.len(), 1);
+        assert_eq!(turn.calls[0].name, "edit");
+        assert_eq!(
+            turn.calls[0].arguments,
+            json!({"file_path": "/work/a.txt", "content": "x"})
+        );
+    }
 }

@@ -233,3 +233,31 @@ fn anthropic_request_without_version_header_is_refused_without_consuming_a_reply
         "a refused request leaves the script alone"
     );
 }
+
+#[test]
+fn a_messages_call_with_a_query_is_answered_and_recorded_with_it() {
+    // Claude Code calls `/v1/messages?beta=true`.
+    let server = FakeLlm::start();
+    let key = key("anthropic-beta-query");
+    server.script(&key, [Reply::Text("beta reply".into())]);
+    let body = Provider::Anthropic.request("hi", true);
+    let response = send(
+        server.addr(),
+        "POST",
+        "/v1/messages?beta=true",
+        &[
+            ("Content-Type", "application/json"),
+            ("x-api-key", &key),
+            ("anthropic-version", "2023-06-01"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        Provider::Anthropic.streamed_text(&response.events()),
+        "beta reply"
+    );
+    let recorded = server.requests(&key);
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].path, "/v1/messages?beta=true");
+}

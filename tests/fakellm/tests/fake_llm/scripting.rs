@@ -235,6 +235,21 @@ fn unknown_paths_get_a_json_404() {
 }
 
 #[test]
+fn head_on_any_path_is_an_empty_200_and_consumes_no_reply() {
+    // Claude Code probes its base URL with `HEAD /api/hello` at start.
+    let server = FakeLlm::start();
+    let key = key("head-probe");
+    server.script(&key, [Reply::Text("kept".into())]);
+    for path in ["/", "/api/hello", "/v1/messages"] {
+        let response = send(server.addr(), "HEAD", path, &[("x-api-key", &key)], b"");
+        assert_eq!(response.status, 200, "{path}");
+        assert!(response.body.is_empty(), "{path}");
+    }
+    assert_eq!(server.pending(&key), 1);
+    assert!(server.requests(&key).is_empty(), "a probe is not a request");
+}
+
+#[test]
 fn requests_without_an_api_key_get_401_in_the_provider_format() {
     let server = FakeLlm::start();
     for provider in ALL {
