@@ -38,7 +38,7 @@ help:
 
 ## ---- installing what is missing -------------------------------------------
 
-deps: deps-apt deps-npm deps-adapters deps-cargo
+deps: deps-apt deps-npm deps-cargo
 
 deps-apt:
 	@missing=""; \
@@ -62,7 +62,7 @@ ui/node_modules/.weft-stamp: ui/package-lock.json
 # The real ACP adapters the end-to-end tests drive against the fake LLM
 # server (tests/tests/it/acp_claude_adapter.rs): Claude Code's, ~400 MB
 # with its native CLI. `npm ci` only when tests/adapters/package-lock.json
-# changed since the last install.
+# changed since the last install. Only `make test` needs them (not the demo).
 deps-adapters: tests/adapters/node_modules/.weft-stamp
 tests/adapters/node_modules/.weft-stamp: tests/adapters/package-lock.json
 	@echo "==> npm ci (tests/adapters/)"
