@@ -10,6 +10,7 @@
 //! env = { IS_SANDBOX = "1" }                      # set for this agent's process only
 //! keys = ["ANTHROPIC_CUSTOM_HEADERS"]             # more of the caller's variables it may see
 //! model = "opus"                                  # its model, unless the node names one
+//! mode = "default"                                # its session mode, unless the node names one
 //! permissions = "ask"                             # acp.permissions, unless the node says
 //! ```
 //!
@@ -38,6 +39,8 @@ pub struct ExternalAgent {
     pub env: Vec<(String, String)>,
     /// The model it is asked to use, unless the node names one.
     pub model: Option<String>,
+    /// The session mode it is asked to work in, unless the node names one.
+    pub mode: Option<String>,
     /// Its permission policy (`allow`, `deny` or `ask`), unless the node
     /// sets `acp.permissions`.
     pub permissions: Option<String>,
@@ -56,6 +59,7 @@ struct BuiltIn {
     command: &'static [&'static str],
     cli_command: &'static [&'static str],
     keys: &'static [&'static str],
+    mode: Option<&'static str>,
 }
 
 const BUILT_IN: &[BuiltIn] = &[
@@ -68,18 +72,24 @@ const BUILT_IN: &[BuiltIn] = &[
             "ANTHROPIC_AUTH_TOKEN",
             "ANTHROPIC_BASE_URL",
         ],
+        // Claude Code's "Manual" mode: it asks before it changes anything,
+        // so `acp.permissions` decides. Left to itself it starts in
+        // `auto`, deciding alone, and Weft's policy would never be asked.
+        mode: Some("default"),
     },
     BuiltIn {
         name: "codex",
         command: &["codex-acp"],
         cli_command: &["codex"],
         keys: &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
+        mode: None,
     },
     BuiltIn {
         name: "gemini",
         command: &["gemini", "--acp"],
         cli_command: &["gemini"],
         keys: &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+        mode: None,
     },
 ];
 
@@ -99,6 +109,7 @@ struct AgentEntry {
     env: Option<BTreeMap<String, String>>,
     keys: Option<Vec<String>>,
     model: Option<String>,
+    mode: Option<String>,
     permissions: Option<String>,
 }
 
@@ -115,6 +126,7 @@ impl Default for ExternalAgents {
                     keys: strings(built_in.keys),
                     env: Vec::new(),
                     model: None,
+                    mode: built_in.mode.map(str::to_string),
                     permissions: None,
                 };
                 (built_in.name.to_string(), agent)
@@ -153,6 +165,7 @@ impl ExternalAgents {
                     keys: Vec::new(),
                     env: Vec::new(),
                     model: None,
+                    mode: None,
                     permissions: None,
                 });
             for (field, words) in [
@@ -195,6 +208,9 @@ impl ExternalAgents {
             if entry.model.is_some() {
                 agent.model = entry.model;
             }
+            if entry.mode.is_some() {
+                agent.mode = entry.mode;
+            }
             if !known && agent.command.is_empty() && agent.cli_command.is_empty() {
                 return Err(format!(
                     "[agents.{name}] is a new agent and needs `command` (its ACP program and arguments)"
@@ -233,6 +249,11 @@ mod tests {
         assert_eq!(gemini.command, ["gemini", "--acp"]);
         assert_eq!(gemini.cli_command, ["gemini"]);
         assert!(gemini.keys.contains(&"GEMINI_API_KEY".to_string()));
+        assert_eq!(gemini.mode, None);
+        assert_eq!(
+            agents.get("claude").expect("claude").mode.as_deref(),
+            Some("default")
+        );
     }
 
     #[test]
@@ -240,7 +261,8 @@ mod tests {
         let agents = ExternalAgents::default()
             .with(settings(
                 "[agents.claude]\ncommand = [\"/opt/acp\", \"--flag\"]\nenv = { IS_SANDBOX = \"1\" }\n\
-                 keys = [\"EXTRA\", \"ANTHROPIC_API_KEY\"]\nmodel = \"opus\"\npermissions = \"ask\"\n",
+                 keys = [\"EXTRA\", \"ANTHROPIC_API_KEY\"]\nmodel = \"opus\"\npermissions = \"ask\"\n\
+                 mode = \"acceptEdits\"\n",
             ))
             .expect("valid");
         let claude = agents.get("claude").expect("claude");
@@ -258,6 +280,7 @@ mod tests {
         );
         assert_eq!(claude.model.as_deref(), Some("opus"));
         assert_eq!(claude.permissions.as_deref(), Some("ask"));
+        assert_eq!(claude.mode.as_deref(), Some("acceptEdits"));
     }
 
     #[test]

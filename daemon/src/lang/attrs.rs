@@ -87,6 +87,7 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     ("acp.command", Text),
     ("acp.agent", Text),
     ("acp.model", Text),
+    ("acp.mode", Text),
     ("acp.permissions", Text),
     ("acp.stall_timeout", Duration),
     ("acp.permission_timeout", Duration),

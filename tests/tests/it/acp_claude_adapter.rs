@@ -290,6 +290,18 @@ fn claude_code_s_adapter_writes_a_file_in_an_acp_stage_against_the_fake_provider
         serde_json::json!([NOTES]),
         "{work}"
     );
+    // In the mode Weft chose, Claude Code asked, and the default policy
+    // (allow, inside the work dir) answered.
+    let notices: Vec<&str> = named(&all, "run.notice")
+        .iter()
+        .filter_map(|e| e["properties"]["message"].as_str())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("asked for permission") && n.contains("acp.permissions=allow")),
+        "{notices:?}"
+    );
     let tools = named(&all, "agent.tool.started");
     assert!(
         tools.iter().any(|e| e["properties"]["tool"] == "edit"
@@ -358,20 +370,17 @@ fn claude_code_s_adapter_writes_a_file_in_an_acp_stage_against_the_fake_provider
     world.assert_nothing_left();
 }
 
-/// With `permissions.defaultMode = "default"` in its settings, Claude Code
-/// asks before it writes (its out-of-the-box `auto` mode decides alone), so
-/// `acp.permissions="ask"` puts the question to a person.
+/// Weft puts Claude Code in its `default` ("Manual") mode, where it asks
+/// before it writes (its out-of-the-box `auto` mode decides alone), so
+/// `acp.permissions="ask"` puts the question to a person. Its own settings
+/// say nothing of modes here.
 #[test]
 fn claude_code_s_permission_request_is_a_question_answered_from_another_client() {
     use std::io::BufRead as _;
     let Some(adapter_bin) = adapter_bin_dir() else {
         return;
     };
-    let world = World::new(
-        adapter_bin,
-        r#", acp.permissions="ask""#,
-        Some(serde_json::json!({"permissions": {"defaultMode": "default"}})),
-    );
+    let world = World::new(adapter_bin, r#", acp.permissions="ask""#, None);
     let mut follower = world
         .weft_run(&[])
         .spawn()

@@ -301,34 +301,47 @@ impl AcpAgent {
         }
     }
 
-    /// Asks the agent to work with `model` in this session: through its
-    /// config option of category `model` (`session/set_config_option`),
-    /// else the older model list (`session/set_model`). `Ok(false)` when
-    /// the agent offers no choice of model.
+    /// Sets one of the session's settings, `what` (its model or its
+    /// mode), to `value`: through the agent's config option of that
+    /// category (`session/set_config_option`), else its older list
+    /// (`session/set_model`, `session/set_mode`). `Ok(false)` when the
+    /// agent offers no choice of it.
     ///
     /// # Errors
-    /// The agent offers models but not this one (they are named), or
+    /// The agent offers choices but not this one (they are named), or
     /// refused the change.
-    pub async fn choose_model(&mut self, model: &str, cancel: &Cancel) -> Result<bool, AcpError> {
+    pub async fn choose(
+        &mut self,
+        what: Setting,
+        value: &str,
+        cancel: &Cancel,
+    ) -> Result<bool, AcpError> {
         let name = self.config.name.clone();
-        let (method, params, offered) = match model_choice(&self.session_offer) {
-            ModelChoice::Option { id, values } => (
+        let noun = what.noun();
+        let (method, params, offered) = match choices(&self.session_offer, what) {
+            Choices::Option { id, values } => (
                 "session/set_config_option",
-                json!({"sessionId": self.session_id, "configId": id, "value": model}),
+                json!({"sessionId": self.session_id, "configId": id, "value": value}),
                 values,
             ),
-            ModelChoice::List(values) => (
-                "session/set_model",
-                json!({"sessionId": self.session_id, "modelId": model}),
-                values,
-            ),
-            ModelChoice::None => return Ok(false),
+            Choices::List(values) => {
+                let (method, key) = match what {
+                    Setting::Model => ("session/set_model", "modelId"),
+                    Setting::Mode => ("session/set_mode", "modeId"),
+                };
+                (
+                    method,
+                    json!({"sessionId": self.session_id, key: value}),
+                    values,
+                )
+            }
+            Choices::None => return Ok(false),
         };
-        if !offered.iter().any(|v| v == model) {
+        if !offered.iter().any(|v| v == value) {
             return Err(AcpError {
                 kind: AcpErrorKind::Start,
                 message: format!(
-                    "the agent {name} has no model `{model}`; it offers: {}",
+                    "the agent {name} has no {noun} `{value}`; it offers: {}",
                     offered.join(", ")
                 ),
             });
@@ -338,7 +351,7 @@ impl AcpAgent {
             .map(|_| true)
             .map_err(|mut e| {
                 if e.kind == AcpErrorKind::Failed {
-                    e.message = format!("{} (when asked to use model `{model}`)", e.message);
+                    e.message = format!("{} (when asked to use {noun} `{value}`)", e.message);
                 }
                 e
             })
@@ -1055,27 +1068,48 @@ impl Writer {
     }
 }
 
-/// How an agent lets the client choose its model, from `session/new`'s
+/// A setting of a session the client may choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The model the agent works with.
+    Model,
+    /// Its mode (for Claude Code: whether it asks before it edits).
+    Mode,
+}
+
+impl Setting {
+    fn noun(self) -> &'static str {
+        match self {
+            Setting::Model => "model",
+            Setting::Mode => "mode",
+        }
+    }
+}
+
+/// How an agent lets the client choose a setting, from `session/new`'s
 /// answer.
 #[derive(Debug, PartialEq, Eq)]
-enum ModelChoice {
-    /// A config option of category `model` (its id) and the values it takes.
+enum Choices {
+    /// A config option of the setting's category (its id) and the values
+    /// it takes.
     Option {
         id: String,
         values: Vec<String>,
     },
-    /// The older `models.availableModels` list (`session/set_model`).
+    /// The older lists: `models.availableModels`, `modes.availableModes`.
     List(Vec<String>),
     None,
 }
 
-fn model_choice(offer: &Value) -> ModelChoice {
+fn choices(offer: &Value, what: Setting) -> Choices {
+    let category = what.noun();
     let options = offer.get("configOptions").and_then(Value::as_array);
-    let model_option = options.into_iter().flatten().find(|o| {
-        o.get("category").and_then(Value::as_str) == Some("model")
-            || (o.get("category").is_none() && o.get("id").and_then(Value::as_str) == Some("model"))
+    let option = options.into_iter().flatten().find(|o| {
+        o.get("category").and_then(Value::as_str) == Some(category)
+            || (o.get("category").is_none()
+                && o.get("id").and_then(Value::as_str) == Some(category))
     });
-    if let Some(option) = model_option
+    if let Some(option) = option
         && let Some(id) = option.get("id").and_then(Value::as_str)
     {
         // Options come flat (`{value, name}`) or in groups (`{group,
@@ -1101,24 +1135,28 @@ fn model_choice(offer: &Value) -> ModelChoice {
                 ),
             }
         }
-        return ModelChoice::Option {
+        return Choices::Option {
             id: id.to_string(),
             values,
         };
     }
-    let listed = offer
-        .get("models")
-        .and_then(|m| m.get("availableModels"))
-        .and_then(Value::as_array);
-    match listed {
-        Some(models) => ModelChoice::List(
-            models
+    let (list, available, key) = match what {
+        Setting::Model => ("models", "availableModels", "modelId"),
+        Setting::Mode => ("modes", "availableModes", "id"),
+    };
+    match offer
+        .get(list)
+        .and_then(|m| m.get(available))
+        .and_then(Value::as_array)
+    {
+        Some(items) => Choices::List(
+            items
                 .iter()
-                .filter_map(|m| m.get("modelId").and_then(Value::as_str))
+                .filter_map(|m| m.get(key).and_then(Value::as_str))
                 .map(str::to_string)
                 .collect(),
         ),
-        None => ModelChoice::None,
+        None => Choices::None,
     }
 }
 
@@ -1127,7 +1165,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_model_choice_is_read_from_config_options_else_the_model_list() {
+    fn choices_are_read_from_config_options_else_the_older_lists() {
         let grouped = json!({"configOptions": [
             {"id": "mode", "category": "mode", "options": [{"value": "ask"}]},
             {"id": "pick", "category": "model", "type": "select", "options": [
@@ -1136,8 +1174,8 @@ mod tests {
             ]}
         ]});
         assert_eq!(
-            model_choice(&grouped),
-            ModelChoice::Option {
+            choices(&grouped, Setting::Model),
+            Choices::Option {
                 id: "pick".to_string(),
                 values: vec!["haiku".to_string(), "opus".to_string()]
             }
@@ -1146,9 +1184,26 @@ mod tests {
             {"modelId": "a", "name": "A"}, {"modelId": "b", "name": "B"}
         ]}});
         assert_eq!(
-            model_choice(&listed),
-            ModelChoice::List(vec!["a".to_string(), "b".to_string()])
+            choices(&listed, Setting::Model),
+            Choices::List(vec!["a".to_string(), "b".to_string()])
         );
-        assert_eq!(model_choice(&json!({"sessionId": "s"})), ModelChoice::None);
+        assert_eq!(
+            choices(&grouped, Setting::Mode),
+            Choices::Option {
+                id: "mode".to_string(),
+                values: vec!["ask".to_string()]
+            }
+        );
+        let modes = json!({"modes": {"currentModeId": "auto", "availableModes": [
+            {"id": "default", "name": "Default"}, {"id": "auto", "name": "Auto"}
+        ]}});
+        assert_eq!(
+            choices(&modes, Setting::Mode),
+            Choices::List(vec!["default".to_string(), "auto".to_string()])
+        );
+        assert_eq!(
+            choices(&json!({"sessionId": "s"}), Setting::Model),
+            Choices::None
+        );
     }
 }

@@ -21,5 +21,5 @@ pub mod wire;
 
 pub use connection::{
     AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionOption,
-    PermissionRequest, PromptResult, STDERR_FILE,
+    PermissionRequest, PromptResult, STDERR_FILE, Setting,
 };

@@ -27,7 +27,7 @@ use super::StageCx;
 use super::model_stage::{self, Problem, Prompt, Schema};
 use crate::agent::acp::{
     AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionOption,
-    PermissionRequest,
+    PermissionRequest, Setting,
 };
 use crate::agent::{AgentEvent, transcript::Entry};
 use crate::engine::interviewer::{Answer, Choice, Question};
@@ -62,6 +62,8 @@ struct Agent {
     env: Vec<(String, String)>,
     /// `acp.model`, else its profile's.
     model: Option<String>,
+    /// `acp.mode`, else its profile's.
+    mode: Option<String>,
     /// Its profile's policy, when the node sets none.
     permissions: Option<String>,
 }
@@ -143,16 +145,25 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             }
         }
     };
-    if let (Some(model), false) = (&agent.model, continued) {
-        match session.choose_model(model, &cx.run.cancel).await {
-            Ok(true) => {}
-            Ok(false) => cx.notice(format!(
-                "the agent {} offers no choice of model; it works with its own (model `{model}` not applied)",
-                agent.name
-            )),
-            Err(error) => {
-                session.stop(EXIT_GRACE).await;
-                return failure(&error);
+    if !continued {
+        let settings = [(Setting::Mode, &agent.mode), (Setting::Model, &agent.model)];
+        for (what, value) in settings {
+            let Some(value) = value else { continue };
+            match session.choose(what, value, &cx.run.cancel).await {
+                Ok(true) => {}
+                Ok(false) => cx.notice(format!(
+                    "the agent {} offers no choice of {}; `{value}` not applied",
+                    agent.name,
+                    if what == Setting::Model {
+                        "model"
+                    } else {
+                        "mode"
+                    }
+                )),
+                Err(error) => {
+                    session.stop(EXIT_GRACE).await;
+                    return failure(&error);
+                }
             }
         }
     }
@@ -321,6 +332,10 @@ fn agent_of(cx: &StageCx<'_>) -> Result<Agent, String> {
             .non_empty("acp.model")
             .map(|m| m.to_string())
             .or_else(|| profile.and_then(|p| p.model.clone())),
+        mode: attrs
+            .non_empty("acp.mode")
+            .map(|m| m.to_string())
+            .or_else(|| profile.and_then(|p| p.mode.clone())),
         permissions: profile.and_then(|p| p.permissions.clone()),
     })
 }
