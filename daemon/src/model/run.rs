@@ -175,6 +175,10 @@ pub struct AgentDefaults {
     /// `read-only`, `read-write` or `full` (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<String>,
+    /// Who does the work: `api` (Weft's own agent, the default), `acp` or
+    /// `cli` (an external agent; docs/agents.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 impl AgentDefaults {

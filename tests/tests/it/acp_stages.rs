@@ -1036,3 +1036,53 @@ fn an_agent_that_refuses_the_prompt_fails_the_stage() {
     let response = read(&stage_dir(&sb, &ran.run_id).join("response.md"));
     assert!(response.contains("I can't help with that."), "{response}");
 }
+
+#[test]
+fn the_run_config_s_backend_sends_agents_without_their_own_to_the_external_agent() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        format!(
+            r#"digraph D {{ start [shape=Mdiamond]; exit [shape=Msquare]
+               work [shape=box, acp.command="{}", prompt="Write the notes"]
+               start -> work -> exit }}"#,
+            binary("weft-acp-agent").display()
+        ),
+    );
+    sb.write(
+        "run.toml",
+        "_version = 1\n[workflow]\ngraph = \"wf.fabro\"\n[run.agent]\nbackend = \"acp\"\n",
+    );
+    let script = sb.write(
+        "script.json",
+        serde_json::json!({"prompts": [[{"say": "done by the external agent"}]]}).to_string(),
+    );
+    let out = sb
+        .weft()
+        .env("WEFT_ACP_SCRIPT", &script)
+        .args(["run", "--no-daemon", "run.toml", "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let conclusion: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(conclusion["status"], "succeeded", "{conclusion}");
+    let run_id = conclusion["run_id"].as_str().unwrap_or_default();
+    let text: String = named(&events(&sb, run_id), "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "done by the external agent");
+
+    sb.write(
+        "bad.toml",
+        "_version = 1\n[workflow]\ngraph = \"wf.fabro\"\n[run.agent]\nbackend = \"remote\"\n",
+    );
+    let bad = sb.run(&["run", "bad.toml"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("[run.agent] backend = \"remote\""),
+        "{}",
+        bad.stderr
+    );
+}

@@ -286,7 +286,12 @@ fn agent_of(cx: &StageCx<'_>) -> Result<Agent, String> {
     let name = match attrs.non_empty("acp.agent") {
         Some(name) => Some(name.to_string()),
         None if command.is_some() => None,
-        None => match attrs.non_empty("provider").as_deref() {
+        None => match attrs
+            .non_empty("provider")
+            .map(|p| p.into_owned())
+            .or_else(|| cx.run.models.choice().provider.clone())
+            .as_deref()
+        {
             Some("anthropic") => Some("claude".to_string()),
             Some("openai") => Some("codex".to_string()),
             Some("gemini") => Some("gemini".to_string()),

@@ -542,6 +542,13 @@ pub(crate) fn check_defaults(agent: &AgentDefaults) -> Result<(), String> {
     {
         return Err(format!("[run.agent] {}", bad_permissions(p)));
     }
+    if let Some(backend) = &agent.backend
+        && !["api", "acp", "cli"].contains(&backend.as_str())
+    {
+        return Err(format!(
+            "[run.agent] backend = \"{backend}\": use \"api\" (Weft's own agent), \"acp\" or \"cli\""
+        ));
+    }
     Ok(())
 }
 

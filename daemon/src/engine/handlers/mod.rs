@@ -126,7 +126,15 @@ pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Command => command::run(cx).await,
         Handler::Human => human::run(cx).await,
         Handler::Prompt => prompt::run(cx).await,
-        Handler::Agent => match cx.node.attrs.non_empty("backend").as_deref() {
+        // The node's (or its stylesheet's) `backend`, else the run's.
+        Handler::Agent => match cx
+            .node
+            .attrs
+            .non_empty("backend")
+            .map(|b| b.into_owned())
+            .or_else(|| cx.run.agent.backend.clone())
+            .as_deref()
+        {
             None | Some("api") => agent::run(cx).await,
             Some("acp") => acp_agent::run(cx).await,
             Some(other) => Outcome::failed(

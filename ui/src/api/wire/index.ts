@@ -542,7 +542,12 @@ timeout?: string | null,
 /**
  * `read-only`, `read-write` or `full` (the default).
  */
-permissions?: string | null, };
+permissions?: string | null, 
+/**
+ * Who does the work: `api` (Weft's own agent, the default), `acp` or
+ * `cli` (an external agent; docs/agents.md).
+ */
+backend?: string | null, };
 
 export type WorkflowSource = { "path": string } | { "source": string };
 
