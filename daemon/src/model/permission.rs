@@ -23,8 +23,8 @@ pub struct PermissionAsk {
     /// The paths the call names, as the agent gave them.
     #[serde(default)]
     pub locations: Vec<String>,
-    /// The command line, when the call runs one (its input's `command`,
-    /// with `args` if given).
+    /// The command line, when the call runs one (its input's `command`, a
+    /// string or a list of words, with `args` if given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The call's input as the agent sent it (pretty JSON), cut to
@@ -52,21 +52,22 @@ impl PermissionAsk {
         if raw.is_null() {
             return (None, None);
         }
-        let command = raw
-            .get("command")
-            .and_then(serde_json::Value::as_str)
-            .map(|program| {
-                let args: Vec<&str> = raw
-                    .get("args")
-                    .and_then(serde_json::Value::as_array)
-                    .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
-                    .unwrap_or_default();
-                let line = std::iter::once(program)
-                    .chain(args)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                crate::util::text::truncate(&line, INPUT_MAX_CHARS)
-            });
+        let words = |key: &str| -> Vec<&str> {
+            match raw.get(key) {
+                Some(serde_json::Value::String(word)) => vec![word.as_str()],
+                Some(serde_json::Value::Array(words)) => {
+                    words.iter().filter_map(serde_json::Value::as_str).collect()
+                }
+                _ => Vec::new(),
+            }
+        };
+        // Agents say it either way: Claude's shell tool a string, others
+        // a program and its arguments as a list.
+        let program = words("command");
+        let command = (!program.is_empty()).then(|| {
+            let line = [program, words("args")].concat().join(" ");
+            crate::util::text::truncate(&line, INPUT_MAX_CHARS)
+        });
         let input = match raw {
             serde_json::Value::String(text) => text.clone(),
             _ => serde_json::to_string_pretty(raw).unwrap_or_else(|_| raw.to_string()),
@@ -101,6 +102,11 @@ mod tests {
         assert!(input.expect("input").contains("\"args\""));
         let (command, _) = PermissionAsk::input_of(&json!({"command": "rm -rf build"}));
         assert_eq!(command.as_deref(), Some("rm -rf build"));
+        let (command, _) =
+            PermissionAsk::input_of(&json!({"command": ["bash", "-lc", "make test"], "cwd": "/w"}));
+        assert_eq!(command.as_deref(), Some("bash -lc make test"));
+        let (command, _) = PermissionAsk::input_of(&json!({"command": 3, "path": "/w/a"}));
+        assert_eq!(command, None);
     }
 
     #[test]
