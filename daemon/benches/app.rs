@@ -239,6 +239,7 @@ fn question(run_id: &str, n: usize, status: QuestionStatus, asked_at: &str) -> Q
         answer: (status == QuestionStatus::Answered).then(|| json!("approve")),
         asked_at: asked_at.to_string(),
         answered_at: (status == QuestionStatus::Answered).then(|| asked_at.to_string()),
+        permission: None,
     }
 }
 
@@ -372,6 +373,7 @@ fn generate(home: &Home) -> Result<Generated> {
                     context: None,
                     timeout_ms: None,
                     default_choice: None,
+                    permission: None,
                 },
                 _ => EventKind::RunNotice {
                     message: "waiting for the next stage".into(),

@@ -143,8 +143,24 @@ pub fn questions(args: &QuestionsArgs) -> CliResult {
                 "{}  run {}  {}@{}  {}",
                 q.id, q.run_id, q.node_id, q.visit, q.text
             );
-            for option in &q.options {
-                println!("    {option}");
+            if let Some(permission) = &q.permission {
+                // What the agent wants to touch and run, before its options.
+                println!("    {}", permission.summary());
+                if let Some(command) = &permission.command {
+                    let line = command.lines().next().unwrap_or_default();
+                    let more = if command.lines().nth(1).is_some() {
+                        " …"
+                    } else {
+                        ""
+                    };
+                    println!("    $ {}{more}", crate::util::text::truncate(line, 200));
+                }
+            }
+            for (i, option) in q.options.iter().enumerate() {
+                match q.permission.as_ref().and_then(|p| p.options.get(i)) {
+                    Some(choice) => println!("    {option}  ({})", choice.kind),
+                    None => println!("    {option}"),
+                }
             }
             if q.freeform {
                 println!("    (or any text)");

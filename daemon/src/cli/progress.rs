@@ -686,6 +686,8 @@ pub(crate) fn question_of(event: &Event) -> Option<Question> {
         context,
         timeout_ms,
         default_choice,
+        // Its context already says the request in words.
+        permission: _,
     } = &event.kind
     else {
         return None;
@@ -1050,6 +1052,7 @@ mod tests {
                 context: None,
                 timeout_ms: Some(1000),
                 default_choice: None,
+                permission: None,
             },
         );
         progress.on_event(&asked, Instant::now());

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{Outcome, Status};
+use super::permission::PermissionAsk;
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -154,6 +155,10 @@ pub enum EventKind {
         /// What a timeout picks (`human.default_choice`), if set.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         default_choice: Option<String>,
+        /// The external agent's request, when the question is a permission
+        /// request (`acp.permissions="ask"`); absent for a human gate.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permission: Option<PermissionAsk>,
     },
     #[serde(rename = "interview.completed")]
     InterviewCompleted {
@@ -399,5 +404,64 @@ mod tests {
         };
         let back = EventKind::from_parts(kind.name(), kind.properties()).expect("reads back");
         assert_eq!(back, kind);
+    }
+
+    fn gate_question(permission: Option<PermissionAsk>) -> EventKind {
+        EventKind::InterviewStarted {
+            question_id: "Q1".into(),
+            question: "claude asks permission: Run cargo publish".into(),
+            options: vec!["Allow".into(), "Reject".into()],
+            freeform: false,
+            context: None,
+            timeout_ms: None,
+            default_choice: None,
+            permission,
+        }
+    }
+
+    #[test]
+    fn a_permission_question_carries_the_request_and_a_gate_s_has_no_such_key() {
+        let permission = PermissionAsk {
+            agent: "claude".into(),
+            tool_kind: "execute".into(),
+            title: "Run cargo publish".into(),
+            locations: vec!["/w/Cargo.toml".into()],
+            command: Some("cargo publish".into()),
+            input: Some("{\"command\": \"cargo publish\"}".into()),
+            options: vec![
+                crate::model::PermissionChoice {
+                    label: "Allow".into(),
+                    kind: "allow_once".into(),
+                },
+                crate::model::PermissionChoice {
+                    label: "Reject".into(),
+                    kind: "reject_once".into(),
+                },
+            ],
+        };
+        let asked = gate_question(Some(permission));
+        let properties = asked.properties();
+        assert_eq!(properties["permission"]["tool_kind"], "execute");
+        assert_eq!(
+            properties["permission"]["options"][1]["kind"],
+            "reject_once"
+        );
+        assert_eq!(
+            EventKind::from_parts(asked.name(), properties).expect("reads back"),
+            asked
+        );
+
+        let gate = gate_question(None);
+        assert!(gate.properties().get("permission").is_none());
+        // An event recorded before the field existed reads as a gate's.
+        let old = serde_json::json!({
+            "question_id": "Q1", "question": "Ship?", "options": ["Yes"], "freeform": false
+        });
+        let EventKind::InterviewStarted { permission, .. } =
+            EventKind::from_parts("interview.started", old).expect("reads")
+        else {
+            panic!("not a question");
+        };
+        assert_eq!(permission, None);
     }
 }

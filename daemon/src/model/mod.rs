@@ -1,19 +1,22 @@
 //! The records every layer shares: what happened in a run ([`Event`]),
 //! how a stage ended ([`Outcome`]), a run's status and the line that lists
 //! it ([`RunSummary`]), what a run was started with ([`ModelChoice`],
-//! [`EnvPolicy`], [`ParentLink`]), what it spent ([`Spend`]), and the
+//! [`EnvPolicy`], [`ParentLink`]), what it spent ([`Spend`]), an external
+//! agent's permission request put to a person ([`PermissionAsk`]), and the
 //! error [`Code`]s clients branch on.
 //!
 //! This is the bottom layer: plain data with serde and TypeScript (ts-rs)
 //! derives, and the rules that belong to the data itself (a status's name,
 //! an outcome's redaction, adding up spend). It depends on nothing in the
-//! crate but [`crate::secrets`] (for redaction). The store persists these
-//! records, the engine produces them, the wire protocol carries them.
+//! crate but [`crate::secrets`] (for redaction) and [`crate::util`] (cutting
+//! text). The store persists these records, the engine produces them, the
+//! wire protocol carries them.
 
 pub mod code;
 pub mod env_policy;
 pub mod event;
 pub mod outcome;
+pub mod permission;
 pub mod run;
 pub mod spend;
 
@@ -22,5 +25,6 @@ pub use env_policy::EnvPolicy;
 pub use event::{EdgeReason, Event, EventKind, Stream};
 pub(crate) use outcome::failure_signature;
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
+pub use permission::{PermissionAsk, PermissionChoice};
 pub use run::{AgentDefaults, ModelChoice, ParentLink, RunSpend, RunStatus, RunSummary};
 pub use spend::{Spend, Usage};

@@ -356,6 +356,7 @@ mod tests {
             answer: None,
             asked_at: String::new(),
             answered_at: None,
+            permission: None,
         };
         let stored = question_of(&record);
         for by in [

@@ -1,8 +1,10 @@
 //! Desktop notifications from the daemon, through the platform's
 //! notification service (on Linux the session bus's
 //! `org.freedesktop.Notifications`, via notify-rust): when a human gate
-//! opens ("Weft: <workflow> needs you — <question>"), and when a run fails
-//! or completes. Each kind can be turned off in settings.toml.
+//! opens ("Weft: <workflow> needs you — <question>"; for an external
+//! agent's permission request "<agent> asks permission to <kind>: <title>"),
+//! and when a run fails or completes. Each kind can be turned off in
+//! settings.toml.
 //!
 //! No notification carries a secret: the text is the workflow's name, the
 //! gate's question and the stage's id, never command output or a failure
@@ -48,10 +50,19 @@ pub(crate) fn note_for(event: &Event, workflow: &str, settings: &super::Settings
         EventKind::InterviewStarted {
             question,
             question_id,
+            permission,
             ..
         } if settings.notify_gates => Some(Note {
             summary: format!("Weft: {workflow} needs you"),
-            body: question.clone(),
+            // A permission request says what kind of call it is; never its
+            // input, which can hold anything the agent read.
+            body: match permission {
+                Some(p) => format!(
+                    "{} asks permission to {}: {}",
+                    p.agent, p.tool_kind, p.title
+                ),
+                None => question.clone(),
+            },
             opens: Some(OpenQuestion {
                 run_id: event.run_id.clone(),
                 question_id: question_id.clone(),
@@ -223,6 +234,7 @@ mod tests {
                 context: None,
                 timeout_ms: None,
                 default_choice: None,
+                permission: None,
             }),
             "Release",
             &super::super::Settings::default(),
@@ -238,6 +250,40 @@ mod tests {
                 }),
             })
         );
+    }
+
+    #[test]
+    fn a_permission_request_names_the_agent_and_the_kind_but_not_the_input() {
+        let permission = crate::model::PermissionAsk {
+            agent: "claude".into(),
+            tool_kind: "execute".into(),
+            title: "Run cargo publish".into(),
+            locations: Vec::new(),
+            command: Some("cargo publish --token hunter2".into()),
+            input: Some("{\"command\": \"cargo publish --token hunter2\"}".into()),
+            options: Vec::new(),
+        };
+        let note = note_for(
+            &event(EventKind::InterviewStarted {
+                question_id: "Q".into(),
+                question: "claude asks permission: Run cargo publish".into(),
+                options: vec!["Allow".into(), "Reject".into()],
+                freeform: false,
+                context: Some("The agent claude wants to execute".into()),
+                timeout_ms: None,
+                default_choice: None,
+                permission: Some(permission),
+            }),
+            "Release",
+            &super::super::Settings::default(),
+        )
+        .expect("note");
+        assert_eq!(note.summary, "Weft: Release needs you");
+        assert_eq!(
+            note.body,
+            "claude asks permission to execute: Run cargo publish"
+        );
+        assert!(note.opens.is_some());
     }
 
     #[test]

@@ -120,6 +120,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
     ",
+    // 6: the external agent's request behind a permission question (JSON,
+    // `model::PermissionAsk`); NULL for a human gate's question.
+    r"
+    ALTER TABLE questions ADD COLUMN permission TEXT;
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

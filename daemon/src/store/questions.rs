@@ -1,4 +1,5 @@
-//! The `questions` table: the questions human gates ask, and their answers.
+//! The `questions` table: the questions human gates ask (and external
+//! agents' permission requests put to a person), and their answers.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sql::{from_json, to_json};
 use super::{Result, Store, StoreError, timestamp};
+use crate::model::PermissionAsk;
 
 /// Where a human gate's question stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -76,11 +78,15 @@ pub struct QuestionRecord {
     pub answer: Option<serde_json::Value>,
     pub asked_at: String,
     pub answered_at: Option<String>,
+    /// The external agent's request when this is a permission question
+    /// (`acp.permissions="ask"`); absent for a human gate's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionAsk>,
 }
 
 /// The `questions` columns in the order [`QuestionRow::read`] expects.
 const QUESTION_COLUMNS: &str = "id, run_id, node_id, visit, text, options, freeform, status, \
-     answer, asked_at, answered_at";
+     answer, asked_at, answered_at, permission";
 
 impl Store {
     /// Records a human gate's question. Fails if the id exists.
@@ -90,10 +96,15 @@ impl Store {
             .as_ref()
             .map(|a| to_json(a, || format!("answer to question {}", q.id)))
             .transpose()?;
+        let permission = q
+            .permission
+            .as_ref()
+            .map(|p| to_json(p, || format!("permission request of question {}", q.id)))
+            .transpose()?;
         self.conn
             .prepare_cached(&format!(
                 "INSERT INTO questions ({QUESTION_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
             ))?
             .execute(params![
                 q.id,
@@ -107,6 +118,7 @@ impl Store {
                 answer,
                 q.asked_at,
                 q.answered_at,
+                permission,
             ])?;
         Ok(())
     }
@@ -192,6 +204,7 @@ struct QuestionRow {
     record: QuestionRecord,
     options: String,
     answer: Option<String>,
+    permission: Option<String>,
 }
 
 impl QuestionRow {
@@ -209,9 +222,11 @@ impl QuestionRow {
                 answer: None,
                 asked_at: row.get(9)?,
                 answered_at: row.get(10)?,
+                permission: None,
             },
             options: row.get(5)?,
             answer: row.get(8)?,
+            permission: row.get(11)?,
         })
     }
 
@@ -221,6 +236,11 @@ impl QuestionRow {
         record.options = from_json(&self.options, || format!("options of question {id}"))?;
         if let Some(text) = self.answer {
             record.answer = Some(from_json(&text, || format!("answer to question {id}"))?);
+        }
+        if let Some(text) = self.permission {
+            record.permission = Some(from_json(&text, || {
+                format!("permission request of question {id}")
+            })?);
         }
         Ok(record)
     }
@@ -253,6 +273,7 @@ mod tests {
             answer: None,
             asked_at: asked_at.into(),
             answered_at: None,
+            permission: None,
         };
         let q1 = question("Q1", "R1", "2026-01-01T00:00:01.000Z");
         let q2 = question("Q2", "R2", "2026-01-01T00:00:02.000Z");
@@ -292,5 +313,109 @@ mod tests {
                 .code(),
             "question.not_found"
         );
+    }
+
+    fn permission_question(id: &str, run: &str) -> QuestionRecord {
+        QuestionRecord {
+            id: id.into(),
+            run_id: run.into(),
+            node_id: "work".into(),
+            visit: 1,
+            text: "claude asks permission: Edit notes.md".into(),
+            options: vec!["Allow once".into(), "Always allow".into(), "Reject".into()],
+            freeform: false,
+            status: QuestionStatus::Pending,
+            answer: None,
+            asked_at: "2026-01-01T00:00:03.000Z".into(),
+            answered_at: None,
+            permission: Some(PermissionAsk {
+                agent: "claude".into(),
+                tool_kind: "edit".into(),
+                title: "Edit notes.md".into(),
+                locations: vec!["/work/notes.md".into()],
+                command: None,
+                input: Some("{\n  \"file_path\": \"/work/notes.md\"\n}".into()),
+                options: [
+                    ("Allow once", "allow_once"),
+                    ("Always allow", "allow_always"),
+                    ("Reject", "reject_once"),
+                ]
+                .into_iter()
+                .map(|(label, kind)| crate::model::PermissionChoice {
+                    label: label.into(),
+                    kind: kind.into(),
+                })
+                .collect(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_permission_question_keeps_the_agent_s_request() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        store
+            .create_run(&new_run("R1", "wf", "g", "2026-01-01T00:00:00.000Z"))
+            .expect("create");
+        let asked = permission_question("Q1", "R1");
+        store.insert_question(&asked).expect("insert");
+        assert_eq!(store.question("Q1").expect("read"), Some(asked.clone()));
+        store
+            .answer_question(
+                "Q1",
+                QuestionStatus::Answered,
+                Some(&serde_json::json!({"choice": "Reject"})),
+            )
+            .expect("answer");
+        let answered = store.question("Q1").expect("read").expect("there");
+        assert_eq!(answered.permission, asked.permission, "kept once answered");
+        // On the wire a gate's question has no `permission` key at all.
+        let json = serde_json::to_value(&asked).expect("json");
+        assert_eq!(json["permission"]["options"][2]["kind"], "reject_once");
+        let mut gate = asked;
+        gate.permission = None;
+        let json = serde_json::to_value(&gate).expect("json");
+        assert!(json.get("permission").is_none(), "{json}");
+        let back: QuestionRecord = serde_json::from_value(json).expect("reads");
+        assert_eq!(back, gate);
+    }
+
+    /// A database written before questions kept permission requests opens,
+    /// migrates, reads its questions as gates' and takes new ones.
+    #[test]
+    fn a_database_from_before_permission_questions_opens_and_keeps_its_questions() {
+        let (_temp, home) = home();
+        let path = home.db_path();
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        let conn = rusqlite::Connection::open(&path).expect("raw open");
+        for sql in &crate::store::migrations::MIGRATIONS[..5] {
+            conn.execute_batch(sql).expect("old schema");
+        }
+        conn.pragma_update(None, "user_version", 5)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO runs (id, workflow_name, status, run_dir, work_dir, created_at) \
+             VALUES ('R1', 'wf', 'blocked', '/home/runs/R1', '/work', '2026-01-01T00:00:00.000Z');
+             INSERT INTO questions (id, run_id, node_id, visit, text, options, freeform, status, asked_at) \
+             VALUES ('Q0', 'R1', 'approve', 1, 'Ship it?', '[\"Yes\",\"No\"]', 0, 'pending', \
+                     '2026-01-01T00:00:01.000Z');",
+        )
+        .expect("old rows");
+        drop(conn);
+
+        let mut store = Store::open(&home).expect("migrates");
+        let old = store.question("Q0").expect("read").expect("kept");
+        assert_eq!(
+            (old.text.as_str(), old.options.len(), old.permission),
+            ("Ship it?", 2, None)
+        );
+        let asked = permission_question("Q1", "R1");
+        store.insert_question(&asked).expect("insert");
+        assert_eq!(
+            store.questions(Some("R1"), true).expect("pending").len(),
+            2,
+            "both pending"
+        );
+        assert_eq!(store.question("Q1").expect("read"), Some(asked));
     }
 }

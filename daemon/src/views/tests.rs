@@ -83,6 +83,7 @@ fn question(store: &mut Store, id: &str, run_id: &str, status: QuestionStatus) {
             answer: None,
             asked_at: "2026-01-01T00:00:00.000Z".into(),
             answered_at: None,
+            permission: None,
         })
         .expect("question");
 }

@@ -21,6 +21,7 @@ use weft::model::{AgentDefaults, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
+use weft::model::{PermissionAsk, PermissionChoice};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord, TimelineEntry};
 use weft::views::{
@@ -77,6 +78,8 @@ fn declarations() -> Vec<Decl> {
         // Questions.
         decl::<QuestionStatus>(),
         decl::<QuestionRecord>(),
+        decl::<PermissionAsk>(),
+        decl::<PermissionChoice>(),
         decl::<QuestionList>(),
         decl::<AnswerBy>(),
         decl::<QuestionAnswer>(),

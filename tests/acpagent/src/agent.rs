@@ -363,7 +363,7 @@ impl Agent {
 
     fn permission(&mut self, permission: &Permission) -> Flow<()> {
         let call_id = self.tool_call(&permission.title, &permission.kind, Value::Null, None);
-        let params = json!({
+        let mut params = json!({
             "sessionId": self.session_id(),
             "toolCall": {
                 "toolCallId": call_id,
@@ -382,6 +382,9 @@ impl Agent {
                 {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
             ],
         });
+        if let Some(input) = &permission.input {
+            params["toolCall"]["rawInput"] = input.clone();
+        }
         let (said, allowed) = match self.call("session/request_permission", params) {
             Ok(result) => {
                 let outcome = &result["outcome"];

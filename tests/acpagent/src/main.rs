@@ -33,7 +33,7 @@
 //! | `{"write": {"path", "content"}}` | `tool_call` (edit) + `fs/write_text_file` at the absolute path, then `tool_call_update` completed or failed |
 //! | `{"read": {"path"}}` | `tool_call` (read) + `fs/read_text_file`, then says `read P: CONTENT` or `read P failed: ERROR` |
 //! | `{"disk_write": {"path", "content"}}` | writes the file on disk itself, no message |
-//! | `{"permission": {"title", "kind"?}}` | `tool_call` + `session/request_permission` (allow / allow_always / reject), then says `permission: OPTION` or `permission: cancelled` |
+//! | `{"permission": {"title", "kind"?, "path"?, "input"?}}` | `tool_call` + `session/request_permission` (allow / allow_always / reject), then says `permission: OPTION` or `permission: cancelled` |
 //! | `{"terminal": {"command", "args"?, "output_byte_limit"?}}` | `terminal/create`, `wait_for_exit`, `output`, `release`; says `terminal exit CODE: OUTPUT` |
 //! | `{"terminal_kill": {"command", "args"?, "after_ms"?}}` | `terminal/create`, waits, `kill`, `wait_for_exit`, `release`; says `killed: EXIT_STATUS_JSON` |
 //! | `{"sleep_ms": N}` | waits N ms; a `session/cancel` ends the turn as `cancelled` |

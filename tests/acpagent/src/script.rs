@@ -116,6 +116,9 @@ pub struct Permission {
     /// unless absolute.
     #[serde(default)]
     pub path: Option<String>,
+    /// The tool call's `rawInput` (e.g. `{"command": "cargo publish"}`).
+    #[serde(default)]
+    pub input: Option<serde_json::Value>,
 }
 
 fn execute() -> String {

@@ -369,7 +369,12 @@ fn under_ask_a_permission_request_is_a_question_answered_from_another_client() {
     let (mut follower, lines) = follow(
         &sb,
         &serde_json::json!({"prompts": [[
-            {"permission": {"title": "Run cargo publish", "kind": "execute"}}
+            {"permission": {
+                "title": "Run cargo publish",
+                "kind": "execute",
+                "path": "Cargo.toml",
+                "input": {"command": "cargo", "args": ["publish", "--dry-run"]}
+            }}
         ]]}),
     );
     let mut shown = Vec::new();
@@ -387,6 +392,35 @@ fn under_ask_a_permission_request_is_a_question_answered_from_another_client() {
         text.contains("asks permission: Run cargo publish") && text.contains("Allow"),
         "{text}"
     );
+    // Every client sees it as a permission request: which agent, what
+    // kind of call, where, the command, and what each option grants.
+    let listed = sb.run(&["questions", "--json"]);
+    let questions: Value =
+        serde_json::from_str(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {listed:?}"));
+    let permission = &questions[0]["permission"];
+    assert_eq!(permission["agent"], "weft-acp-agent", "{questions}");
+    assert_eq!(permission["tool_kind"], "execute");
+    assert_eq!(permission["title"], "Run cargo publish");
+    assert_eq!(permission["command"], "cargo publish --dry-run");
+    assert!(
+        permission["locations"][0]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/Cargo.toml")),
+        "{permission}"
+    );
+    let kinds: Vec<&str> = permission["options"]
+        .as_array()
+        .map(|o| o.iter().filter_map(|o| o["kind"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
+    let listed = sb.run(&["questions"]);
+    assert!(
+        listed.stdout.contains("    execute: /")
+            && listed.stdout.contains("    $ cargo publish --dry-run")
+            && listed.stdout.contains("    Allow  (allow_once)"),
+        "{}",
+        listed.stdout
+    );
     // Another client answers, by the command shown, picking "Allow".
     let first = command.split("  (or").next().unwrap_or_default();
     let words: Vec<&str> = first.split_whitespace().collect();
@@ -403,6 +437,11 @@ fn under_ask_a_permission_request_is_a_question_answered_from_another_client() {
         .collect();
     assert!(text.contains("permission: allow"), "{text}");
     assert_eq!(named(&all, "interview.completed").len(), 1, "{all:?}");
+    let asked = named(&all, "interview.started");
+    assert_eq!(
+        asked[0]["properties"]["permission"]["command"], "cargo publish --dry-run",
+        "{asked:?}"
+    );
 }
 
 #[test]

@@ -19,7 +19,7 @@ use weft::ipc::protocol::RunList;
 use weft::store::Home;
 use weft::views::Views;
 use weft_fakellm::{FakeLlm, Reply, ToolCall, Usage};
-use weft_tests::{Run, Sandbox};
+use weft_tests::{Run, Sandbox, binary};
 
 const STALE: &str = "UI fixtures are stale: run `WEFT_UPDATE_FIXTURES=1 cargo nextest run -p weft-tests --test it ui_fixtures`";
 
@@ -46,13 +46,18 @@ fn json_of(text: &str) -> Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
+/// Where the scripted ACP agent's binary is shown in the fixtures.
+const AGENT_BIN_PLACEHOLDER: &str = "/usr/local/bin";
+
 /// `weft` in the sandbox, with no provider settings from the real
-/// environment.
+/// environment. The daemon inherits the environment of the command that
+/// starts it, so every command names the scripted ACP agent's script.
 fn weft(sb: &Sandbox) -> Command {
     let mut cmd = sb.weft();
     for var in PROVIDER_VARS {
         cmd.env_remove(var);
     }
+    cmd.env("WEFT_ACP_SCRIPT", sb.path().join("acp-script.json"));
     cmd
 }
 
@@ -228,6 +233,9 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
     // An agent still working in the daemon, waiting on its model.
     record_running_agent(sb, fake);
 
+    // An external agent waiting on a person to allow a command.
+    record_permission_request(sb);
+
     // A release waiting at a human gate, left waiting.
     sb.write(
         "ship.fabro",
@@ -258,7 +266,54 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
         listed.code == 0
             && json_of(&listed.stdout)
                 .as_array()
-                .is_some_and(|a| !a.is_empty())
+                .is_some_and(|a| a.iter().any(|q| q["node_id"] == "approve"))
+    });
+}
+
+/// An external agent (`backend="acp"`, the scripted `weft-acp-agent` in
+/// Claude's name) left waiting in the daemon on its permission request
+/// under `acp.permissions="ask"`: the app shows it as a permission request.
+fn record_permission_request(sb: &Sandbox) {
+    sb.write(
+        "Cargo.toml",
+        "[package]\nname = \"shop\"\nversion = \"1.4.2\"\n",
+    );
+    sb.write(
+        "acp-script.json",
+        json!({"prompts": [[
+            {"say": "The changelog is ready. Checking that the crate packages before publishing."},
+            {"permission": {
+                "title": "Run cargo publish --dry-run",
+                "kind": "execute",
+                "path": "Cargo.toml",
+                "input": {
+                    "command": "cargo publish --dry-run",
+                    "description": "Check that shop 1.4.2 packages and would upload"
+                }
+            }}
+        ]]})
+        .to_string(),
+    );
+    sb.write(
+        "publish.fabro",
+        format!(
+            r#"digraph Publish {{ graph [goal="Publish shop 1.4.2 to the registry"]
+               start [shape=Mdiamond]; exit [shape=Msquare]
+               publish [shape=box, backend="acp", acp.agent="claude", acp.command="{}",
+                        acp.permissions="ask", acp.permission_timeout="1h",
+                        prompt="Publish the crate: {{{{ goal }}}}"]
+               start -> publish -> exit }}"#,
+            binary("weft-acp-agent").display()
+        ),
+    );
+    let started = run(weft(sb), &["run", "publish.fabro", "--detach", "--json"]);
+    assert_eq!(started.code, 0, "{started:?}");
+    wait_for("the agent's permission question", || {
+        let listed = run(weft(sb), &["questions", "--json"]);
+        listed.code == 0
+            && json_of(&listed.stdout)
+                .as_array()
+                .is_some_and(|a| a.iter().any(|q| q["permission"].is_object()))
     });
 }
 
@@ -648,9 +703,14 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
     assert_eq!(stop.code, 0, "{stop:?}");
 
     let root = sb.path().to_string_lossy().into_owned();
+    let agent_dir = binary("weft-acp-agent")
+        .parent()
+        .map(|dir| dir.to_string_lossy().into_owned())
+        .unwrap_or_default();
     normalise(
         &mut fixtures,
         &[
+            (agent_dir, AGENT_BIN_PLACEHOLDER),
             (format!("{root}/home"), HOME_PLACEHOLDER),
             (root, PROJECT_PLACEHOLDER),
         ],
@@ -659,6 +719,7 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
     let runs: Vec<String> = shape(&fixtures).into_iter().map(|(run, _)| run).collect();
     for expected in [
         "\"Ship\" \"blocked\"",
+        "\"Publish\" \"blocked\"",
         "\"Tidy\" \"running\"",
         "\"Migrate\" \"cancelled\"",
         "\"Checks\" \"succeeded\"",
@@ -673,7 +734,7 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
             "the history has {expected}: {runs:?}"
         );
     }
-    assert_eq!(runs.len(), 9, "one view per run: {runs:?}");
+    assert_eq!(runs.len(), 10, "one view per run: {runs:?}");
     let states: BTreeSet<&str> = fixtures["changes"]
         .as_object()
         .map(|c| c.values().filter_map(|c| c["state"].as_str()).collect())
@@ -702,6 +763,12 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
             .as_array()
             .is_some_and(|q| q.iter().any(|q| q["status"] == "pending")),
         "the gate's question is still pending"
+    );
+    assert!(
+        fixtures["questions"].as_array().is_some_and(|q| q
+            .iter()
+            .any(|q| q["status"] == "pending" && q["permission"]["tool_kind"] == "execute")),
+        "the agent's permission question is still pending, with its request"
     );
     let pages = pages_of(&fixtures);
     for expected in [

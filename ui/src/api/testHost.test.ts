@@ -10,6 +10,7 @@ describe('the recorded fixtures', () => {
     const statuses = recorded.views.map((v) => `${v.run.workflow_name} ${v.run.status}`);
     expect(statuses).toEqual([
       'Ship blocked',
+      'Publish blocked',
       'Tidy running',
       'Migrate cancelled',
       'Checks succeeded',
@@ -21,6 +22,18 @@ describe('the recorded fixtures', () => {
     ]);
     const times = recorded.views.map((v) => v.run.created_at);
     expect([...times].sort().reverse()).toEqual(times);
+  });
+
+  it('hold an external agent\'s permission question with the request behind it', () => {
+    const asked = recorded.questions.filter((q) => q.permission);
+    expect(asked).toHaveLength(1);
+    const question = asked[0]!;
+    const permission = question.permission!;
+    expect(question.text).toBe(`${permission.agent} asks permission: ${permission.title}`);
+    expect(question.options).toEqual(permission.options.map((o) => o.label));
+    expect(permission.options.map((o) => o.kind)).toEqual(['allow_once', 'allow_always', 'reject_once']);
+    expect(permission.tool_kind).toBe('execute');
+    expect(permission.locations).toEqual(['/home/me/projects/shop/Cargo.toml']);
   });
 
   it('carry no machine-specific temp paths', () => {

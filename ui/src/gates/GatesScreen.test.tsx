@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Host } from '../api';
 import { makeTestHost } from '../api/testHost';
-import { failedView, QUESTION } from '../run/fixture.test-data';
+import { failedView, PERMISSION_QUESTION, QUESTION } from '../run/fixture.test-data';
 import { GatesScreen } from './GatesScreen';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -18,11 +18,11 @@ afterEach(() => {
   container?.remove();
 });
 
-function fixtures() {
+function fixtures(questions = [QUESTION]) {
   const view = failedView();
   view.run = { ...view.run, id: QUESTION.run_id, status: 'blocked', workflow_name: 'Ship', goal: 'Ship it' };
-  view.questions = [QUESTION];
-  return { views: [view], events: {}, stageFiles: {}, questions: [QUESTION], artifacts: {} };
+  view.questions = questions;
+  return { views: [view], events: {}, stageFiles: {}, questions, artifacts: {} };
 }
 
 async function render(host: Host) {
@@ -50,5 +50,23 @@ describe('GatesScreen', () => {
     await render(host);
     expect(container.querySelector('[data-testid=question-text]')?.textContent).toBe('Ship the build?');
     expect(container.querySelector('[data-testid=gates-daemon-down]')?.textContent).toContain('daemon is not running');
+  });
+
+  it('shows an agent\'s permission request as one, next to a plain gate question', async () => {
+    await render(makeTestHost(fixtures([QUESTION, PERMISSION_QUESTION])));
+    const panels = [...container.querySelectorAll('[data-testid=question-panel]')];
+    expect(panels.map((p) => p.getAttribute('data-question-id'))).toEqual(['q1', 'q2']);
+    const [gate, permission] = panels;
+    expect(gate!.querySelector('[data-testid=permission]')).toBeNull();
+    expect(gate!.classList.contains('question--permission')).toBe(false);
+    expect(permission!.classList.contains('question--permission')).toBe(true);
+    expect(permission!.querySelector('[data-testid=permission-kind]')?.textContent).toBe('execute');
+    expect(permission!.querySelector('[data-testid=permission-command]')?.textContent).toBe('$ cargo publish --dry-run');
+    expect([...permission!.querySelectorAll('.question__option')].map((b) => b.getAttribute('data-kind'))).toEqual([
+      'allow_always',
+      'allow_once',
+      'reject_once',
+    ]);
+    expect(permission!.querySelector('.question__run')?.getAttribute('href')).toBe('#/runs/run-waiting/question/q2');
   });
 });

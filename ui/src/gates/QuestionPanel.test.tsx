@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import type { Host } from '../api';
 import { makeTestHost } from '../api/testHost';
-import { QUESTION } from '../run/fixture.test-data';
+import { PERMISSION_QUESTION, QUESTION } from '../run/fixture.test-data';
 import { QuestionPanel } from './QuestionPanel';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -19,7 +19,7 @@ afterEach(() => {
 });
 
 function hostWithSpy(answer?: Host['questionAnswer']) {
-  const base = makeTestHost({ views: [], events: {}, stageFiles: {}, questions: [QUESTION], artifacts: {} });
+  const base = makeTestHost({ views: [], events: {}, stageFiles: {}, questions: [QUESTION, PERMISSION_QUESTION], artifacts: {} });
   const questionAnswer = vi.fn(answer ?? base.questionAnswer);
   return { host: { ...base, questionAnswer } as Host, questionAnswer };
 }
@@ -103,5 +103,96 @@ describe('QuestionPanel', () => {
     expect(daemonStart).toHaveBeenCalledOnce();
     expect(questionAnswer).toHaveBeenCalledTimes(2);
     expect(container.textContent).toContain('Answered: Ship');
+  });
+
+  it('shows a plain gate question without permission styling', async () => {
+    const { host } = hostWithSpy();
+    await render(host);
+    const panel = container.querySelector('[data-testid=question-panel]')!;
+    expect(panel.classList.contains('question--permission')).toBe(false);
+    expect(panel.getAttribute('aria-label')).toBe('Question');
+    expect(container.querySelector('[data-testid=permission]')).toBeNull();
+    expect(buttons().some((b) => /--(allow|reject)/.test(b.className))).toBe(false);
+  });
+});
+
+describe('QuestionPanel for an external agent\'s permission request', () => {
+  async function renderPermission(host: Host, question = PERMISSION_QUESTION, context: { title: string; text: string } | null = null) {
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    await act(async () => root?.render(<QuestionPanel host={host} question={question} context={context} timeout="10m" defaultChoice="Reject" />));
+  }
+
+  it('says which agent asks, the kind of call, its paths and its command', async () => {
+    const { host } = hostWithSpy();
+    await renderPermission(host, PERMISSION_QUESTION, { title: 'What plan answered', text: 'the plan' });
+    const panel = container.querySelector('[data-testid=question-panel]')!;
+    expect(panel.classList.contains('question--permission')).toBe(true);
+    expect(panel.getAttribute('data-permission')).toBe('execute');
+    expect(panel.textContent).toContain('Permission request at implement');
+    const text = container.querySelector('[data-testid=question-text]')!;
+    expect(text.textContent).toBe('claude asks permission: Run cargo publish');
+    expect(text.querySelector('strong')?.textContent).toBe('claude');
+    const kind = container.querySelector('[data-testid=permission-kind]')!;
+    expect(kind.textContent).toBe('execute');
+    expect(kind.className).toContain('permission__kind--execute');
+    expect(container.querySelector('.permission__what')?.textContent).toContain('claude wants to run a command:');
+    expect([...container.querySelectorAll('[data-testid=permission-paths] li')].map((li) => li.textContent)).toEqual([
+      '/home/me/projects/shop/Cargo.toml',
+    ]);
+    expect(container.querySelector('[data-testid=permission-command]')?.textContent).toBe('$ cargo publish --dry-run');
+    // The full input is there, folded behind the command.
+    const input = container.querySelector('[data-testid=permission-input]')!;
+    expect(input.textContent).toContain('Check the crate packages');
+    expect(input.closest('details')?.open).toBe(false);
+    // The request is the context: the previous stage's work is not shown.
+    expect(panel.textContent).not.toContain('the plan');
+    expect(panel.textContent).toContain('Times out after 10m; then answers “Reject”.');
+    expect(container.querySelector('textarea')).toBeNull();
+  });
+
+  it('styles the agent\'s options by what they grant', async () => {
+    const { host } = hostWithSpy();
+    await renderPermission(host);
+    const shown = buttons().map((b) => [b.textContent, b.getAttribute('data-kind'), b.className.split(' ').at(-1)]);
+    expect(shown).toEqual([
+      ['1Always Allow', 'allow_always', 'question__option--allow'],
+      ['2Allow', 'allow_once', 'question__option--allow'],
+      ['3Reject', 'reject_once', 'question__option--reject'],
+    ]);
+    expect(buttons()[0]!.title).toBe('Allow this call and ones like it from now on');
+  });
+
+  it('answers with the option label, by click or by its number', async () => {
+    const { host, questionAnswer } = hostWithSpy();
+    await renderPermission(host);
+    await act(async () => window.dispatchEvent(new KeyboardEvent('keydown', { key: '3' })));
+    await settle();
+    expect(questionAnswer).toHaveBeenCalledWith('q2', { label: 'Reject' });
+    expect(container.textContent).toContain('Answered: Reject');
+  });
+
+  it('shows an input without a command open, and no paths when none are named', async () => {
+    const { host } = hostWithSpy();
+    const fetch = {
+      ...PERMISSION_QUESTION,
+      text: 'claude asks permission: Fetch the docs',
+      permission: {
+        ...PERMISSION_QUESTION.permission!,
+        tool_kind: 'fetch',
+        title: 'Fetch the docs',
+        locations: [],
+        command: null,
+        input: '{\n  "url": "https://docs.rs"\n}',
+      },
+    };
+    await renderPermission(host, fetch);
+    expect(container.querySelector('[data-testid=permission-paths]')).toBeNull();
+    expect(container.querySelector('[data-testid=permission-command]')).toBeNull();
+    expect(container.querySelector('.permission__what')?.textContent).toContain('claude wants to fetch from the network.');
+    const input = container.querySelector('[data-testid=permission-input]')!;
+    expect(input.textContent).toContain('https://docs.rs');
+    expect(input.closest('details')?.open).toBe(true);
   });
 });

@@ -3,6 +3,7 @@ import { useEffect, useMemo, useState } from 'react';
 import type { AnswerBy, Host, QuestionRecord } from '../api';
 import { choiceForKey, choicesOf, type Choice } from './accelerator';
 import { ActionStatus, useDaemonAction } from './daemonAction';
+import { optionHint, optionKind, PermissionDetails, toneOf } from './permission';
 import './gates.css';
 
 export interface QuestionPanelProps {
@@ -27,10 +28,36 @@ function typingIn(target: EventTarget | null): boolean {
 }
 
 /**
+ * The question text, with the agent's name in bold when it is an external
+ * agent's permission request (`{agent} asks permission: {title}`).
+ */
+function QuestionText({ question }: { question: QuestionRecord }) {
+  const agent = question.permission?.agent;
+  const rest = agent && question.text.startsWith(agent) ? question.text.slice(agent.length) : null;
+  return (
+    <p className="question__text" data-testid="question-text">
+      {rest === null ? (
+        question.text
+      ) : (
+        <>
+          <strong>{agent}</strong>
+          {rest}
+        </>
+      )}
+    </p>
+  );
+}
+
+/**
  * A human gate's question: its text, what led to it, one button per option
  * (showing its accelerator; pressing the key answers when `keyboard` is on
  * and focus is not in a text field), and a text box when free text is
  * allowed. Answers go through `host.questionAnswer`.
+ *
+ * An external agent's permission request (`question.permission`) shows as
+ * such: the kind of call, its paths and command or input, and the agent's
+ * options styled by what they grant (allow or reject); the previous stage's
+ * work is not shown, the request is what the answer is about.
  */
 export function QuestionPanel({
   host,
@@ -43,6 +70,7 @@ export function QuestionPanel({
   onAnswered,
 }: QuestionPanelProps) {
   const choices = useMemo(() => choicesOf(question.options), [question.options]);
+  const permission = question.permission ?? null;
   const [text, setText] = useState('');
   const [sent, setSent] = useState<string | null>(null);
   const action = useDaemonAction(host);
@@ -81,10 +109,17 @@ export function QuestionPanel({
       : null;
 
   return (
-    <section className="question" aria-label="Question" data-testid="question-panel" data-question-id={question.id}>
+    <section
+      className={permission ? 'question question--permission' : 'question'}
+      aria-label={permission ? 'Permission request' : 'Question'}
+      data-testid="question-panel"
+      data-question-id={question.id}
+      data-permission={permission ? permission.tool_kind : undefined}
+    >
       <header className="question__head">
         <span className="question__gate">
-          Waiting on you at <strong>{question.node_id}</strong>
+          {permission ? 'Permission request at ' : 'Waiting on you at '}
+          <strong>{question.node_id}</strong>
           {question.visit > 1 ? `@${question.visit}` : ''}
         </span>
         {runLink && (
@@ -93,10 +128,9 @@ export function QuestionPanel({
           </a>
         )}
       </header>
-      <p className="question__text" data-testid="question-text">
-        {question.text}
-      </p>
-      {context && context.text && (
+      <QuestionText question={question} />
+      {permission && <PermissionDetails permission={permission} />}
+      {!permission && context && context.text && (
         <details className="question__context" open>
           <summary>{context.title}</summary>
           <pre>{context.text}</pre>
@@ -110,19 +144,25 @@ export function QuestionPanel({
       )}
       {previous && <p className="muted">{previous}</p>}
       <div className="question__options" role="group" aria-label="Answers">
-        {choices.map((c) => (
-          <button
-            key={c.label}
-            type="button"
-            className="question__option"
-            disabled={!pending || busy}
-            onClick={() => answerChoice(c, false)}
-            aria-keyshortcuts={keyboard && c.hotkey ? c.hotkey : undefined}
-          >
-            {(c.key ?? (keyboard ? c.hotkey : null)) && <kbd>{c.key ?? c.hotkey}</kbd>}
-            {c.text}
-          </button>
-        ))}
+        {choices.map((c, i) => {
+          const kind = permission ? optionKind(permission, c.label, i) : null;
+          const tone = toneOf(kind);
+          return (
+            <button
+              key={c.label}
+              type="button"
+              className={tone ? `question__option question__option--${tone}` : 'question__option'}
+              data-kind={kind ?? undefined}
+              title={optionHint(kind)}
+              disabled={!pending || busy}
+              onClick={() => answerChoice(c, false)}
+              aria-keyshortcuts={keyboard && c.hotkey ? c.hotkey : undefined}
+            >
+              {(c.key ?? (keyboard ? c.hotkey : null)) && <kbd>{c.key ?? c.hotkey}</kbd>}
+              {c.text}
+            </button>
+          );
+        })}
       </div>
       {question.freeform && (
         <form

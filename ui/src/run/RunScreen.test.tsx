@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
 import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
-import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, QUESTION, RUN, stage } from './fixture.test-data';
+import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, PERMISSION_QUESTION, QUESTION, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -140,6 +140,28 @@ describe('RunScreen', () => {
     await render(h);
     await until(() => q('[data-testid=question-panel]') !== null);
     expect(viewReads).toBe(2);
+  });
+
+  it('shows a permission request with the agent\'s own timeout and default, not the stage\'s', async () => {
+    const question = { ...PERMISSION_QUESTION, run_id: RUN, node_id: 'push' };
+    const graph = GRAPH.replace(
+      'push [shape=parallelogram, script="push", timeout="30s"]',
+      'push [shape=box, backend="acp", timeout="30s", acp.permissions="ask", acp.permission_timeout="5m", acp.permission_default="allow"]',
+    );
+    const view: RunView = { ...failedView(), run: { ...failedView().run, status: 'blocked', failure_reason: null }, graph_source: graph, questions: [question] };
+    const h = makeTestHost({
+      views: [view],
+      events: { [RUN]: FAILED_EVENTS },
+      stageFiles: { [`${RUN}/build/1`]: { prompt: null, response: null, stdout: 'built ok\n', stderr: null, status: null, script: 'make', truncated: [] } },
+      questions: [question],
+    });
+    await render(h);
+    await until(() => q('[data-testid=question-panel]') !== null);
+    const panel = q('[data-testid=question-panel]')!;
+    expect(panel.classList.contains('question--permission')).toBe(true);
+    // The first allowing option in the engine's order: allow_once before allow_always.
+    expect(panel.textContent).toContain('Times out after 5m; then answers “Allow”.');
+    expect(panel.textContent).not.toContain('built ok');
   });
 
   it('reads the view once when no event came after it', async () => {

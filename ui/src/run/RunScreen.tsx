@@ -5,6 +5,7 @@ import { routeHash, type Route } from '../app/route';
 import { ArtifactList } from '../artifacts/ArtifactList';
 import { ArtifactPreview } from '../artifacts/ArtifactPreview';
 import { FilesChanged, type ChangesSource } from '../changes/FilesChanged';
+import { permissionDefault } from '../gates/permission';
 import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
 import { prefetchLayout } from '../graph/layout';
@@ -57,7 +58,9 @@ function workBefore(files: StageFiles | null, node: string): { title: string; te
 
 /** The question panel of the run screen, with the work that led to it. */
 function RunQuestion({ host, view, question }: { host: Host; view: RunView; question: QuestionRecord }) {
-  const before = stageBefore(view.stages, question.node_id, question.visit);
+  const permission = question.permission ?? null;
+  // A permission request is about the agent's own call, not the stage before.
+  const before = permission ? undefined : stageBefore(view.stages, question.node_id, question.visit);
   const [context, setContext] = useState<{ title: string; text: string } | null>(null);
   useEffect(() => {
     if (!before) return;
@@ -70,15 +73,16 @@ function RunQuestion({ host, view, question }: { host: Host; view: RunView; ques
       active = false;
     };
   }, [host, view.run.id, before?.node_id, before?.visit]);
-  return (
-    <QuestionPanel
-      host={host}
-      question={question}
-      context={context}
-      timeout={nodeAttribute(view.graph_source, question.node_id, 'timeout')}
-      defaultChoice={nodeAttribute(view.graph_source, question.node_id, 'human.default_choice')}
-    />
-  );
+  const attribute = (name: string) => nodeAttribute(view.graph_source, question.node_id, name);
+  // A permission request waits `acp.permission_timeout` (the node's
+  // `timeout` bounds the whole stage), then takes `acp.permission_default`.
+  const timeout = attribute(permission ? 'acp.permission_timeout' : 'timeout');
+  const defaultChoice = permission
+    ? timeout
+      ? permissionDefault(permission, attribute('acp.permission_default'))
+      : null
+    : attribute('human.default_choice');
+  return <QuestionPanel host={host} question={question} context={context} timeout={timeout} defaultChoice={defaultChoice} />;
 }
 
 /** The graph's layout starts with the view, while the events are still read. */

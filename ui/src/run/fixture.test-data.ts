@@ -108,3 +108,31 @@ export const QUESTION: QuestionRecord = {
   asked_at: t(20),
   answered_at: null,
 };
+
+/** An external agent's permission request put to a person (acp.permissions="ask"). */
+export const PERMISSION_QUESTION: QuestionRecord = {
+  id: 'q2',
+  run_id: 'run-waiting',
+  node_id: 'implement',
+  visit: 1,
+  text: 'claude asks permission: Run cargo publish',
+  options: ['Always Allow', 'Allow', 'Reject'],
+  freeform: false,
+  status: 'pending',
+  answer: null,
+  asked_at: t(25),
+  answered_at: null,
+  permission: {
+    agent: 'claude',
+    tool_kind: 'execute',
+    title: 'Run cargo publish',
+    locations: ['/home/me/projects/shop/Cargo.toml'],
+    command: 'cargo publish --dry-run',
+    input: '{\n  "command": "cargo publish --dry-run",\n  "description": "Check the crate packages"\n}',
+    options: [
+      { label: 'Always Allow', kind: 'allow_always' },
+      { label: 'Allow', kind: 'allow_once' },
+      { label: 'Reject', kind: 'reject_once' },
+    ],
+  },
+};

@@ -40,6 +40,7 @@ describe('RunsScreen', () => {
     const rows = [...el.querySelectorAll('[data-testid=run-row]')];
     expect(rows.map((r) => r.querySelector('.runs__workflow')?.textContent)).toEqual([
       'Ship',
+      'Publish',
       'Tidy',
       'Migrate',
       'Checks',
@@ -49,8 +50,9 @@ describe('RunsScreen', () => {
       'Deploy',
       'Release',
     ]);
-    expect(el.querySelectorAll('[data-testid=gates-badge]')).toHaveLength(1);
-    expect(el.querySelector('[data-testid=gates-banner]')?.textContent).toContain('1 run waiting on you');
+    // Ship waits at a human gate, Publish on its agent's permission request.
+    expect(el.querySelectorAll('[data-testid=gates-badge]')).toHaveLength(2);
+    expect(el.querySelector('[data-testid=gates-banner]')?.textContent).toContain('2 runs waiting on you');
     expect(el.textContent).toContain('on_failure=exit stopped the run');
   });
 
@@ -67,7 +69,7 @@ describe('RunsScreen', () => {
   it('offers the workflows of the pages read when the store cannot list them', async () => {
     const el = await render(makeTestHost(recorded));
     const options = [...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent);
-    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Refactor', 'Release', 'Ship', 'Summarize', 'Tidy']);
+    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Publish', 'Refactor', 'Release', 'Ship', 'Summarize', 'Tidy']);
   });
 
   it('takes the first page asked for before it mounted instead of asking again', async () => {

@@ -4,7 +4,9 @@
 // fixtures (src/api/fixtures/recorded.json): a failed run shows what failed
 // and why and colours its failed node, a pending question is answered by
 // click and (after a reload, which resets the test host) by its accelerator
-// key, #/gates lists it, and every timeline bar's name reads in full. Which runs to open is read from the fixtures, so
+// key, #/gates lists it, an external agent's permission request shows as
+// one (kind, paths, command, allow/reject buttons) in the inbox and on its
+// run, and every timeline bar's name reads in full. Which runs to open is read from the fixtures, so
 // regenerated fixtures need no edit here.
 //
 // Usage: npm run build && node tests/browser/run.mjs
@@ -27,7 +29,8 @@ function acceleratorOf(label) {
 const fixtures = existsSync(fixturesPath) ? JSON.parse(readFileSync(fixturesPath, 'utf8')) : null;
 const failedView = fixtures?.views.find((v) => v.run.status === 'failed' && v.stages.some((s) => s.status === 'failed'));
 const failedStage = failedView && [...failedView.stages].sort((a, b) => b.rank - a.rank).find((s) => s.status === 'failed');
-const question = fixtures?.questions.find((q) => q.status === 'pending' && q.options.length >= 2);
+const question = fixtures?.questions.find((q) => q.status === 'pending' && !q.permission && q.options.length >= 2);
+const permissionQuestion = fixtures?.questions.find((q) => q.status === 'pending' && q.permission);
 
 const runsWithStages = fixtures?.views.filter((v) => v.stages.length > 0) ?? [];
 
@@ -190,6 +193,50 @@ await suite(
           await page.screenshot({ path: join(resultsDir, 'run-gates.png'), fullPage: true });
           await panel.locator('.question__run').click();
           await page.getByTestId('run-screen').waitFor();
+          checkNoErrors(errors);
+        }),
+    ],
+    [
+      'an agent\'s permission request: kind, paths and command shown, options styled allow/reject, answered on its run',
+      permissionQuestion &&
+        (async (page, base, errors) => {
+          const p = permissionQuestion.permission;
+          await page.goto(at(base, '#/gates'), { waitUntil: 'load' });
+          const panel = page.locator(`[data-testid=question-panel][data-question-id="${permissionQuestion.id}"]`);
+          await panel.waitFor();
+          check(await panel.evaluate((el) => el.classList.contains('question--permission')), 'the panel should be styled as a permission request');
+          check(((await panel.getByTestId('permission-kind').textContent()) ?? '') === p.tool_kind, 'the badge should name the kind of call');
+          const paths = await panel.getByTestId('permission-paths').locator('li').allTextContents();
+          check(JSON.stringify(paths) === JSON.stringify(p.locations), `the paths should be listed (got ${JSON.stringify(paths)})`);
+          if (p.command) {
+            const command = (await panel.getByTestId('permission-command').textContent()) ?? '';
+            check(command === `$ ${p.command}`, `the command should be shown (got ${JSON.stringify(command)})`);
+          }
+          // The code block is bounded: it scrolls instead of growing past its cap.
+          const maxHeight = await panel.locator('.permission__code').first().evaluate((el) => getComputedStyle(el).maxHeight);
+          check(maxHeight.endsWith('px'), `the command's block should have a bounded height (got ${maxHeight})`);
+          const kinds = await panel.locator('.question__option').evaluateAll((all) => all.map((b) => [b.dataset.kind, b.className]));
+          check(kinds.length === p.options.length, 'every option should be a button');
+          for (const [kind, cls] of kinds) {
+            const tone = kind?.startsWith('allow') ? 'allow' : kind?.startsWith('reject') ? 'reject' : null;
+            check(tone !== null && cls.includes(`question__option--${tone}`), `option ${kind} should be styled ${tone} (${cls})`);
+          }
+          const allowBorder = await panel.locator('.question__option--allow').first().evaluate((el) => getComputedStyle(el).borderColor);
+          const rejectBorder = await panel.locator('.question__option--reject').first().evaluate((el) => getComputedStyle(el).borderColor);
+          check(allowBorder !== rejectBorder, `allow and reject should look different (${allowBorder} vs ${rejectBorder})`);
+          await panel.screenshot({ path: join(resultsDir, 'run-permission.png') });
+
+          await page.goto(at(base, `#/runs/${permissionQuestion.run_id}/question/${permissionQuestion.id}`), { waitUntil: 'load' });
+          const onRun = page.getByTestId('question-panel');
+          await onRun.waitFor();
+          check((await onRun.getAttribute('data-permission')) === p.tool_kind, 'the run screen should show it as a permission request');
+          const reject = onRun.locator('.question__option--reject').first();
+          const label = (await reject.textContent()) ?? '';
+          await reject.click();
+          const done = onRun.getByTestId('action-done');
+          await done.waitFor();
+          const shown = (await done.textContent()) ?? '';
+          check(label.endsWith(shown.replace('Answered: ', '')), `clicking Reject should answer it (got ${JSON.stringify(shown)})`);
           checkNoErrors(errors);
         }),
     ],

@@ -53,24 +53,28 @@ await suite(
       'recorded runs: newest first, status chips with text, gates badge and banner, absolute time on hover',
       async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 9');
+        await waitForTotal(page, 'n === 10');
         const rows = await rowsOf(page);
         check(
           JSON.stringify(rows.map((r) => r.workflow)) ===
-            JSON.stringify(['Ship', 'Tidy', 'Migrate', 'Checks', 'Refactor', 'Fix', 'Summarize', 'Deploy', 'Release']),
+            JSON.stringify(['Ship', 'Publish', 'Tidy', 'Migrate', 'Checks', 'Refactor', 'Fix', 'Summarize', 'Deploy', 'Release']),
           `the recorded runs should be listed newest first, got ${rows.map((r) => r.workflow)}`,
         );
         for (const r of rows) {
           check(r.chip?.includes(r.status ?? '?'), `the ${r.workflow} chip should say its status in words (${r.chip})`);
         }
-        check(rows[0]?.status === 'blocked' && rows[7]?.status === 'failed', 'Ship is blocked and Deploy failed');
+        check(
+          rows[0]?.status === 'blocked' && rows[1]?.status === 'blocked' && rows[8]?.status === 'failed',
+          'Ship and Publish are blocked and Deploy failed',
+        );
 
+        // Ship waits at a human gate, Publish on its agent's permission request.
         const badges = page.getByTestId('gates-badge');
-        check((await badges.count()) === 1, `exactly one run waits at a gate, got ${await badges.count()} badges`);
-        const badgeRow = await badges.first().evaluate((b) => b.closest('[data-testid=run-row]')?.dataset.index);
-        check(badgeRow === '0', `the badge should be on the Ship run (row 0), got row ${badgeRow}`);
+        check((await badges.count()) === 2, `exactly two runs wait on a question, got ${await badges.count()} badges`);
+        const badgeRows = await badges.evaluateAll((all) => all.map((b) => b.closest('[data-testid=run-row]')?.dataset.index));
+        check(JSON.stringify(badgeRows) === '["0","1"]', `the badges should be on Ship and Publish (rows 0 and 1), got ${badgeRows}`);
         const banner = page.getByTestId('gates-banner');
-        check((await banner.textContent())?.includes('1 run waiting on you'), 'the banner counts the waiting run');
+        check((await banner.textContent())?.includes('2 runs waiting on you'), 'the banner counts the waiting runs');
         check((await banner.getAttribute('href')) === '#/gates', 'the banner links to the gates screen');
 
         const cost = await page.locator('[data-testid=run-row]', { hasText: 'Summarize' }).textContent();
@@ -90,7 +94,7 @@ await suite(
       'filter by status, filter by workflow, search a goal word',
       async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 9');
+        await waitForTotal(page, 'n === 10');
         await page.getByTestId('runs-status').selectOption('failed');
         await waitForTotal(page, 'n === 1');
         let rows = await rowsOf(page);
@@ -98,13 +102,13 @@ await suite(
         await page.screenshot({ path: join(resultsDir, 'runs-failed.png') });
 
         await page.getByTestId('runs-status').selectOption('');
-        await waitForTotal(page, 'n === 9');
+        await waitForTotal(page, 'n === 10');
         await page.getByTestId('runs-workflow').selectOption('Release');
         await waitForTotal(page, 'n === 1');
         rows = await rowsOf(page);
         check(rows[0]?.workflow === 'Release', `the workflow filter keeps Release only: ${JSON.stringify(rows)}`);
         await page.getByTestId('runs-workflow').selectOption('');
-        await waitForTotal(page, 'n === 9');
+        await waitForTotal(page, 'n === 10');
 
         await page.getByTestId('runs-search').fill('orders');
         await waitForTotal(page, 'n === 1');
@@ -120,14 +124,14 @@ await suite(
       'clicking a row, and Enter on the keyboard selection, opens the run',
       async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 9');
+        await waitForTotal(page, 'n === 10');
         const row = page.locator('[data-testid=run-row]', { hasText: 'Deploy' });
         const id = await row.getAttribute('data-run-id');
         await row.click();
         await page.waitForFunction((want) => window.location.hash === want, `#/runs/${id}`);
 
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 9');
+        await waitForTotal(page, 'n === 10');
         await page.getByTestId('runs-list').focus();
         await page.keyboard.press('ArrowDown');
         await page.keyboard.press('ArrowDown');

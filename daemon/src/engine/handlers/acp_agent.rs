@@ -589,6 +589,25 @@ async fn ask_person(
         timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         default_choice: timeout.and(default.map(|o| o.name.clone())),
     };
+    // The same request in parts, for the app to show as a permission
+    // request rather than a plain question.
+    let (command, input) = crate::model::PermissionAsk::input_of(&request.raw_input);
+    let permission = crate::model::PermissionAsk {
+        agent: agent.to_string(),
+        tool_kind: request.kind.clone(),
+        title: request.title.clone(),
+        locations: request.locations.clone(),
+        command,
+        input,
+        options: request
+            .options
+            .iter()
+            .map(|o| crate::model::PermissionChoice {
+                label: o.name.clone(),
+                kind: o.kind.clone(),
+            })
+            .collect(),
+    };
     let record = QuestionRecord {
         id: question.id.clone(),
         run_id: cx.run.run_id.clone(),
@@ -601,6 +620,7 @@ async fn ask_person(
         answer: None,
         asked_at: crate::store::timestamp(),
         answered_at: None,
+        permission: Some(permission),
     };
     let asked = super::ask::ask_recorded(cx, &question, Some(&record), timeout).await;
     let settle = |status: QuestionStatus, answer: serde_json::Value| {

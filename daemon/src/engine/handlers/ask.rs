@@ -53,6 +53,10 @@ pub(super) async fn ask_recorded(
             context: question.context.clone(),
             timeout_ms: question.timeout_ms,
             default_choice: question.default_choice.clone(),
+            // A permission request is asked afresh each time (an agent's
+            // session does not outlive its run's process), so only a new
+            // question can be one.
+            permission: new.and_then(|record| record.permission.clone()),
         },
         cx.at(),
     );

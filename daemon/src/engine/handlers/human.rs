@@ -63,6 +63,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         answer: None,
         asked_at: crate::store::timestamp(),
         answered_at: None,
+        permission: None,
     };
     let timeout = cx
         .node

@@ -81,6 +81,39 @@ fn question_record() -> QuestionRecord {
         answer: Some(json!({"selected": "[A] Approve"})),
         asked_at: "2026-12-02T12:00:02.000Z".into(),
         answered_at: Some("2026-12-02T12:00:09.000Z".into()),
+        permission: None,
+    }
+}
+
+/// An external agent's permission request put to a person.
+fn permission_record() -> QuestionRecord {
+    QuestionRecord {
+        id: "q-01JRUN-work-perm".into(),
+        node_id: "work".into(),
+        text: "claude asks permission: Run cargo test".into(),
+        options: vec!["Allow".into(), "Reject".into()],
+        status: QuestionStatus::Pending,
+        answer: None,
+        answered_at: None,
+        permission: Some(crate::model::PermissionAsk {
+            agent: "claude".into(),
+            tool_kind: "execute".into(),
+            title: "Run cargo test".into(),
+            locations: vec!["/work".into()],
+            command: Some("cargo test".into()),
+            input: Some("{\n  \"command\": \"cargo test\"\n}".into()),
+            options: vec![
+                crate::model::PermissionChoice {
+                    label: "Allow".into(),
+                    kind: "allow_once".into(),
+                },
+                crate::model::PermissionChoice {
+                    label: "Reject".into(),
+                    kind: "reject_once".into(),
+                },
+            ],
+        }),
+        ..question_record()
     }
 }
 
@@ -218,7 +251,7 @@ fn every_method_request_and_result_survive_a_round_trip() {
                 run: Some("01J".into()),
                 pending_only: false,
             },
-            vec![question_record()],
+            vec![question_record(), permission_record()],
         ),
         round_trip(
             QuestionAnswer {

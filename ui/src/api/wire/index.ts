@@ -263,7 +263,55 @@ created_at: string, };
 
 export type QuestionStatus = "pending" | "answered" | "timed_out" | "interrupted";
 
-export type QuestionRecord = { id: string, run_id: string, node_id: string, visit: number, text: string, options: Array<string>, freeform: boolean, status: QuestionStatus, answer: JsonValue | null, asked_at: string, answered_at: string | null, };
+export type QuestionRecord = { id: string, run_id: string, node_id: string, visit: number, text: string, options: Array<string>, freeform: boolean, status: QuestionStatus, answer: JsonValue | null, asked_at: string, answered_at: string | null, 
+/**
+ * The external agent's request when this is a permission question
+ * (`acp.permissions="ask"`); absent for a human gate's.
+ */
+permission?: PermissionAsk | null, };
+
+export type PermissionAsk = { 
+/**
+ * The agent's name (`claude`, or the program's).
+ */
+agent: string, 
+/**
+ * What kind of tool call: `read`, `edit`, `delete`, `move`, `search`,
+ * `execute`, `think`, `fetch`, or `other` when the agent does not say.
+ */
+tool_kind: string, 
+/**
+ * What the agent wants to do, in its words.
+ */
+title: string, 
+/**
+ * The paths the call names, as the agent gave them.
+ */
+locations: Array<string>, 
+/**
+ * The command line, when the call runs one (its input's `command`,
+ * with `args` if given).
+ */
+command?: string | null, 
+/**
+ * The call's input as the agent sent it (pretty JSON), cut to
+ * [`INPUT_MAX_CHARS`]; absent when it sent none.
+ */
+input?: string | null, 
+/**
+ * The agent's options in the question's order, each with its kind.
+ */
+options: Array<PermissionChoice>, };
+
+export type PermissionChoice = { 
+/**
+ * The question's option label (the agent's name for the option).
+ */
+label: string, 
+/**
+ * `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+ */
+kind: string, };
 
 export type QuestionList = { 
 /**
@@ -322,7 +370,12 @@ timeout_ms?: number | null,
 /**
  * What a timeout picks (`human.default_choice`), if set.
  */
-default_choice?: string | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
+default_choice?: string | null, 
+/**
+ * The external agent's request, when the question is a permission
+ * request (`acp.permissions="ask"`); absent for a human gate.
+ */
+permission?: PermissionAsk | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
 /**
  * The option label chosen, or `freeform`.
  */
@@ -380,7 +433,12 @@ timeout_ms?: number | null,
 /**
  * What a timeout picks (`human.default_choice`), if set.
  */
-default_choice?: string | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
+default_choice?: string | null, 
+/**
+ * The external agent's request, when the question is a permission
+ * request (`acp.permissions="ask"`); absent for a human gate.
+ */
+permission?: PermissionAsk | null, } } | { "event": "interview.completed", "properties": { question_id: string, 
 /**
  * The option label chosen, or `freeform`.
  */
