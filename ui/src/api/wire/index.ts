@@ -289,8 +289,8 @@ title: string,
  */
 locations: Array<string>, 
 /**
- * The command line, when the call runs one (its input's `command`,
- * with `args` if given).
+ * The command line, when the call runs one (its input's `command`, a
+ * string or a list of words, with `args` if given).
  */
 command?: string | null, 
 /**
