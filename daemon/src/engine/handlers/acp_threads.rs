@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
+
 use crate::agent::acp::AcpAgent;
 use crate::util::lock::lock;
 
@@ -39,9 +41,12 @@ impl AcpThreads {
         }
     }
 
-    /// Stops every kept agent: the run is over.
-    pub async fn stop_all(&self) {
+    /// Stops every kept agent: the run is over. Boxed, so the run's own
+    /// future (nested once per sub-workflow level) stays small.
+    pub fn stop_all(&self) -> BoxFuture<'static, ()> {
         let kept: Vec<AcpAgent> = lock(&self.kept).drain().map(|(_, s)| s).collect();
-        futures_util::future::join_all(kept.into_iter().map(|s| s.stop(STOP_GRACE))).await;
+        Box::pin(async move {
+            futures_util::future::join_all(kept.into_iter().map(|s| s.stop(STOP_GRACE))).await;
+        })
     }
 }

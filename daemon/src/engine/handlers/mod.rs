@@ -135,8 +135,10 @@ pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
             .or_else(|| cx.run.agent.backend.clone())
             .as_deref()
         {
-            None | Some("api") => agent::run(cx).await,
-            Some("acp") => acp_agent::run(cx).await,
+            // Boxed: agent stages' futures are large, and a stage's future
+            // is on the stack once per sub-workflow level while it is polled.
+            None | Some("api") => Box::pin(agent::run(cx)).await,
+            Some("acp") => Box::pin(acp_agent::run(cx)).await,
             Some(other) => Outcome::failed(
                 FailureClass::Deterministic,
                 format!(
