@@ -17,6 +17,7 @@
 //! - [`event`]: what a session reports while it works.
 
 pub mod acp;
+pub mod child_io;
 pub mod cli;
 mod compaction;
 pub mod config;

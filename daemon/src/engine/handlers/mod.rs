@@ -5,6 +5,7 @@
 mod acp_agent;
 mod agent;
 mod ask;
+mod cli_agent;
 mod command;
 mod conditional;
 mod dry_run;
@@ -126,11 +127,10 @@ pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
         Handler::Agent => match cx.node.attrs.non_empty("backend").as_deref() {
             None | Some("api") => agent::run(cx).await,
             Some("acp") => acp_agent::run(cx).await,
+            Some("cli") => cli_agent::run(cx).await,
             Some(other) => Outcome::failed(
                 FailureClass::Deterministic,
-                format!(
-                    "the `{other}` backend is not available yet: use `api` (Weft's own agent) or `acp`"
-                ),
+                format!("unknown backend `{other}`: use `api` (Weft's own agent), `acp` or `cli`"),
             ),
         },
         Handler::FanIn => fan_in::run(cx),
