@@ -323,6 +323,15 @@ impl CliAgent {
         let status = process
             .stop(if exited { Duration::ZERO } else { grace })
             .await;
+        if !exited && let Some(reason) = cancel.reason() {
+            return Err(CliError {
+                kind: CliErrorKind::Cancelled,
+                message: format!(
+                    "cancelled ({reason:?}) as {name} ended; it was stopped{}",
+                    exit_hint(status)
+                ),
+            });
+        }
         let outcome = parser.finish();
         judge(&name, flavor, outcome, status, read, &last_garbage, &stderr)
     }
