@@ -350,7 +350,14 @@ impl CliAgent {
                     self.session_id = Some(session_id);
                 }
             }
-            CliEvent::Text(text) => turn.message(&text, on_event)?,
+            CliEvent::Text(text) => {
+                // claude and codex report whole messages (or blocks of one):
+                // kept apart; gemini streams pieces of one.
+                if self.config.flavor != Flavor::Gemini && !turn.text.is_empty() {
+                    turn.message("\n\n", on_event)?;
+                }
+                turn.message(&text, on_event)?;
+            }
             CliEvent::Thinking(text) => turn.thought(&text)?,
             CliEvent::ToolStarted {
                 call_id,
