@@ -167,6 +167,29 @@ fn a_further_turn_resumes_the_session_by_its_id_with_the_same_flags() {
     }
 }
 
+#[test]
+fn the_file_tools_of_claude_and_gemini_name_the_file_they_write() {
+    let args = json!({"file_path": "/w/a.rs", "notebook_path": "/w/n.ipynb"});
+    assert_eq!(
+        Flavor::Claude.written_path("Edit", &args).as_deref(),
+        Some("/w/a.rs")
+    );
+    assert_eq!(
+        Flavor::Claude
+            .written_path("NotebookEdit", &args)
+            .as_deref(),
+        Some("/w/n.ipynb")
+    );
+    assert_eq!(
+        Flavor::Gemini.written_path("replace", &args).as_deref(),
+        Some("/w/a.rs")
+    );
+    // Reading is not writing; codex reports its edits as file changes.
+    assert_eq!(Flavor::Claude.written_path("Read", &args), None);
+    assert_eq!(Flavor::Gemini.written_path("Write", &args), None);
+    assert_eq!(Flavor::Codex.written_path("write_file", &args), None);
+}
+
 // ---- claude ----
 
 const CLAUDE_SESSION: &str = r#"{"type":"system","subtype":"init","cwd":"/w/repo","session_id":"5e1c-42","tools":["Task","Bash","Read","Edit","Write"],"mcp_servers":[],"model":"claude-sonnet-4-5-20250929","permissionMode":"bypassPermissions","slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.240","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"a1"}

@@ -300,29 +300,43 @@ fn each_cli_writes_on_disk_and_reports_its_tools_tokens_and_files_like_weft_s_ow
 }
 
 #[test]
-fn files_codex_reports_changing_are_touched_without_a_git_repo_and_the_provider_picks_it() {
-    let sb = sandbox();
-    sb.write("wf.fabro", workflow(r#", provider="openai""#));
-    let ran = run(
-        &sb,
-        &json!({"steps": [
-            {"write": {"path": "out/b.txt", "content": "beta\n"}},
-            {"say": "Wrote it."}
-        ]}),
-        &[],
-    );
-    assert_eq!(ran.conclusion["status"], "succeeded", "{}", ran.stderr);
-    assert_eq!(invocations(&sb)[0]["flavor"], "codex");
-    let all = events(&sb, &ran.run_id);
-    let work = named(&all, "stage.completed")
-        .into_iter()
-        .find(|e| e["node_id"] == "work")
-        .unwrap_or_else(|| panic!("{all:?}"));
-    assert_eq!(
-        work["properties"]["outcome"]["files_touched"],
-        json!(["out/b.txt"]),
-        "made relative to the work dir"
-    );
+fn files_each_program_reports_writing_are_touched_without_a_git_repo_and_the_provider_picks_it() {
+    let cases = [
+        ("claude", r#", provider="anthropic""#),
+        ("codex", r#", provider="openai""#),
+        ("gemini", r#", provider="gemini""#),
+    ];
+    for (flavor, attrs) in cases {
+        let sb = sandbox();
+        sb.write("wf.fabro", workflow(attrs));
+        let ran = run(
+            &sb,
+            &json!({"steps": [
+                {"write": {"path": "out/b.txt", "content": "beta\n"}},
+                {"tool": {"name": if flavor == "claude" { "Write" } else { "write_file" },
+                          "input": {"file_path": "failed.txt"},
+                          "output": "denied", "is_error": true}},
+                {"say": "Wrote it."}
+            ]}),
+            &[],
+        );
+        assert_eq!(
+            ran.conclusion["status"], "succeeded",
+            "{flavor}: {}",
+            ran.stderr
+        );
+        assert_eq!(invocations(&sb)[0]["flavor"], flavor);
+        let all = events(&sb, &ran.run_id);
+        let work = named(&all, "stage.completed")
+            .into_iter()
+            .find(|e| e["node_id"] == "work")
+            .unwrap_or_else(|| panic!("{flavor}: {all:?}"));
+        assert_eq!(
+            work["properties"]["outcome"]["files_touched"],
+            json!(["out/b.txt"]),
+            "{flavor}: made relative to the work dir; a failed write is not counted"
+        );
+    }
 }
 
 #[test]

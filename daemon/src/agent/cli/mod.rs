@@ -218,6 +218,27 @@ impl Flavor {
         }
     }
 
+    /// The file a tool call of this program writes, when it is one of its
+    /// file-editing tools: claude `Write`, `Edit`, `MultiEdit` (`file_path`)
+    /// and `NotebookEdit` (`notebook_path`), gemini `write_file` and
+    /// `replace` (`file_path`). Codex reports its edits itself
+    /// ([`CliEvent::FilesChanged`]); its shell commands, like everyone's,
+    /// are not looked into.
+    #[must_use]
+    pub fn written_path(self, tool: &str, arguments: &Value) -> Option<String> {
+        let key = match (self, tool) {
+            (Flavor::Claude, "Write" | "Edit" | "MultiEdit")
+            | (Flavor::Gemini, "write_file" | "replace") => "file_path",
+            (Flavor::Claude, "NotebookEdit") => "notebook_path",
+            _ => return None,
+        };
+        arguments
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|path| !path.is_empty())
+            .map(str::to_owned)
+    }
+
     /// A parser for this program's stdout.
     #[must_use]
     pub fn parser(self) -> CliParser {
@@ -253,7 +274,8 @@ pub enum CliEvent {
         output: String,
     },
     /// Paths a codex `file_change` item changed, as the program gave them
-    /// (usually absolute).
+    /// (usually absolute). Claude's and gemini's file tools are
+    /// [`CliEvent::ToolStarted`] calls ([`Flavor::written_path`]).
     FilesChanged(Vec<String>),
     /// The run's tokens so far, a running total (not a delta): replace
     /// the previous one, do not add them up. `cost_usd` when the program

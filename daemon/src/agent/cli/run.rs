@@ -11,7 +11,7 @@
 //! A program silent for the stall timeout, or a cancelled run, has its
 //! group stopped: SIGTERM, a grace, SIGKILL.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -103,6 +103,8 @@ pub struct CliAgent {
     session_id: Option<String>,
     /// Paths the program said it changed, as it gave them.
     changed: BTreeSet<String>,
+    /// Its file tools' calls not yet completed: call id → path.
+    writing: HashMap<String, String>,
     /// The session's token total as codex last reported it: after
     /// `exec resume` its `turn.completed` counts the whole thread, so a
     /// turn's share is what it adds.
@@ -119,6 +121,7 @@ impl CliAgent {
             turns: 0,
             session_id: None,
             changed: BTreeSet::new(),
+            writing: HashMap::new(),
             codex_total: Usage::default(),
         }
     }
@@ -136,8 +139,9 @@ impl CliAgent {
         self.session_id.as_deref()
     }
 
-    /// Paths the program reported changing (codex `file_change` items),
-    /// as it gave them: usually absolute.
+    /// Paths the program reported changing (codex `file_change` items,
+    /// claude's and gemini's file tools that succeeded), as it gave them:
+    /// usually absolute.
     #[must_use]
     pub fn files_changed(&self) -> Vec<String> {
         self.changed.iter().cloned().collect()
@@ -336,6 +340,12 @@ impl CliAgent {
         judge(&name, flavor, outcome, status, read, &last_garbage, &stderr)
     }
 
+    fn changed(&mut self, paths: Vec<String>) {
+        if self.changed.len() < MAX_CHANGED_PATHS {
+            self.changed.extend(paths);
+        }
+    }
+
     /// One parsed event into the turn. `Err` when the program floods.
     fn apply(
         &mut self,
@@ -364,17 +374,28 @@ impl CliAgent {
                 tool,
                 summary,
                 arguments,
-            } => turn.tool_started(&call_id, summary, tool, arguments, on_event)?,
+            } => {
+                let writes = self.config.flavor.written_path(&tool, &arguments);
+                turn.tool_started(&call_id, summary, tool, arguments, on_event)?;
+                if let Some(path) = writes
+                    && self.writing.len() < MAX_CHANGED_PATHS
+                {
+                    self.writing.insert(call_id, path);
+                }
+            }
             CliEvent::ToolCompleted {
                 call_id,
                 is_error,
                 output,
-            } => turn.tool_finished(&call_id, is_error, &output, &mut self.recorder, on_event),
-            CliEvent::FilesChanged(paths) => {
-                if self.changed.len() < MAX_CHANGED_PATHS {
-                    self.changed.extend(paths);
+            } => {
+                if let Some(path) = self.writing.remove(&call_id)
+                    && !is_error
+                {
+                    self.changed(vec![path]);
                 }
+                turn.tool_finished(&call_id, is_error, &output, &mut self.recorder, on_event);
             }
+            CliEvent::FilesChanged(paths) => self.changed(paths),
             // Kept by the parser for the outcome (the final total, the last
             // error).
             CliEvent::Usage { .. } | CliEvent::Error(_) => {}
