@@ -20,6 +20,7 @@
 //!   ways Weft drives them.
 
 pub mod acp;
+pub mod child_io;
 pub mod cli;
 mod compaction;
 pub mod config;

@@ -92,6 +92,10 @@ const NODE_ATTRS: &[(&str, ValueType)] = &[
     ("acp.stall_timeout", Duration),
     ("acp.permission_timeout", Duration),
     ("acp.permission_default", Text),
+    // Headless CLI agents (`backend="cli"`, docs/agents.md).
+    ("cli.agent", Text),
+    ("cli.command", Text),
+    ("cli.stall_timeout", Duration),
     ("output_schema", Text),
     ("output_retries", Int),
     // Agent stages (docs/agents.md): limits and the tools allowed.

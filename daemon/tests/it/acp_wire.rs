@@ -1,4 +1,5 @@
-//! The ACP line reader (`weft::agent::acp::wire::Lines`) on a real pipe:
+//! The agent line reader (`weft::agent::child_io::Lines`, shared by the
+//! ACP and CLI backends) with ACP's parsing, on a real pipe:
 //! raced against timers, as the client races it, it loses nothing of a
 //! line that arrives in pieces; lines past the cap end the connection;
 //! stray lines are kept aside, not fatal.
@@ -8,7 +9,8 @@
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt as _;
-use weft::agent::acp::wire::{Incoming, Lines, ReadError, parse};
+use weft::agent::acp::wire::{Incoming, MAX_LINE_BYTES, parse};
+use weft::agent::child_io::{Lines, ReadError};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -34,12 +36,12 @@ fn a_line_arriving_in_pieces_survives_reads_cut_short_by_timers() {
                 }
             }
         });
-        let mut lines = Lines::new(rx);
+        let mut lines = Lines::new(rx, MAX_LINE_BYTES);
         let mut got = Vec::new();
         let mut interrupted = 0;
         while got.len() < 3 {
             tokio::select! {
-                message = lines.next() => got.push(message.expect("a message")),
+                message = lines.next() => got.push(parse(&message.expect("a message"))),
                 () = tokio::time::sleep(Duration::from_micros(50)) => interrupted += 1,
             }
         }
@@ -62,13 +64,13 @@ fn a_line_past_the_cap_ends_reading_and_the_end_of_input_is_closed() {
         let (mut tx, rx) = tokio::io::duplex(1 << 16);
         let writer = tokio::spawn(async move {
             let chunk = vec![b'a'; 1 << 16];
-            for _ in 0..(weft::agent::acp::wire::MAX_LINE_BYTES / chunk.len() + 2) {
+            for _ in 0..(MAX_LINE_BYTES / chunk.len() + 2) {
                 if tx.write_all(&chunk).await.is_err() {
                     break;
                 }
             }
         });
-        let mut lines = Lines::new(rx);
+        let mut lines = Lines::new(rx, MAX_LINE_BYTES);
         assert!(matches!(lines.next().await, Err(ReadError::TooLong)));
         drop(lines);
         let _ = writer.await;
@@ -78,10 +80,11 @@ fn a_line_past_the_cap_ends_reading_and_the_end_of_input_is_closed() {
             .await
             .expect("write");
         drop(tx);
-        let mut lines = Lines::new(rx);
+        let mut lines = Lines::new(rx, MAX_LINE_BYTES);
+        let line = lines.next().await.expect("a line");
         assert!(matches!(
-            lines.next().await,
-            Ok(Incoming::Response { result: Ok(_), .. })
+            parse(&line),
+            Incoming::Response { result: Ok(_), .. }
         ));
         assert!(matches!(lines.next().await, Err(ReadError::Closed)));
     });

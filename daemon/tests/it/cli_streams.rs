@@ -114,6 +114,82 @@ fn gemini_command_is_prompt_stream_json_and_yolo_in_a_trusted_folder() {
     assert_eq!(Flavor::from_name("opencode"), None);
 }
 
+#[test]
+fn a_further_turn_resumes_the_session_by_its_id_with_the_same_flags() {
+    let (_, args) = Flavor::Claude.resume_command("s-1", "repair", Some("sonnet"));
+    assert_eq!(
+        args,
+        [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "bypassPermissions",
+            "--resume",
+            "s-1",
+            "--model",
+            "sonnet",
+            "repair"
+        ]
+    );
+    // `exec`'s flags, then the subcommand, then the prompt.
+    let (_, args) = Flavor::Codex.resume_command("t-1", "repair", None);
+    assert_eq!(
+        args,
+        [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "workspace-write",
+            "resume",
+            "t-1",
+            "--",
+            "repair"
+        ]
+    );
+    let (_, args) = Flavor::Gemini.resume_command("g-1", "repair", None);
+    assert_eq!(
+        args,
+        [
+            "-p",
+            "repair",
+            "-o",
+            "stream-json",
+            "--yolo",
+            "--resume",
+            "g-1"
+        ]
+    );
+    for flavor in [Flavor::Claude, Flavor::Codex, Flavor::Gemini] {
+        assert!(flavor.install_hint().contains("cli.command"), "{flavor:?}");
+    }
+}
+
+#[test]
+fn the_file_tools_of_claude_and_gemini_name_the_file_they_write() {
+    let args = json!({"file_path": "/w/a.rs", "notebook_path": "/w/n.ipynb"});
+    assert_eq!(
+        Flavor::Claude.written_path("Edit", &args).as_deref(),
+        Some("/w/a.rs")
+    );
+    assert_eq!(
+        Flavor::Claude
+            .written_path("NotebookEdit", &args)
+            .as_deref(),
+        Some("/w/n.ipynb")
+    );
+    assert_eq!(
+        Flavor::Gemini.written_path("replace", &args).as_deref(),
+        Some("/w/a.rs")
+    );
+    // Reading is not writing; codex reports its edits as file changes.
+    assert_eq!(Flavor::Claude.written_path("Read", &args), None);
+    assert_eq!(Flavor::Gemini.written_path("Write", &args), None);
+    assert_eq!(Flavor::Codex.written_path("write_file", &args), None);
+}
+
 // ---- claude ----
 
 const CLAUDE_SESSION: &str = r#"{"type":"system","subtype":"init","cwd":"/w/repo","session_id":"5e1c-42","tools":["Task","Bash","Read","Edit","Write"],"mcp_servers":[],"model":"claude-sonnet-4-5-20250929","permissionMode":"bypassPermissions","slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.240","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"a1"}

@@ -43,6 +43,9 @@ impl Flavor {
 pub struct Invocation {
     pub prompt: String,
     pub model: Option<String>,
+    /// The session resumed (claude and gemini `--resume <id>`, codex
+    /// `exec resume <id>`).
+    pub resume: Option<String>,
 }
 
 /// Claude flags that take a value (so their value is not the prompt).
@@ -183,6 +186,7 @@ pub fn check(flavor: Flavor, args: &[String], cwd: &Path) -> Result<Invocation, 
             Ok(Invocation {
                 prompt,
                 model: parsed.value(&["--model"]).map(str::to_owned),
+                resume: parsed.value(&["--resume", "-r"]).map(str::to_owned),
             })
         }
         Flavor::Codex => {
@@ -199,6 +203,14 @@ pub fn check(flavor: Flavor, args: &[String], cwd: &Path) -> Result<Invocation, 
                         .to_owned(),
                 );
             }
+            // `exec resume <id> [prompt]`: a subcommand, its flags before it.
+            let resume = match parsed.positionals.as_slice() {
+                [first, id, _, ..] if first == "resume" => Some(id.clone()),
+                [first, ..] if first == "resume" => {
+                    return Err("codex exec resume: give the session id and a prompt".to_owned());
+                }
+                _ => None,
+            };
             let prompt = parsed.positionals.last().cloned().unwrap_or_default();
             if prompt.is_empty() || prompt == "-" {
                 return Err("codex exec: no prompt (this fake does not read stdin)".to_owned());
@@ -206,6 +218,7 @@ pub fn check(flavor: Flavor, args: &[String], cwd: &Path) -> Result<Invocation, 
             Ok(Invocation {
                 prompt,
                 model: parsed.value(&["-m", "--model"]).map(str::to_owned),
+                resume,
             })
         }
         Flavor::Gemini => {
@@ -220,6 +233,7 @@ pub fn check(flavor: Flavor, args: &[String], cwd: &Path) -> Result<Invocation, 
             Ok(Invocation {
                 prompt: prompt.to_owned(),
                 model: parsed.value(&["-m", "--model"]).map(str::to_owned),
+                resume: parsed.value(&["-r", "--resume"]).map(str::to_owned),
             })
         }
     }

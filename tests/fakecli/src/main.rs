@@ -141,11 +141,13 @@ fn tokens_of(script: &Value) -> Tokens {
 
 /// Plays the steps; returns the exit code.
 fn play(flavor: Flavor, script: &Value, invocation: &args::Invocation, cwd: &Path) -> i32 {
-    let session_id = script
-        .get("session_id")
-        .and_then(Value::as_str)
-        .unwrap_or("0199a213-81c0-7800-8aa1-bbab2a035a53")
-        .to_owned();
+    let session_id = invocation.resume.clone().unwrap_or_else(|| {
+        script
+            .get("session_id")
+            .and_then(Value::as_str)
+            .unwrap_or("0199a213-81c0-7800-8aa1-bbab2a035a53")
+            .to_owned()
+    });
     let model = invocation
         .model
         .clone()
@@ -165,9 +167,13 @@ fn play(flavor: Flavor, script: &Value, invocation: &args::Invocation, cwd: &Pat
     let mut stream = Stream::new(flavor, stdout.lock(), session_id, model);
     stream.start(&invocation.prompt, &cwd.to_string_lossy());
     let empty = Vec::new();
-    let steps = script
-        .get("steps")
-        .and_then(Value::as_array)
+    let resumed = invocation
+        .resume
+        .as_ref()
+        .and_then(|_| script.get("resume_steps"))
+        .and_then(Value::as_array);
+    let steps = resumed
+        .or_else(|| script.get("steps").and_then(Value::as_array))
         .unwrap_or(&empty);
     for step in steps {
         if let Some(text) = step.get("say").and_then(Value::as_str) {

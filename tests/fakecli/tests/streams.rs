@@ -296,3 +296,36 @@ fn argv_is_logged_one_json_line_per_run() {
     assert_eq!(lines[1]["flavor"], "claude");
     assert!(lines[1]["cwd"].as_str().expect("cwd").ends_with("/work"));
 }
+
+#[test]
+fn a_resumed_session_keeps_its_id_and_plays_the_resume_steps() {
+    let script = json!({
+        "session_id": "first",
+        "steps": [{"say": "first answer"}],
+        "resume_steps": [{"say": "second answer"}]
+    });
+    for program in ["claude", "codex", "gemini"] {
+        let dir = scratch("resume");
+        let mut args = headless_args(program, "fix it");
+        match program {
+            // `exec [flags] resume <id> -- <prompt>`
+            "codex" => {
+                let at = args.len() - 2;
+                args.splice(at..at, ["resume".to_owned(), "sess-9".to_owned()]);
+            }
+            _ => args.extend(["--resume".to_owned(), "sess-9".to_owned()]),
+        }
+        let out = run(&dir, program, &args, &script);
+        assert!(out.status.success(), "{program}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("second answer") && !text.contains("first answer"),
+            "{program}: {text}"
+        );
+        assert!(text.contains("sess-9"), "{program} keeps the id: {text}");
+
+        let fresh = run(&dir, program, &headless_args(program, "go"), &script);
+        let text = String::from_utf8_lossy(&fresh.stdout);
+        assert!(text.contains("first answer"), "{program}: {text}");
+    }
+}

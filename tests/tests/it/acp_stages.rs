@@ -51,7 +51,7 @@ fn run(sb: &Sandbox, script: &Value) -> Ran {
     }
 }
 
-fn stage_dir(sb: &Sandbox, run_id: &str) -> std::path::PathBuf {
+pub(crate) fn stage_dir(sb: &Sandbox, run_id: &str) -> std::path::PathBuf {
     let runs = sb.path().join("home/runs");
     let dir = std::fs::read_dir(&runs)
         .unwrap_or_else(|e| panic!("{e}"))
@@ -66,8 +66,8 @@ fn stage_dir(sb: &Sandbox, run_id: &str) -> std::path::PathBuf {
 }
 
 /// Processes started for this sandbox's agent that are still alive (its
-/// script's path is in their environment).
-fn agents_alive(sb: &Sandbox) -> Vec<String> {
+/// script's path is in their environment). Shared with `cli_stages`.
+pub(crate) fn agents_alive(sb: &Sandbox) -> Vec<String> {
     let marker = sb.path().join("script.json").display().to_string();
     let mut alive = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -89,7 +89,7 @@ fn agents_alive(sb: &Sandbox) -> Vec<String> {
     alive
 }
 
-fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -495,7 +495,7 @@ fn start_detached(sb: &Sandbox) -> String {
 }
 
 /// Waits (bounded) until `done` holds.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !done() {
         assert!(std::time::Instant::now() < deadline, "never: {what}");
@@ -503,7 +503,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn has_event(sb: &Sandbox, run_id: &str, name: &str) -> bool {
+pub(crate) fn has_event(sb: &Sandbox, run_id: &str, name: &str) -> bool {
     weft::store::Store::open_read_only(&weft::store::Home::at(sb.path().join("home")))
         .and_then(|s| s.events(run_id, 0, None))
         .unwrap_or_default()

@@ -24,6 +24,7 @@ mod cli_model;
 mod cli_output;
 mod cli_prompt;
 mod cli_run;
+mod cli_stages;
 mod cli_validate;
 mod crash;
 mod daemon;

@@ -14,12 +14,13 @@ use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::process::{ChildStdin, ChildStdout};
 
 use super::terminal::{MAX_OUTPUT_BYTES, Terminals};
 use super::updates::Turn;
-use super::wire::{self, Id, Incoming, Lines, ReadError, RpcError};
+use super::wire::{self, Id, Incoming, RpcError};
+use crate::agent::child_io::{Lines, ReadError, STDERR_FILE, StderrTail, exit_hint, sleep_until};
 use crate::agent::event::AgentEvent;
 use crate::agent::record::Recorder;
 use crate::agent::tools::Workspace;
@@ -38,15 +39,6 @@ const MAX_GARBAGE_LINES: u32 = 200;
 
 /// A file the agent may read or write through `fs/*`, at most.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// How much of the agent's stderr is kept for error messages.
-const STDERR_TAIL_BYTES: usize = 4 * 1024;
-
-/// How much of the agent's stderr is logged in the stage directory.
-const STDERR_LOG_BYTES: u64 = 1024 * 1024;
-
-/// The agent's stderr log in the stage directory.
-pub const STDERR_FILE: &str = "agent-stderr.log";
 
 /// Requests of the agent's waiting on something (a person, a terminal's
 /// exit) at once, at most; more are refused until some are answered.
@@ -165,7 +157,7 @@ pub struct AcpAgent {
     process: Interactive,
     writer: Writer,
     lines: Lines<ChildStdout>,
-    stderr_tail: Arc<Mutex<String>>,
+    stderr_tail: StderrTail,
     next_id: u64,
     session_id: String,
     /// What `session/new` answered besides the id (its model and mode
@@ -218,18 +210,16 @@ impl AcpAgent {
         ) else {
             return Err(start_error(format!("the agent {name} has no pipes")));
         };
-        let stderr_tail = Arc::new(Mutex::new(String::new()));
-        tokio::spawn(collect_stderr(
+        let stderr_tail = StderrTail::collect(
             stderr,
-            Arc::clone(&stderr_tail),
             config.record_dir.as_ref().map(|d| d.join(STDERR_FILE)),
-        ));
+        );
         let recorder = config.record_dir.as_deref().map(Recorder::open);
         let mut agent = AcpAgent {
             config,
             process,
             writer: Writer::start(stdin),
-            lines: Lines::new(stdout),
+            lines: Lines::new(stdout, wire::MAX_LINE_BYTES),
             stderr_tail,
             next_id: 0,
             session_id: String::new(),
@@ -605,7 +595,7 @@ impl AcpAgent {
                     turn.flush(on_event);
                     continue;
                 }
-                read = tokio::time::timeout(stall, self.lines.next()) => read,
+                read = tokio::time::timeout(stall, self.lines.next()) => read.map(|line| line.map(|l| wire::parse(&l))),
                 Some((request, result)) = pending.next(), if !pending.is_empty() => {
                     self.write(&wire::response(&request, result)).await?;
                     continue;
@@ -888,31 +878,16 @@ impl AcpAgent {
 
     /// The end of the agent's stderr, for an error message.
     fn stderr_hint(&self) -> String {
-        let tail = lock(&self.stderr_tail).trim().to_string();
-        if tail.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; its stderr ends: {}",
-                crate::util::text::truncate_start(&tail, 600)
-            )
-        }
+        self.stderr_tail.hint()
     }
 
     /// How the agent exited (if it has), and the end of its stderr.
     fn exit_hint(&mut self) -> String {
-        let status = match self.process.try_status() {
-            Some(status) => match (
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                (Some(code), _) => format!(" (exit code {code})"),
-                (None, Some(signal)) => format!(" (killed by signal {signal})"),
-                _ => String::new(),
-            },
-            None => String::new(),
-        };
-        format!("{status}{}", self.stderr_hint())
+        format!(
+            "{}{}",
+            exit_hint(self.process.try_status()),
+            self.stderr_hint()
+        )
     }
 }
 
@@ -964,49 +939,6 @@ fn permission_request(params: &Value) -> PermissionRequest {
                     .collect()
             })
             .unwrap_or_default(),
-    }
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Reads the agent's stderr to its end: the first MiB into its log, the
-/// last few KB kept for error messages. Reading it all keeps the agent
-/// from blocking on a full pipe.
-async fn collect_stderr(
-    mut stderr: tokio::process::ChildStderr,
-    tail: Arc<Mutex<String>>,
-    log: Option<PathBuf>,
-) {
-    let mut file = match log {
-        Some(path) => tokio::fs::File::create(path).await.ok(),
-        None => None,
-    };
-    let mut logged = 0u64;
-    let mut buffer = [0u8; 8192];
-    while let Ok(n) = stderr.read(&mut buffer).await {
-        if n == 0 {
-            break;
-        }
-        if let Some(file) = file.as_mut()
-            && logged < STDERR_LOG_BYTES
-        {
-            let _ = file.write_all(&buffer[..n]).await;
-            logged += n as u64;
-        }
-        let mut kept = lock(&tail);
-        kept.push_str(&String::from_utf8_lossy(&buffer[..n]));
-        if kept.len() > STDERR_TAIL_BYTES * 2 {
-            let mut cut = kept.len() - STDERR_TAIL_BYTES;
-            while !kept.is_char_boundary(cut) {
-                cut += 1;
-            }
-            kept.drain(..cut);
-        }
     }
 }
 

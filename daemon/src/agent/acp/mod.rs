@@ -16,10 +16,10 @@
 
 pub mod connection;
 mod terminal;
-mod updates;
+pub(crate) mod updates;
 pub mod wire;
 
 pub use connection::{
     AcpAgent, AcpConfig, AcpError, AcpErrorKind, Host, PermissionAnswer, PermissionOption,
-    PermissionRequest, PromptResult, STDERR_FILE, Setting,
+    PermissionRequest, PromptResult, Setting,
 };

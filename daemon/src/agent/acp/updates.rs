@@ -2,6 +2,9 @@
 //! Weft's agent events and transcript: the same `agent.*` events and
 //! `transcript.jsonl` as Weft's own agent, so `weft logs` and the app show
 //! both alike. Unknown kinds are ignored, as the protocol asks.
+//!
+//! [`Turn`]'s typed methods (text, thoughts, a tool call's start and end)
+//! serve the headless CLI backend ([`crate::agent::cli`]) as well.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -34,16 +37,15 @@ struct Tool {
     title: String,
     kind: String,
     started: Instant,
-    arguments: Value,
     done: bool,
 }
 
 /// One prompt's worth of updates.
 #[derive(Debug)]
-pub(super) struct Turn {
-    pub(super) number: u32,
+pub(crate) struct Turn {
+    pub(crate) number: u32,
     /// The whole reply so far (every agent message chunk).
-    pub(super) text: String,
+    pub(crate) text: String,
     reasoning: String,
     unsent: String,
     sent_at: Instant,
@@ -53,7 +55,7 @@ pub(super) struct Turn {
     tool_seq: u32,
     /// The session's cost so far, as the agent last reported it (ACP's
     /// `usage_update` carries a running total).
-    pub(super) session_cost: Option<f64>,
+    pub(crate) session_cost: Option<f64>,
     /// The `messageId` of the last message chunk, when the agent sends one.
     message_id: Option<String>,
     /// A tool call was reported since the last message chunk.
@@ -61,7 +63,7 @@ pub(super) struct Turn {
 }
 
 impl Turn {
-    pub(super) fn new(number: u32, session_cost: Option<f64>) -> Turn {
+    pub(crate) fn new(number: u32, session_cost: Option<f64>) -> Turn {
         let now = Instant::now();
         Turn {
             number,
@@ -96,52 +98,20 @@ impl Turn {
             "agent_message_chunk" => {
                 let mut text = self.message_break(update).to_string();
                 text.push_str(&content_text(update.get("content")));
-                if self.text.len() + text.len() > MAX_TURN_TEXT_BYTES {
-                    return Err(too_much("reply"));
-                }
-                self.text.push_str(&text);
-                self.unsent.push_str(&text);
-                if self.unsent.len() >= TEXT_BYTES || self.sent_at.elapsed() >= TEXT_EVERY {
-                    self.flush(on_event);
-                }
+                self.message(&text, on_event)?;
             }
             "agent_thought_chunk" => {
-                let text = content_text(update.get("content"));
-                if self.reasoning.len() + text.len() > MAX_TURN_TEXT_BYTES {
-                    return Err(too_much("thoughts"));
-                }
-                self.reasoning.push_str(&text);
+                self.thought(&content_text(update.get("content")))?;
             }
             "tool_call" => {
-                self.flush(on_event);
-                self.tool_since_text = true;
                 let id = text_of(update, "toolCallId");
-                if !self.tools.contains_key(&id) {
-                    if self.tools.len() >= MAX_TOOL_CALLS {
-                        return Err(format!(
-                            "it reported more than {MAX_TOOL_CALLS} tool calls in one prompt"
-                        ));
-                    }
-                    let tool = Tool {
-                        title: text_of(update, "title"),
-                        kind: kind_of(update),
-                        started: Instant::now(),
-                        arguments: update.get("rawInput").cloned().unwrap_or(Value::Null),
-                        done: false,
-                    };
-                    self.calls.push(Call {
-                        id: id.clone(),
-                        name: tool.kind.clone(),
-                        arguments: tool.arguments.clone(),
-                    });
-                    on_event(AgentEvent::ToolStarted {
-                        call_id: id.clone(),
-                        tool: tool.kind.clone(),
-                        summary: tool.title.clone(),
-                        arguments: tool.arguments.clone(),
-                    });
-                    self.tools.insert(id.clone(), tool);
-                }
+                self.tool_started(
+                    &id,
+                    text_of(update, "title"),
+                    kind_of(update),
+                    update.get("rawInput").cloned().unwrap_or(Value::Null),
+                    on_event,
+                )?;
                 self.maybe_complete(&id, update, root, recorder, on_event);
             }
             "tool_call_update" => {
@@ -158,12 +128,11 @@ impl Turn {
                     // Claude Code's adapter announces a call with empty
                     // input and sends the input in later updates: the
                     // transcript keeps the last.
-                    if let Some(input) = update.get("rawInput") {
-                        tool.arguments = input.clone();
-                    }
                     if let Some(call) = self.calls.iter_mut().find(|c| c.id == id) {
                         call.name.clone_from(&tool.kind);
-                        call.arguments.clone_from(&tool.arguments);
+                        if let Some(input) = update.get("rawInput") {
+                            call.arguments = input.clone();
+                        }
                     }
                 }
                 self.maybe_complete(&id, update, root, recorder, on_event);
@@ -209,6 +178,76 @@ impl Turn {
         }
     }
 
+    /// Reply text: kept whole, reported in batches. `Err` when the reply
+    /// passes [`MAX_TURN_TEXT_BYTES`].
+    pub(crate) fn message(
+        &mut self,
+        text: &str,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<(), String> {
+        if self.text.len() + text.len() > MAX_TURN_TEXT_BYTES {
+            return Err(too_much("reply"));
+        }
+        self.text.push_str(text);
+        self.unsent.push_str(text);
+        if self.unsent.len() >= TEXT_BYTES || self.sent_at.elapsed() >= TEXT_EVERY {
+            self.flush(on_event);
+        }
+        Ok(())
+    }
+
+    /// Reasoning the agent showed, for the transcript.
+    pub(crate) fn thought(&mut self, text: &str) -> Result<(), String> {
+        if self.reasoning.len() + text.len() > MAX_TURN_TEXT_BYTES {
+            return Err(too_much("thoughts"));
+        }
+        self.reasoning.push_str(text);
+        Ok(())
+    }
+
+    /// A tool call began (reported once per id). `Err` past
+    /// [`MAX_TOOL_CALLS`].
+    pub(crate) fn tool_started(
+        &mut self,
+        id: &str,
+        title: String,
+        kind: String,
+        arguments: Value,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<(), String> {
+        self.flush(on_event);
+        self.tool_since_text = true;
+        if self.tools.contains_key(id) {
+            return Ok(());
+        }
+        if self.tools.len() >= MAX_TOOL_CALLS {
+            return Err(format!(
+                "it reported more than {MAX_TOOL_CALLS} tool calls in one prompt"
+            ));
+        }
+        self.calls.push(Call {
+            id: id.to_string(),
+            name: kind.clone(),
+            arguments: arguments.clone(),
+        });
+        on_event(AgentEvent::ToolStarted {
+            call_id: id.to_string(),
+            tool: kind.clone(),
+            summary: title.clone(),
+            arguments,
+        });
+        self.tools.insert(
+            id.to_string(),
+            Tool {
+                title,
+                kind,
+                started: Instant::now(),
+                done: false,
+            },
+        );
+        Ok(())
+    }
+
     /// A tool call whose status became `completed` or `failed` is reported
     /// (once).
     fn maybe_complete(
@@ -223,6 +262,21 @@ impl Turn {
         if !matches!(status, Some("completed" | "failed")) {
             return;
         }
+        let output = tool_output(update, root);
+        self.tool_finished(id, status == Some("failed"), &output, recorder, on_event);
+    }
+
+    /// A started tool call ended: its transcript line (the full output in
+    /// `tools/` when long) and `agent.tool.completed`, once per call.
+    pub(crate) fn tool_finished(
+        &mut self,
+        id: &str,
+        is_error: bool,
+        output: &str,
+        recorder: &mut Option<Recorder>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) {
+        self.flush(on_event);
         let Some(tool) = self.tools.get_mut(id) else {
             return;
         };
@@ -230,14 +284,12 @@ impl Turn {
             return;
         }
         tool.done = true;
-        let is_error = status == Some("failed");
-        let output = tool_output(update, root);
         let duration = tool.started.elapsed();
         self.tool_seq += 1;
         let output_file = if output.len() > SUMMARY_BYTES {
             recorder
                 .as_mut()
-                .and_then(|r| r.tool_output(self.tool_seq, &tool.kind, &output))
+                .and_then(|r| r.tool_output(self.tool_seq, &tool.kind, output))
         } else {
             None
         };
@@ -247,7 +299,7 @@ impl Turn {
                 tool: tool.kind.clone(),
                 is_error,
                 duration_ms: millis(duration),
-                summary: crate::util::text::truncate(&output, SUMMARY_BYTES),
+                summary: crate::util::text::truncate(output, SUMMARY_BYTES),
                 output_bytes: output.len() as u64,
                 output_file,
                 touched: Vec::new(),
@@ -258,14 +310,14 @@ impl Turn {
             tool: tool.kind.clone(),
             duration,
             is_error,
-            preview: crate::util::text::truncate(&output, PREVIEW_BYTES),
+            preview: crate::util::text::truncate(output, PREVIEW_BYTES),
             output_bytes: output.len() as u64,
             touched: Vec::new(),
         });
     }
 
     /// Reports the text gathered since the last report.
-    pub(super) fn flush(&mut self, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+    pub(crate) fn flush(&mut self, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
         if !self.unsent.is_empty() {
             on_event(AgentEvent::Text {
                 turn: self.number,
@@ -276,7 +328,7 @@ impl Turn {
     }
 
     /// The turn's end: the last text, and its transcript line.
-    pub(super) fn finish(
+    pub(crate) fn finish(
         &mut self,
         usage: Usage,
         cost: Option<f64>,
@@ -299,15 +351,15 @@ impl Turn {
 
     /// When the text gathered but not yet reported is due (an agent that
     /// says something and then works silently is still heard).
-    pub(super) fn text_due(&self) -> Option<Instant> {
+    pub(crate) fn text_due(&self) -> Option<Instant> {
         (!self.unsent.is_empty()).then(|| self.sent_at + TEXT_EVERY)
     }
 
-    pub(super) fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
 
-    pub(super) fn tool_calls(&self) -> u32 {
+    pub(crate) fn tool_calls(&self) -> u32 {
         u32::try_from(self.tools.len()).unwrap_or(u32::MAX)
     }
 }

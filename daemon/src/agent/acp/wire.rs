@@ -1,11 +1,11 @@
 //! JSON-RPC 2.0 as ACP carries it on an agent's stdio: one JSON object per
-//! line. Lines are read with a cap (a line past it ends the connection:
+//! line. Lines are read with a cap ([`MAX_LINE_BYTES`], by
+//! [`crate::agent::child_io::Lines`]; a line past it ends the connection:
 //! nothing Weft asks for is that large), and a line that is not a JSON-RPC
 //! message is kept aside, not fatal: agents and their wrappers sometimes
 //! print logs to stdout.
 
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
 
 /// The longest line read from an agent (the official SDK's cap): a whole
 /// file written through `fs/write_text_file` is one line.
@@ -64,87 +64,6 @@ impl std::fmt::Display for RpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} (code {})", self.message, self.code)
     }
-}
-
-/// Reads the agent's stdout line by line.
-pub struct Lines<R> {
-    reader: BufReader<R>,
-    buffer: Vec<u8>,
-}
-
-impl<R> std::fmt::Debug for Lines<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lines").finish_non_exhaustive()
-    }
-}
-
-/// Why reading stopped.
-#[derive(Debug)]
-pub enum ReadError {
-    /// The agent closed its stdout (it exited, most likely).
-    Closed,
-    /// A line longer than [`MAX_LINE_BYTES`].
-    TooLong,
-    Io(std::io::Error),
-}
-
-impl<R: AsyncRead + Unpin> Lines<R> {
-    pub fn new(reader: R) -> Lines<R> {
-        Lines {
-            reader: BufReader::with_capacity(64 * 1024, reader),
-            buffer: Vec::new(),
-        }
-    }
-
-    /// The next message; blank lines are skipped.
-    ///
-    /// Cancel-safe: it is raced against timers and other work, so the only
-    /// await is the buffer's refill, and what was taken from the buffer
-    /// before it (the start of a long line) stays in `self.buffer` for the
-    /// next call.
-    pub async fn next(&mut self) -> Result<Incoming, ReadError> {
-        loop {
-            let available = self.reader.fill_buf().await.map_err(ReadError::Io)?;
-            if available.is_empty() {
-                if self.buffer.is_empty() {
-                    return Err(ReadError::Closed);
-                }
-                // The last line, without its newline.
-                let line = std::mem::take(&mut self.buffer);
-                let line = trim_line(&line);
-                if line.is_empty() {
-                    return Err(ReadError::Closed);
-                }
-                return Ok(parse(line));
-            }
-            let (take, done) = match memchr::memchr(b'\n', available) {
-                Some(at) => (at + 1, true),
-                None => (available.len(), false),
-            };
-            if self.buffer.len() + take > MAX_LINE_BYTES + 1 {
-                return Err(ReadError::TooLong);
-            }
-            self.buffer.extend_from_slice(&available[..take]);
-            self.reader.consume(take);
-            if !done {
-                continue;
-            }
-            let line = std::mem::take(&mut self.buffer);
-            let trimmed = trim_line(&line);
-            if trimmed.is_empty() {
-                continue;
-            }
-            return Ok(parse(trimmed));
-        }
-    }
-}
-
-fn trim_line(bytes: &[u8]) -> &[u8] {
-    let mut end = bytes.len();
-    while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {
-        end -= 1;
-    }
-    &bytes[..end]
 }
 
 /// One line as a message.

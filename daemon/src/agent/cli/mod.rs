@@ -2,8 +2,10 @@
 //! (`backend="cli"`): `claude -p`, `codex exec` and `gemini -p`, each asked
 //! for its JSON-lines output. This module builds the invocation and turns
 //! the program's stdout, one line at a time, into [`CliEvent`]s and, at the
-//! end, a [`CliOutcome`]. Spawning, stall timeouts and turning events into
-//! run events are the engine's.
+//! end, a [`CliOutcome`].
+//!
+//! [`run`] runs one turn of a program as a child process and reports what
+//! it does as agent events and transcript lines, as the ACP backend does.
 //!
 //! One file per program ([`claude`], [`codex`], [`gemini`]) knows its
 //! record types; all three tolerate records and fields they do not know,
@@ -12,6 +14,9 @@
 mod claude;
 mod codex;
 mod gemini;
+pub mod run;
+
+pub use run::{CliAgent, CliConfig, CliError, CliErrorKind, CliReply};
 
 use serde_json::Value;
 
@@ -140,6 +145,53 @@ impl Flavor {
         (self.program().to_owned(), args)
     }
 
+    /// The invocation of a further turn in the session `session_id` (a
+    /// repair of the reply): [`Flavor::command`]'s, resuming it.
+    /// - claude: `--resume <id>` after the fixed flags;
+    /// - codex: the `resume <id>` subcommand of `exec`, after `exec`'s own
+    ///   flags (`exec resume [flags] <id> <prompt>` takes fewer of them);
+    /// - gemini: `--resume <id>` (it also takes `latest`, never used: two
+    ///   stages may share a work dir).
+    #[must_use]
+    pub fn resume_command(
+        self,
+        session_id: &str,
+        prompt: &str,
+        model: Option<&str>,
+    ) -> (String, Vec<String>) {
+        let (program, mut args) = self.command(prompt, model);
+        let resume = |flag: &str| [flag.to_owned(), session_id.to_owned()];
+        match self {
+            // After `-p … bypassPermissions`, before `--model` and the prompt.
+            Flavor::Claude => {
+                args.splice(6..6, resume("--resume"));
+            }
+            // Before `-- <prompt>`.
+            Flavor::Codex => {
+                let at = args.len().saturating_sub(2);
+                args.splice(at..at, resume("resume"));
+            }
+            Flavor::Gemini => args.extend(resume("--resume")),
+        }
+        (program, args)
+    }
+
+    /// What to do when the program cannot be started.
+    #[must_use]
+    pub fn install_hint(self) -> &'static str {
+        match self {
+            Flavor::Claude => {
+                "install Claude Code (npm i -g @anthropic-ai/claude-code) or set the node's `cli.command` to its path"
+            }
+            Flavor::Codex => {
+                "install Codex (npm i -g @openai/codex) or set the node's `cli.command` to its path"
+            }
+            Flavor::Gemini => {
+                "install Gemini CLI (npm i -g @google/gemini-cli) or set the node's `cli.command` to its path"
+            }
+        }
+    }
+
     /// Environment the child needs on top of the stage's (credentials are
     /// the engine's):
     /// - claude: no auto-updater, telemetry or error reporting from a
@@ -164,6 +216,27 @@ impl Flavor {
             Flavor::Claude => &["CLAUDECODE"],
             Flavor::Codex | Flavor::Gemini => &[],
         }
+    }
+
+    /// The file a tool call of this program writes, when it is one of its
+    /// file-editing tools: claude `Write`, `Edit`, `MultiEdit` (`file_path`)
+    /// and `NotebookEdit` (`notebook_path`), gemini `write_file` and
+    /// `replace` (`file_path`). Codex reports its edits itself
+    /// ([`CliEvent::FilesChanged`]); its shell commands, like everyone's,
+    /// are not looked into.
+    #[must_use]
+    pub fn written_path(self, tool: &str, arguments: &Value) -> Option<String> {
+        let key = match (self, tool) {
+            (Flavor::Claude, "Write" | "Edit" | "MultiEdit")
+            | (Flavor::Gemini, "write_file" | "replace") => "file_path",
+            (Flavor::Claude, "NotebookEdit") => "notebook_path",
+            _ => return None,
+        };
+        arguments
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|path| !path.is_empty())
+            .map(str::to_owned)
     }
 
     /// A parser for this program's stdout.
@@ -201,7 +274,8 @@ pub enum CliEvent {
         output: String,
     },
     /// Paths a codex `file_change` item changed, as the program gave them
-    /// (usually absolute).
+    /// (usually absolute). Claude's and gemini's file tools are
+    /// [`CliEvent::ToolStarted`] calls ([`Flavor::written_path`]).
     FilesChanged(Vec<String>),
     /// The run's tokens so far, a running total (not a delta): replace
     /// the previous one, do not add them up. `cost_usd` when the program

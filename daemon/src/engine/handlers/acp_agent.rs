@@ -37,7 +37,8 @@ use crate::model::{FailureClass, Outcome, Spend};
 use crate::store::{QuestionRecord, QuestionStatus};
 
 /// The agent says nothing for this long while Weft waits: it hangs
-/// (`acp.stall_timeout` changes it).
+/// (`acp.stall_timeout` changes it; `cli.stall_timeout` for the CLI
+/// backend).
 const STALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// `initialize` and `session/new` must be done within this (an adapter
@@ -81,17 +82,9 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         Ok(policy) => policy,
         Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
     };
-    let stall_timeout = match cx.node.attrs.value("acp.stall_timeout") {
-        None => STALL_TIMEOUT,
-        Some(v) => match v.as_duration() {
-            Some(d) if d.to_std() > Duration::ZERO => d.to_std(),
-            _ => {
-                return Outcome::failed(
-                    FailureClass::Deterministic,
-                    "`acp.stall_timeout` must be a duration such as 5m",
-                );
-            }
-        },
+    let stall_timeout = match stall_timeout(cx, "acp.stall_timeout") {
+        Ok(timeout) => timeout,
+        Err(why) => return Outcome::failed(FailureClass::Deterministic, why),
     };
     let Prompt { text, fidelity } = Prompt::build(cx);
     let thread = model_stage::thread(cx, fidelity);
@@ -261,6 +254,18 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     outcome.files_touched = touched.into_iter().collect();
     outcome.llm = model_stage::usage(Some(("acp", &agent.name)), &spend);
     outcome
+}
+
+/// The node's stall timeout `attr` (`acp.stall_timeout`,
+/// `cli.stall_timeout`), else [`STALL_TIMEOUT`].
+pub(super) fn stall_timeout(cx: &StageCx<'_>, attr: &str) -> Result<Duration, String> {
+    match cx.node.attrs.value(attr) {
+        None => Ok(STALL_TIMEOUT),
+        Some(v) => match v.as_duration() {
+            Some(d) if d.to_std() > Duration::ZERO => Ok(d.to_std()),
+            _ => Err(format!("`{attr}` must be a duration such as 5m")),
+        },
+    }
 }
 
 /// The stage's outcome for a session that failed.

@@ -6,6 +6,7 @@ mod acp_agent;
 pub(crate) mod acp_threads;
 mod agent;
 mod ask;
+mod cli_agent;
 mod command;
 mod conditional;
 mod dry_run;
@@ -139,11 +140,10 @@ pub(crate) async fn execute(cx: &StageCx<'_>) -> Outcome {
             // is on the stack once per sub-workflow level while it is polled.
             None | Some("api") => Box::pin(agent::run(cx)).await,
             Some("acp") => Box::pin(acp_agent::run(cx)).await,
+            Some("cli") => Box::pin(cli_agent::run(cx)).await,
             Some(other) => Outcome::failed(
                 FailureClass::Deterministic,
-                format!(
-                    "the `{other}` backend is not available yet: use `api` (Weft's own agent) or `acp`"
-                ),
+                format!("unknown backend `{other}`: use `api` (Weft's own agent), `acp` or `cli`"),
             ),
         },
         Handler::FanIn => fan_in::run(cx),

@@ -23,6 +23,7 @@ const ENUMS: &[(&str, &[&str])] = &[
     ("backend", &["api", "acp", "cli"]),
     ("acp.permissions", &["allow", "deny", "ask"]),
     ("acp.permission_default", &["allow", "reject"]),
+    ("cli.agent", &["claude", "codex", "gemini"]),
     ("permissions", &["read-only", "read-write", "full"]),
 ];
 
