@@ -35,6 +35,7 @@ pub mod session;
 mod system_prompt;
 pub mod tools;
 pub mod transcript;
+pub(crate) mod turn;
 
 pub use config::{Limits, Permissions, SessionConfig};
 pub use event::AgentEvent;

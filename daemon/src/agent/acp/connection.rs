@@ -18,13 +18,13 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::process::{ChildStdin, ChildStdout};
 
 use super::terminal::{MAX_OUTPUT_BYTES, Terminals};
-use super::updates::Turn;
 use super::wire::{self, Id, Incoming, RpcError};
 use crate::agent::child_io::{Lines, ReadError, STDERR_FILE, StderrTail, exit_hint, sleep_until};
 use crate::agent::event::AgentEvent;
 use crate::agent::record::Recorder;
 use crate::agent::tools::Workspace;
 use crate::agent::transcript::Entry;
+use crate::agent::turn::Turn;
 use crate::exec::cancel::Cancel;
 use crate::exec::interactive::{Interactive, Program};
 use crate::llm::Usage;

@@ -16,7 +16,7 @@
 
 pub mod connection;
 mod terminal;
-pub(crate) mod updates;
+mod updates;
 pub mod wire;
 
 pub use connection::{

@@ -17,11 +17,11 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use super::{CliEvent, CliOutcome, Flavor, MAX_LINE_BYTES};
-use crate::agent::acp::updates::Turn;
 use crate::agent::child_io::{Lines, ReadError, STDERR_FILE, StderrTail, exit_hint, sleep_until};
 use crate::agent::event::AgentEvent;
 use crate::agent::record::Recorder;
 use crate::agent::transcript::Entry;
+use crate::agent::turn::Turn;
 use crate::exec::cancel::Cancel;
 use crate::exec::interactive::{Interactive, Program};
 use crate::llm::Usage;
