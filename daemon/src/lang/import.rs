@@ -53,8 +53,14 @@ pub(crate) const IMPORT_TOO_LARGE: &str = "import_too_large";
 
 /// The attributes a placeholder passes down to the LLM nodes it splices in
 /// that do not set them: the properties a model stylesheet can set.
-pub(crate) const MODEL_KEYS: &[&str] =
-    &["model", "provider", "reasoning_effort", "speed", "backend"];
+pub(crate) const MODEL_KEYS: &[&str] = &[
+    "model",
+    "provider",
+    "reasoning_effort",
+    "speed",
+    "backend",
+    "acp.permissions",
+];
 
 /// The other attributes a placeholder may carry.
 const PLACEHOLDER_KEYS: &[&str] = &["import", "label", "class"];

@@ -88,16 +88,20 @@ pub enum Property {
     ReasoningEffort,
     Speed,
     Backend,
+    /// How an external agent's permission requests are answered
+    /// (docs/agents.md).
+    AcpPermissions,
 }
 
 impl Property {
     /// Every property, in the order [`Stylesheet::resolve`] reports them.
-    pub const ALL: [Property; 5] = [
+    pub const ALL: [Property; 6] = [
         Property::Model,
         Property::Provider,
         Property::ReasoningEffort,
         Property::Speed,
         Property::Backend,
+        Property::AcpPermissions,
     ];
 
     /// The name written in stylesheets (`reasoning_effort`, ...).
@@ -109,6 +113,7 @@ impl Property {
             Property::ReasoningEffort => "reasoning_effort",
             Property::Speed => "speed",
             Property::Backend => "backend",
+            Property::AcpPermissions => "acp.permissions",
         }
     }
 
@@ -127,6 +132,7 @@ impl Property {
             Property::ReasoningEffort => Some(&["low", "medium", "high"]),
             Property::Speed => Some(&["fast", "normal"]),
             Property::Backend => Some(&["api", "acp", "cli"]),
+            Property::AcpPermissions => Some(&["allow", "deny", "ask"]),
         }
     }
 
@@ -403,7 +409,8 @@ impl<'a> Parser<'a> {
 
     fn declaration(&mut self) -> Result<Declaration, StylesheetError> {
         let start = self.pos;
-        let name = self.take_while(is_name_char);
+        // Dotted, as `acp.permissions` is.
+        let name = self.take_while(|c| is_name_char(c) || c == '.');
         if name.is_empty() {
             return Err(self.unexpected("a property name"));
         }
@@ -646,6 +653,27 @@ mod tests {
     }
 
     #[test]
+    fn an_external_agent_s_permission_policy_is_a_dotted_property_with_known_values() {
+        let sheet = parse(".agents { backend: acp; acp.permissions: ask; }").unwrap();
+        assert_eq!(
+            sheet.rules[0].declarations,
+            [
+                decl(Property::Backend, "acp"),
+                decl(Property::AcpPermissions, "ask")
+            ]
+        );
+        assert!(
+            err("* { acp.permissions: sometimes; }")
+                .message
+                .contains("acp.permissions")
+        );
+        assert_eq!(
+            hint("* { acp.permision: ask; }"),
+            "did you mean `acp.permissions`?"
+        );
+    }
+
+    #[test]
     fn an_id_selector_may_be_dotted_to_name_a_spliced_node() {
         let src = "#review.check { model: spliced } * { model: any }";
         assert_eq!(model(src, "review.check", "box", &[]), "spliced");
@@ -768,7 +796,8 @@ mod tests {
 
     #[test]
     fn unknown_property_without_a_close_match_lists_the_known_ones() {
-        let known = "known properties: model, provider, reasoning_effort, speed, backend";
+        let known =
+            "known properties: model, provider, reasoning_effort, speed, backend, acp.permissions";
         assert_eq!(hint("* { temperature: 0.2 }"), known);
     }
 

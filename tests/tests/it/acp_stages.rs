@@ -1125,3 +1125,31 @@ fn the_run_config_s_backend_sends_agents_without_their_own_to_the_external_agent
         bad.stderr
     );
 }
+
+#[test]
+fn a_model_stylesheet_sets_the_permission_policy_of_the_agents_it_selects() {
+    let sb = Sandbox::new();
+    sb.write(
+        "wf.fabro",
+        format!(
+            r#"digraph D {{
+               graph [model_stylesheet=".careful {{ backend: acp; acp.permissions: deny; }}"]
+               start [shape=Mdiamond]; exit [shape=Msquare]
+               work [shape=box, class="careful", acp.command="{}", prompt="Clean up"]
+               start -> work -> exit }}"#,
+            binary("weft-acp-agent").display()
+        ),
+    );
+    let ran = run(
+        &sb,
+        &serde_json::json!({"prompts": [[
+            {"permission": {"title": "Run rm -rf build", "kind": "execute"}}
+        ]]}),
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let text: String = named(&events(&sb, &ran.run_id), "agent.text")
+        .iter()
+        .filter_map(|e| e["properties"]["text"].as_str())
+        .collect();
+    assert!(text.contains("permission: reject"), "{text}");
+}
