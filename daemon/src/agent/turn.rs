@@ -36,6 +36,9 @@ pub(crate) struct Tool {
     pub(crate) kind: String,
     started: Instant,
     done: bool,
+    /// `agent.tool.started` went out (a call announced before its input
+    /// is known waits for it).
+    pub(crate) announced: bool,
 }
 
 /// One prompt's worth of updates.
@@ -114,6 +117,7 @@ impl Turn {
         title: String,
         kind: String,
         arguments: Value,
+        ready: bool,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<(), String> {
         self.flush(on_event);
@@ -129,12 +133,6 @@ impl Turn {
         self.calls.push(Call {
             id: id.to_string(),
             name: kind.clone(),
-            arguments: arguments.clone(),
-        });
-        on_event(AgentEvent::ToolStarted {
-            call_id: id.to_string(),
-            tool: kind.clone(),
-            summary: title.clone(),
             arguments,
         });
         self.tools.insert(
@@ -144,10 +142,38 @@ impl Turn {
                 kind,
                 started: Instant::now(),
                 done: false,
+                announced: false,
             },
         );
+        if ready {
+            self.announce(id, on_event);
+        }
         Ok(())
     }
+
+    /// `agent.tool.started` for call `id`, with what is known of it now,
+    /// once.
+    pub(crate) fn announce(&mut self, id: &str, on_event: &mut (dyn FnMut(AgentEvent) + Send)) {
+        let Some(tool) = self.tools.get_mut(id) else {
+            return;
+        };
+        if tool.announced {
+            return;
+        }
+        tool.announced = true;
+        let arguments = self
+            .calls
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(Value::Null, |c| c.arguments.clone());
+        on_event(AgentEvent::ToolStarted {
+            call_id: id.to_string(),
+            tool: tool.kind.clone(),
+            summary: tool.title.clone(),
+            arguments,
+        });
+    }
+
     /// A started tool call ended: its transcript line (the full output in
     /// `tools/` when long) and `agent.tool.completed`, once per call.
     pub(crate) fn tool_finished(
@@ -159,6 +185,8 @@ impl Turn {
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) {
         self.flush(on_event);
+        // Every completed call has its start, even one never described.
+        self.announce(id, on_event);
         let Some(tool) = self.tools.get_mut(id) else {
             return;
         };

@@ -308,6 +308,14 @@ fn claude_code_s_adapter_writes_a_file_in_an_acp_stage_against_the_fake_provider
             && e["properties"]["call_id"] == "toolu_write_notes"),
         "the Write was reported as an edit: {tools:?}"
     );
+    // Started once described, not with the adapter's placeholder.
+    assert!(
+        tools.iter().all(|e| !e["properties"]["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Preparing")),
+        "{tools:?}"
+    );
     let text: String = named(&all, "agent.text")
         .iter()
         .filter_map(|e| e["properties"]["text"].as_str())

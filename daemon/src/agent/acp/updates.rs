@@ -41,6 +41,7 @@ impl Turn {
                     text_of(update, "title"),
                     kind_of(update),
                     update.get("rawInput").cloned().unwrap_or(Value::Null),
+                    described(update),
                     on_event,
                 )?;
                 self.maybe_complete(&id, update, root, recorder, on_event);
@@ -49,8 +50,10 @@ impl Turn {
                 self.flush(on_event);
                 self.tool_since_text = true;
                 let id = text_of(update, "toolCallId");
+                let mut retitled = false;
                 if let Some(tool) = self.tools.get_mut(&id) {
                     if let Some(title) = update.get("title").and_then(Value::as_str) {
+                        retitled = title != tool.title;
                         title.clone_into(&mut tool.title);
                     }
                     if update.get("kind").is_some() {
@@ -65,6 +68,9 @@ impl Turn {
                             call.arguments = input.clone();
                         }
                     }
+                }
+                if retitled || under_way(update) {
+                    self.announce(&id, on_event);
                 }
                 self.maybe_complete(&id, update, root, recorder, on_event);
             }
@@ -134,6 +140,28 @@ fn text_of(update: &Value, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
+}
+
+/// Whether a new `tool_call` says what the call does: it has input, or it
+/// is under way. Claude Code's adapter first announces a call as
+/// "Preparing file…", pending, with empty input, and describes it in a
+/// later update (a new title, or the call under way): `agent.tool.started`
+/// waits for that.
+fn described(update: &Value) -> bool {
+    let input = match update.get("rawInput") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    };
+    input || under_way(update)
+}
+
+fn under_way(update: &Value) -> bool {
+    matches!(
+        update.get("status").and_then(Value::as_str),
+        Some("in_progress" | "completed" | "failed")
+    )
 }
 
 /// The tool's kind (`read`, `edit`, `execute`, …), `other` when unknown.
@@ -276,7 +304,7 @@ mod tests {
         // Claude Code's adapter announces a call with `rawInput: {}` and
         // sends the input as it streams in.
         let mut turn = Turn::new(1, None);
-        apply_all(
+        let events = apply_all(
             &mut turn,
             &[
                 json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "edit",
@@ -290,11 +318,42 @@ mod tests {
                        "status": "completed"}),
             ],
         );
+        let started: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolStarted { summary, .. } => Some(summary.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, ["Write a.txt"], "announced once described");
         assert_eq!(turn.calls.len(), 1);
         assert_eq!(turn.calls[0].name, "edit");
         assert_eq!(
             turn.calls[0].arguments,
             json!({"file_path": "/work/a.txt", "content": "x"})
         );
+    }
+
+    #[test]
+    fn a_call_finished_without_being_described_is_still_started_before_it_completes() {
+        let mut turn = Turn::new(1, None);
+        let events = apply_all(
+            &mut turn,
+            &[
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "execute",
+                       "title": "Run make", "status": "pending"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                       "status": "completed"}),
+            ],
+        );
+        let order: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolStarted { .. } => Some("started"),
+                AgentEvent::ToolCompleted { .. } => Some("completed"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(order, ["started", "completed"]);
     }
 }

@@ -378,7 +378,7 @@ impl CliAgent {
                 arguments,
             } => {
                 let writes = self.config.flavor.written_path(&tool, &arguments);
-                turn.tool_started(&call_id, summary, tool, arguments, on_event)?;
+                turn.tool_started(&call_id, summary, tool, arguments, true, on_event)?;
                 if let Some(path) = writes
                     && self.writing.len() < MAX_CHANGED_PATHS
                 {
