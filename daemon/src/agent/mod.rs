@@ -40,4 +40,4 @@ pub(crate) mod turn;
 pub use config::{Limits, Permissions, SessionConfig};
 pub use event::AgentEvent;
 pub use profile::Profile;
-pub use session::{Reply, Session, SessionError, SessionErrorKind, Steering};
+pub use session::{CallGate, Reply, Session, SessionError, SessionErrorKind, Steering};

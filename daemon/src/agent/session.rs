@@ -114,10 +114,22 @@ impl std::fmt::Display for SessionError {
 
 impl std::error::Error for SessionError {}
 
+/// Asked before every model turn of a session with what the session has
+/// spent so far; it may wait (a run paused at its budget). `Err` stops the
+/// session as cancelled, with the reason given.
+pub trait CallGate: Sync {
+    fn before_call<'g>(
+        &'g self,
+        spent: Spend,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'g>>;
+}
+
 /// One agent session: a conversation with tools. Built per stage attempt.
 pub struct Session<'a> {
     pub(crate) config: SessionConfig,
     pub(crate) client: &'a LlmClient,
+    /// Consulted before each turn (the run's budget).
+    gate: Option<&'a dyn CallGate>,
     /// Shared with the blocking threads read tools run on.
     pub(crate) workspace: Arc<Workspace>,
     pub(crate) steering: Steering,
@@ -176,6 +188,7 @@ impl<'a> Session<'a> {
         Session {
             config,
             client,
+            gate: None,
             workspace: Arc::new(workspace),
             steering: Steering::default(),
             state: State {
@@ -183,6 +196,13 @@ impl<'a> Session<'a> {
                 ..State::default()
             },
         }
+    }
+
+    /// Every turn first asks `gate` whether it may call the model.
+    #[must_use]
+    pub fn gated(mut self, gate: &'a dyn CallGate) -> Session<'a> {
+        self.gate = Some(gate);
+        self
     }
 
     /// The session continues `conversation` (a thread shared with earlier
@@ -272,6 +292,16 @@ impl<'a> Session<'a> {
                     "reached max_turns ({})",
                     limits.max_turns
                 )));
+            }
+            // Before steering: a message sent while the run waited on its
+            // budget reaches the next turn.
+            if let Some(gate) = self.gate {
+                gate.before_call(self.state.spend)
+                    .await
+                    .map_err(|message| SessionError {
+                        kind: SessionErrorKind::Cancelled,
+                        message,
+                    })?;
             }
             self.deliver_steering(on_event);
             self.state.turns += 1;

@@ -255,7 +255,9 @@ fn summary(kind: &EventKind) -> String {
             reason,
             duration_ms,
         } => format!("interrupted after {}: {reason}", secs(duration_ms)),
-        EventKind::RunNotice { message } => message.clone(),
+        EventKind::RunNotice { message } | EventKind::BudgetWarning { message, .. } => {
+            message.clone()
+        }
         EventKind::EnvWithheld { names } => format!("withheld from commands: {}", names.join(", ")),
         EventKind::StageStarted {
             handler, attempt, ..

@@ -310,6 +310,14 @@ pub struct RunArgs {
     /// named in settings.toml); inferred from the model when omitted.
     #[arg(long, value_name = "PROVIDER")]
     pub provider: Option<String>,
+    /// Pause the run when its models have cost this many US dollars (a
+    /// question: raise the budget or stop; docs/llm.md, "Budgets").
+    #[arg(long, value_name = "DOLLARS")]
+    pub max_cost: Option<f64>,
+    /// Pause the run when its models have used this many tokens (input +
+    /// output).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
     /// Print the conclusion as JSON on stdout when the run ends.
     #[arg(long)]
     pub json: bool,
@@ -446,6 +454,13 @@ pub struct ResumeArgs {
     /// --auto-approve` does.
     #[arg(long)]
     pub auto_approve: bool,
+    /// A new spending limit in US dollars for the rest of the run (e.g. to
+    /// continue a run stopped at its budget).
+    #[arg(long, value_name = "DOLLARS")]
+    pub max_cost: Option<f64>,
+    /// A new token limit for the rest of the run.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
     /// Print the conclusion as JSON on stdout when the run ends.
     #[arg(long)]
     pub json: bool,

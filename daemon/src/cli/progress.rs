@@ -389,6 +389,7 @@ impl Progress {
                 "  ! no activity for {idle_secs}s: the stall watchdog stops the run"
             )),
             EventKind::RunNotice { message } => Some(format!("  note: {message}")),
+            EventKind::BudgetWarning { message, .. } => Some(format!("  ! {message}")),
             EventKind::EnvWithheld { names } => Some(withheld_line(names)),
             EventKind::RunCompleted {
                 duration_ms,

@@ -48,6 +48,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     params.artifacts = request.artifacts;
     params.model = request.model;
     params.env_policy = request.env_policy;
+    params.budget = request.budget;
     params.agent = request.agent;
     params.no_checkpoint = request.no_checkpoint;
     params.include_dirty = request.include_dirty;

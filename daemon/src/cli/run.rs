@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use crate::model::{AgentDefaults, EnvPolicy, ModelChoice};
+use crate::model::{AgentDefaults, Budget, EnvPolicy, ModelChoice};
 
 use super::exit::{CliError, CliResult, run_exit};
 use super::progress::{Gates, Progress};
@@ -60,6 +60,9 @@ struct RunSection {
     /// `[run.checkpoint]`: git checkpoint mode.
     #[serde(default)]
     checkpoint: CheckpointSection,
+    /// `[run.budget]`: spending limits.
+    #[serde(default)]
+    budget: Budget,
 }
 
 /// `[run.checkpoint]`: `enabled = false` is `--no-checkpoint`,
@@ -124,6 +127,7 @@ pub fn run(args: &RunArgs) -> CliResult {
 /// `weft resume`.
 pub fn resume(args: &ResumeArgs) -> CliResult {
     crate::secrets::protect_process("weft");
+    raise_budget(args)?;
     if !args.no_daemon {
         return super::block_on(super::remote::resume(
             &args.run,
@@ -275,6 +279,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut model = ModelChoice::default();
     let mut env_policy = EnvPolicy::default();
     let mut agent = AgentDefaults::default();
+    let mut budget = Budget::default();
     let mut checkpoint = CheckpointSection::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
@@ -303,6 +308,10 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
             .map_err(|e| format!("{}: {e}", file.display()))?;
         agent = config.run.agent;
         checkpoint = config.run.checkpoint;
+        budget = config.run.budget;
+        budget
+            .check()
+            .map_err(|e| format!("{}: [run.budget] {e}", file.display()))?;
         crate::engine::handlers::check_agent_defaults(&agent)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
@@ -349,6 +358,15 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     if args.provider.is_some() {
         model.provider.clone_from(&args.provider);
     }
+    let flags = Budget {
+        max_cost: args.max_cost,
+        max_tokens: args.max_tokens,
+        warn_at: None,
+    };
+    flags
+        .check()
+        .map_err(|e| format!("--{}", e.replacen('_', "-", 1)))?;
+    let budget = flags.or(budget);
     Ok(RunRequest {
         workflow_path: Some(workflow_path),
         source,
@@ -363,6 +381,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         model,
         env_policy,
         agent,
+        budget,
         no_checkpoint: args.no_checkpoint || (!args.include_dirty && !checkpoint.enabled),
         include_dirty: args.include_dirty || (!args.no_checkpoint && checkpoint.include_dirty),
         ..RunRequest::default()
@@ -375,4 +394,36 @@ fn absolute(base: &Path, path: &Path) -> PathBuf {
     } else {
         base.join(path)
     }
+}
+
+/// `weft resume --max-cost/--max-tokens`: records the new limits with the
+/// run before it resumes (the run is not executing, so its stored options
+/// are this command's to change), keeping the limits not given.
+fn raise_budget(args: &ResumeArgs) -> Result<(), CliError> {
+    if args.max_cost.is_none() && args.max_tokens.is_none() {
+        return Ok(());
+    }
+    let flags = Budget {
+        max_cost: args.max_cost,
+        max_tokens: args.max_tokens,
+        warn_at: None,
+    };
+    flags
+        .check()
+        .map_err(|e| CliError::Usage(format!("--{}", e.replacen('_', "-", 1))))?;
+    let home = super::home()?;
+    let mut store = Store::open(&home).map_err(|e| CliError::Usage(e.to_string()))?;
+    let record = store
+        .find_run(&args.run)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    crate::engine::launch::resumable(&record).map_err(|e| CliError::Usage(e.to_string()))?;
+    let stored: Budget = record
+        .options
+        .get("budget")
+        .and_then(|b| serde_json::from_value(b.clone()).ok())
+        .unwrap_or_default();
+    store
+        .set_budget(&record.id, &flags.or(stored))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(())
 }

@@ -25,7 +25,7 @@ use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
 use crate::model::{
-    AgentDefaults, Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus,
+    AgentDefaults, Budget, Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus,
 };
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
 use crate::util::lock::lock;
@@ -66,6 +66,9 @@ pub struct RunRequest {
     pub model: ModelChoice,
     /// `[run.agent]`: defaults for the run's agent stages.
     pub agent: AgentDefaults,
+    /// `--max-cost`, `--max-tokens`, `[run.budget]`: the run's spending
+    /// limits, over the graph's and settings.toml's.
+    pub budget: Budget,
     /// `--no-checkpoint`: run in the work dir itself, without a worktree
     /// and commits, even in a git repository.
     pub no_checkpoint: bool,
@@ -104,6 +107,9 @@ pub(crate) struct RunOptions {
     /// `[run.agent]` as the run was started with.
     #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
     pub agent: AgentDefaults,
+    /// The spending limits the run was started with, or raised to since.
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub budget: Budget,
     /// Where the run is checkpointed in git; `None` when it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitPlan>,
@@ -318,6 +324,8 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         .map_err(|e| EngineError::Config(e.to_string()))?;
     request.env_policy.check().map_err(EngineError::Config)?;
     super::handlers::check_agent_defaults(&request.agent).map_err(EngineError::Config)?;
+    request.budget.check().map_err(EngineError::Config)?;
+    graph_budget(&graph).map_err(EngineError::Config)?;
     let run_id = ulid::Ulid::generate().to_string();
     // A repository a run cannot branch from is refused before anything is
     // recorded; the worktree's place is known once the run dir is.
@@ -341,6 +349,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         env_policy: request.env_policy.clone(),
         model: request.model.clone(),
         agent: request.agent.clone(),
+        budget: request.budget,
         git: None,
     };
     let run_dir = match &request.run_dir {
@@ -833,7 +842,17 @@ async fn execute(
     .with_redactor(redactor.clone());
     let artifacts = super::artifacts::ArtifactRules::new(&options.artifacts)
         .map_err(|e| EngineError::Config(e.to_string()))?;
+    let budget_settings =
+        super::handlers::budget::BudgetSettings::load(&services.home.settings_path())
+            .map_err(EngineError::Config)?;
+    let budget = super::handlers::budget::RunBudget::new(
+        options
+            .budget
+            .or(graph_budget(graph).map_err(EngineError::Config)?),
+        &budget_settings,
+    );
     let env = RunEnv {
+        budget,
         artifacts: std::sync::Arc::new(artifacts),
         home: services.home.clone(),
         inputs: inputs_of(services, run_id),
@@ -1122,6 +1141,46 @@ fn inputs_of(services: &Services, run_id: &str) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The graph's `budget_max_cost`, `budget_max_tokens` and `budget_warn_at`.
+///
+/// # Errors
+/// A value that is not a number in range, naming the attribute.
+pub(crate) fn graph_budget(graph: &Graph) -> Result<Budget, String> {
+    let number = |key: &str| -> Result<Option<f64>, String> {
+        graph
+            .attrs
+            .non_empty(key)
+            .map(|text| {
+                text.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("graph attribute {key}=\"{text}\" is not a number"))
+            })
+            .transpose()
+    };
+    let max_tokens = match number("budget_max_tokens")? {
+        Some(n) if n >= 1.0 && n.fract() == 0.0 && n < 1e18 =>
+        {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            Some(n as u64)
+        }
+        Some(n) => {
+            return Err(format!(
+                "graph attribute budget_max_tokens must be a positive whole number of tokens, not {n}"
+            ));
+        }
+        None => None,
+    };
+    let budget = Budget {
+        max_cost: number("budget_max_cost")?,
+        max_tokens,
+        warn_at: number("budget_warn_at")?,
+    };
+    budget
+        .check()
+        .map_err(|e| format!("graph attribute budget_{e}"))?;
+    Ok(budget)
 }
 
 #[cfg(test)]

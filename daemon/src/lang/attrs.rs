@@ -55,6 +55,10 @@ const GRAPH_ATTRS: &[(&str, ValueType)] = &[
     ("on_failure", Text),
     ("selection", Text),
     ("retry_policy", Text),
+    // Spending limits (docs/llm.md, "Budgets").
+    ("budget_max_cost", Float),
+    ("budget_max_tokens", Int),
+    ("budget_warn_at", Float),
 ];
 
 const NODE_ATTRS: &[(&str, ValueType)] = &[

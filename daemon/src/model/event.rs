@@ -81,6 +81,16 @@ pub enum EventKind {
     /// Something the user should know that does not stop the run.
     #[serde(rename = "run.notice")]
     RunNotice { message: String },
+    /// The run's spend passed the warning share of a limit (once per
+    /// limit): `limit` is `run.cost`, `run.tokens`, `day.cost` or
+    /// `day.tokens`; `max` and `spent` are dollars or tokens.
+    #[serde(rename = "budget.warning")]
+    BudgetWarning {
+        limit: String,
+        max: f64,
+        spent: f64,
+        message: String,
+    },
     /// Variables of the run's environment that commands do not get: they
     /// look like secrets, or `[run.env] deny` names them. Names only, never
     /// values; emitted right after `run.started` when there are any.
@@ -321,6 +331,7 @@ impl EventKind {
             EventKind::RunCancelled { .. } => "run.cancelled",
             EventKind::RunInterrupted { .. } => "run.interrupted",
             EventKind::RunNotice { .. } => "run.notice",
+            EventKind::BudgetWarning { .. } => "budget.warning",
             EventKind::EnvWithheld { .. } => "run.env_withheld",
             EventKind::StageStarted { .. } => "stage.started",
             EventKind::StageRetrying { .. } => "stage.retrying",

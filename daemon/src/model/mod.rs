@@ -26,5 +26,8 @@ pub use event::{EdgeReason, Event, EventKind, Stream};
 pub(crate) use outcome::failure_signature;
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
 pub use permission::{PermissionAsk, PermissionChoice};
-pub use run::{AgentDefaults, ModelChoice, ParentLink, RunSpend, RunStatus, RunSummary};
+pub use run::{
+    AgentDefaults, Budget, DEFAULT_WARN_AT, ModelChoice, ParentLink, RunSpend, RunStatus,
+    RunSummary,
+};
 pub use spend::{Spend, Usage};

@@ -188,3 +188,120 @@ impl AgentDefaults {
         *self == AgentDefaults::default()
     }
 }
+
+/// A run's spending limits (`--max-cost`, `--max-tokens`, `[run.budget]`,
+/// the graph's `budget_max_cost` and `budget_max_tokens`; docs/llm.md).
+/// Every field is optional; an absent limit does not apply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// US dollars the run may spend on models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// Tokens (input + output) the run may spend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The share of a limit at which the run warns once (default 0.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_at: Option<f64>,
+}
+
+/// The warning threshold when none is set.
+pub const DEFAULT_WARN_AT: f64 = 0.8;
+
+impl Budget {
+    /// True when nothing is set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Budget::default()
+    }
+
+    /// True when a limit applies (a `warn_at` alone limits nothing).
+    #[must_use]
+    pub fn limits(&self) -> bool {
+        self.max_cost.is_some() || self.max_tokens.is_some()
+    }
+
+    /// Each field of `self`, else `other`'s.
+    #[must_use]
+    pub fn or(self, other: Budget) -> Budget {
+        Budget {
+            max_cost: self.max_cost.or(other.max_cost),
+            max_tokens: self.max_tokens.or(other.max_tokens),
+            warn_at: self.warn_at.or(other.warn_at),
+        }
+    }
+
+    /// The warning threshold, as a share of the limit.
+    #[must_use]
+    pub fn warn_share(&self) -> f64 {
+        self.warn_at.unwrap_or(DEFAULT_WARN_AT)
+    }
+
+    /// Refuses values no limit can have, naming the key.
+    ///
+    /// # Errors
+    /// A cost that is not a positive finite number, zero tokens, or a
+    /// `warn_at` outside (0, 1].
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(cost) = self.max_cost
+            && !(cost.is_finite() && cost > 0.0)
+        {
+            return Err(format!(
+                "max_cost must be a positive number of dollars, not {cost}"
+            ));
+        }
+        if self.max_tokens == Some(0) {
+            return Err("max_tokens must be a positive number of tokens, not 0".into());
+        }
+        if let Some(share) = self.warn_at
+            && !(share.is_finite() && share > 0.0 && share <= 1.0)
+        {
+            return Err(format!(
+                "warn_at must be a share of the limit above 0 and at most 1 (0.8 is 80%), not {share}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn budget_values_outside_their_range_are_refused_naming_the_key() {
+        assert!(Budget::default().check().is_ok());
+        let bad_cost = Budget {
+            max_cost: Some(-1.0),
+            ..Budget::default()
+        };
+        assert!(bad_cost.check().unwrap_err().contains("max_cost"));
+        let bad_tokens = Budget {
+            max_tokens: Some(0),
+            ..Budget::default()
+        };
+        assert!(bad_tokens.check().unwrap_err().contains("max_tokens"));
+        let bad_share = Budget {
+            warn_at: Some(1.5),
+            ..Budget::default()
+        };
+        assert!(bad_share.check().unwrap_err().contains("warn_at"));
+    }
+
+    #[test]
+    fn flags_take_precedence_field_by_field() {
+        let flags = Budget {
+            max_cost: Some(5.0),
+            ..Budget::default()
+        };
+        let file = Budget {
+            max_cost: Some(1.0),
+            max_tokens: Some(100),
+            warn_at: None,
+        };
+        let both = flags.or(file);
+        assert_eq!(both.max_cost, Some(5.0));
+        assert_eq!(both.max_tokens, Some(100));
+    }
+}

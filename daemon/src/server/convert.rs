@@ -55,6 +55,7 @@ pub(crate) fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
         model: start.model.clone(),
         env_policy: start.env_policy.clone(),
         agent: start.agent.clone(),
+        budget: start.budget,
         no_checkpoint: start.no_checkpoint,
         include_dirty: start.include_dirty,
         ..RunRequest::default()

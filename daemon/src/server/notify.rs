@@ -68,6 +68,13 @@ pub(crate) fn note_for(event: &Event, workflow: &str, settings: &super::Settings
                 question_id: question_id.clone(),
             }),
         }),
+        // A run nearing its budget: the person who set it wants to know
+        // before it pauses.
+        EventKind::BudgetWarning { message, .. } if settings.notify_gates => Some(Note {
+            summary: format!("Weft: {workflow} is nearing its budget"),
+            body: format!("Run {}: {message}", short(&event.run_id)),
+            opens: None,
+        }),
         EventKind::RunFailed { .. } if settings.notify_failures => Some(Note {
             summary: format!("Weft: {workflow} failed"),
             body: match &event.node_id {

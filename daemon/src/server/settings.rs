@@ -89,12 +89,15 @@ pub(crate) fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
     let daemon = crate::config::parse::<Settings>(&text);
     let llm = crate::config::parse::<crate::llm::LlmSettings>(&text);
     let agents = crate::config::parse::<crate::agent::external::AgentSettings>(&text);
-    let (Ok((_, by_daemon)), Ok((_, by_llm)), Ok((_, by_agents))) = (daemon, llm, agents) else {
+    let budget = crate::config::parse::<crate::engine::handlers::budget::BudgetSettings>(&text);
+    let (Ok((_, by_daemon)), Ok((_, by_llm)), Ok((_, by_agents)), Ok((_, by_budget))) =
+        (daemon, llm, agents, budget)
+    else {
         return Vec::new();
     };
     // Each reader skips the others' keys: a key is unknown when every
     // reader skips it (or a table holding it).
-    let readers = [by_daemon, by_llm, by_agents];
+    let readers = [by_daemon, by_llm, by_agents, by_budget];
     let covers = |skipped: &[String], path: &str| {
         skipped
             .iter()
@@ -143,7 +146,8 @@ mod tests {
             &path,
             "max_concurrent_runs = 2\nmax_concurent_runs = 3\n[llm]\nmax_retries = 1\n\
              [providers.ollama]\nbase_url = \"http://localhost:1/v1\"\n[[models]]\nid = \"m\"\nprovider = \"ollama\"\n[notify]\nx = 1\n\
-             [agents.claude]\nmodel = \"m\"\nmodle = \"n\"\n",
+             [agents.claude]\nmodel = \"m\"\nmodle = \"n\"\n\
+             [budget]\nmax_cost_per_day = 5.0\nmax_cost_per_dya = 1.0\n",
         )
         .expect("write");
         let found: Vec<(String, Option<u32>)> = settings_warnings(&path)
@@ -164,6 +168,11 @@ mod tests {
                 (
                     "unknown key `agents.claude.modle` in settings.toml; it is ignored".to_string(),
                     Some(14)
+                ),
+                (
+                    "unknown key `budget.max_cost_per_dya` in settings.toml; it is ignored"
+                        .to_string(),
+                    Some(17)
                 ),
             ]
         );

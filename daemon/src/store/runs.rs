@@ -292,6 +292,39 @@ impl Store {
         expect_run(changed, run_id)
     }
 
+    /// Replaces the run's spending limits in its stored options, so a
+    /// resume (and a daemon restarting it) keeps a raised budget.
+    pub fn set_budget(&mut self, run_id: &str, budget: &crate::model::Budget) -> Result<()> {
+        let json = to_json(budget, || format!("budget of run {run_id}"))?;
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET options = json_set(COALESCE(options, '{}'), '$.budget', json(?2)) \
+                 WHERE id = ?1",
+            )?
+            .execute(params![run_id, json])?;
+        expect_run(changed, run_id)
+    }
+
+    /// What the stages of every run that finished since local midnight
+    /// spent (the per-day budget; `[budget] max_cost_per_day`).
+    pub fn spend_today(&self) -> Result<RunSpend> {
+        let json: Option<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT json_object('calls', SUM(json_extract(s.outcome, '$.llm.calls')), \
+                   'input', SUM(json_extract(s.outcome, '$.llm.usage.input')), \
+                   'output', SUM(json_extract(s.outcome, '$.llm.usage.output')), \
+                   'cost', SUM(json_extract(s.outcome, '$.llm.cost'))) \
+                 FROM stages s WHERE json_extract(s.outcome, '$.llm') IS NOT NULL \
+                   AND s.finished_at >= strftime('%Y-%m-%dT%H:%M:%S', 'now', 'localtime', 'start of day', 'utc')",
+            )?
+            .query_row([], |row| row.get(0))
+            .optional()?
+            .flatten();
+        Ok(json.as_deref().and_then(spend_of).unwrap_or_default())
+    }
+
     /// The nodes of `run_id` whose latest visit failed, in the order they
     /// ran (see [`RunRecord::failed_stages`]).
     pub fn failed_stages(&self, run_id: &str) -> Result<Vec<String>> {

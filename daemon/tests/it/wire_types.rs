@@ -17,7 +17,7 @@ use weft::ipc::protocol::{
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
 use weft::model::EnvPolicy;
-use weft::model::{AgentDefaults, ModelChoice};
+use weft::model::{AgentDefaults, Budget, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
@@ -99,6 +99,7 @@ fn declarations() -> Vec<Decl> {
         decl::<ModelChoice>(),
         decl::<EnvPolicy>(),
         decl::<AgentDefaults>(),
+        decl::<Budget>(),
         decl::<WorkflowSource>(),
         decl::<RunStart>(),
         decl::<RunResume>(),

@@ -181,6 +181,11 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     // The session failed (exited, stalled, cancelled…): never kept.
     let mut broken = false;
     let ended = loop {
+        // External agents report their spend per prompt: the budget is
+        // held before each one.
+        if let Err(stopped) = super::budget::check(cx, &spend).await {
+            break Err(stopped);
+        }
         let at = cx.at();
         let mut on_event = |event: AgentEvent| {
             if let Some(kind) = super::agent::event_kind(event) {

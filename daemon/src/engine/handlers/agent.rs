@@ -104,7 +104,8 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         web_search_key,
         record_dir: Some(cx.dir.to_path_buf()),
     };
-    let mut session = Session::new(config, client, workspace);
+    let gate = BudgetGate(cx);
+    let mut session = Session::new(config, client, workspace).gated(&gate);
     if let Some(thread) = &thread {
         session = session.continuing(cx.run.models.thread(thread));
     }
@@ -156,6 +157,26 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     tally.finish(outcome, &session)
 }
 
+/// The run's budget, asked before each turn of the session.
+struct BudgetGate<'c, 'x>(&'c StageCx<'x>);
+
+impl crate::agent::CallGate for BudgetGate<'_, '_> {
+    fn before_call<'g>(
+        &'g self,
+        spent: crate::model::Spend,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'g>> {
+        Box::pin(async move {
+            super::budget::check(self.0, &spent)
+                .await
+                .map_err(|stopped| {
+                    stopped
+                        .failure
+                        .map_or_else(|| "stopped at its budget".to_string(), |f| f.message)
+                })
+        })
+    }
+}
+
 /// Which model answered last, from the session's `ModelCompleted` reports
 /// (the stage's spend is named after it).
 #[derive(Default)]
@@ -194,6 +215,9 @@ async fn send(
         } = &event
         {
             tally.last = Some((provider.clone(), model.clone()));
+        }
+        if let AgentEvent::ModelCompleted { model, cost, .. } = &event {
+            super::budget::note_unpriced(cx, model, *cost);
         }
         if let Some(kind) = event_kind(event) {
             let _ = recorder.emit(kind, at);

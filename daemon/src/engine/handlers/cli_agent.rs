@@ -112,6 +112,11 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let mut message = text;
     let mut repaired = 0u32;
     let ended = loop {
+        // External agents report their spend per prompt: the budget is
+        // held before each one.
+        if let Err(stopped) = super::budget::check(cx, &spend).await {
+            break Err(stopped);
+        }
         let at = cx.at();
         let mut on_event = |event: AgentEvent| {
             if let Some(kind) = super::agent::event_kind(event) {

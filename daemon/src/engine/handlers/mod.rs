@@ -6,6 +6,7 @@ mod acp_agent;
 pub(crate) mod acp_threads;
 mod agent;
 mod ask;
+pub(crate) mod budget;
 mod cli_agent;
 mod command;
 mod conditional;
@@ -49,6 +50,8 @@ pub(crate) struct RunEnv {
     pub env_policy: crate::model::EnvPolicy,
     /// `[run.agent]`: defaults for agent stages, which child runs inherit.
     pub agent: crate::model::AgentDefaults,
+    /// The run's spending limits, which every model call consults.
+    pub budget: budget::RunBudget,
     /// Where a running agent stage registers its steering handle.
     pub agents: super::steering::RunningAgents,
     /// Takes secrets out of what the run records (command output blobs).

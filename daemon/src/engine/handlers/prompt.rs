@@ -47,6 +47,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let mut last: Option<Completion> = None;
     let mut repaired = 0u32;
     let (outcome, response) = loop {
+        if let Err(mut stopped) = super::budget::check(cx, &spend).await {
+            stopped.llm = usage(last.as_ref(), &spend);
+            return stopped;
+        }
         let completion = match call(cx, client, &request).await {
             Ok(c) => c,
             Err(failure) => {
@@ -56,6 +60,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             }
         };
         spend.add_call(completion.response.usage, completion.cost);
+        super::budget::note_unpriced(cx, &completion.target.model, completion.cost);
         let response = completion.response.text();
         last = Some(completion);
         match model_stage::check(cx, &schema, &response) {

@@ -148,6 +148,9 @@ impl Runner<'_> {
                     env: Some(self.env.models.env()),
                     env_policy: self.env.env_policy.clone(),
                     model: self.env.models.choice().clone(),
+                    // A child run has its own budget (the settings'
+                    // defaults and the per-day limit still apply to it).
+                    budget: crate::model::Budget::default(),
                     agent: self.env.agent.clone(),
                     // A child works in its parent's worktree; the parent's
                     // stage commits what the child changed.

@@ -17,7 +17,9 @@ use super::error::RpcError;
 pub use crate::engine::apply::RunApplied;
 use crate::engine::fork::Forked;
 use crate::ipc::codec::MAX_FRAME_BYTES;
-use crate::model::{AgentDefaults, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary};
+use crate::model::{
+    AgentDefaults, Budget, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary,
+};
 use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord, TimelineEntry};
 
 /// The protocol's own version, reported by `daemon.status`. Bumped when a
@@ -222,6 +224,11 @@ pub struct RunStart {
     /// every field optional; defaults for the run's agent stages.
     #[serde(default, skip_serializing_if = "AgentDefaults::is_empty")]
     pub agent: AgentDefaults,
+    /// Spending limits: `{"max_cost": 5.0, "max_tokens": 2000000,
+    /// "warn_at": 0.8}`, every field optional (docs/llm.md, "Budgets").
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    #[ts(as = "Option<Budget>", optional)]
+    pub budget: Budget,
     /// Run in `work_dir` itself, without a git worktree and checkpoint
     /// commits, even in a repository (`--no-checkpoint`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -257,6 +264,7 @@ impl RunStart {
             model: ModelChoice::default(),
             env_policy: EnvPolicy::default(),
             agent: AgentDefaults::default(),
+            budget: Budget::default(),
             no_checkpoint: false,
             include_dirty: false,
             env: CallerEnv::default(),

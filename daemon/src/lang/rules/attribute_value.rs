@@ -37,6 +37,7 @@ const MINIMUMS: &[(&str, i64)] = &[
     ("max_turns", 1),
     ("max_tool_rounds", 1),
     ("max_stage_tokens", 1),
+    ("budget_max_tokens", 1),
 ];
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {

@@ -353,7 +353,7 @@ resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms:
  * The nodes whose latest visit failed, routed past by the default
  * `on_failure="route"` policy; absent when none did.
  */
-failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -416,7 +416,7 @@ resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms:
  * The nodes whose latest visit failed, routed past by the default
  * `on_failure="route"` policy; absent when none did.
  */
-failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -607,6 +607,20 @@ permissions?: string | null,
  */
 backend?: string | null, };
 
+export type Budget = { 
+/**
+ * US dollars the run may spend on models.
+ */
+max_cost?: number | null, 
+/**
+ * Tokens (input + output) the run may spend.
+ */
+max_tokens?: number | null, 
+/**
+ * The share of a limit at which the run warns once (default 0.8).
+ */
+warn_at?: number | null, };
+
 export type WorkflowSource = { "path": string } | { "source": string };
 
 export type RunStart = { workflow: WorkflowSource, 
@@ -650,6 +664,11 @@ env_policy?: EnvPolicy,
  * every field optional; defaults for the run's agent stages.
  */
 agent?: AgentDefaults, 
+/**
+ * Spending limits: `{"max_cost": 5.0, "max_tokens": 2000000,
+ * "warn_at": 0.8}`, every field optional (docs/llm.md, "Budgets").
+ */
+budget?: Budget, 
 /**
  * Run in `work_dir` itself, without a git worktree and checkpoint
  * commits, even in a repository (`--no-checkpoint`).
