@@ -850,6 +850,7 @@ async fn execute(
             .budget
             .or(graph_budget(graph).map_err(EngineError::Config)?),
         &budget_settings,
+        services.cancel.clone(),
     );
     let env = RunEnv {
         budget,

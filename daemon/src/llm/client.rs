@@ -116,6 +116,23 @@ struct Provider {
     key_env: Option<String>,
 }
 
+/// True when `url`'s host is `localhost`, a 127.x address or `[::1]`.
+fn loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Calls language models. Build one per run: it holds the run's keys.
 #[derive(Debug, Clone)]
 pub struct LlmClient {
@@ -353,12 +370,25 @@ impl LlmClient {
         let cost = self
             .catalog
             .lookup_for(&target.provider, &target.model)
-            .and_then(|m| m.cost(&response.usage, request.speed));
+            .and_then(|m| m.cost(&response.usage, request.speed))
+            // A model on this machine costs nothing, priced or not.
+            .or_else(|| self.is_local(&target.provider).then_some(0.0));
         Ok(Completion {
             response,
             target,
             attempts,
             cost,
+        })
+    }
+
+    /// True for a provider on this machine: no key configured and a
+    /// loopback base URL (`[providers.ollama] base_url =
+    /// "http://localhost:11434/v1"`).
+    fn is_local(&self, provider: &str) -> bool {
+        self.providers.get(provider).is_some_and(|p| {
+            p.api_key.is_none()
+                && p.key_env.is_none()
+                && p.base_url.as_deref().is_some_and(loopback_url)
         })
     }
 
@@ -506,6 +536,15 @@ fn infer_provider(model: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_base_urls_are_local_and_others_are_not() {
+        assert!(loopback_url("http://localhost:11434/v1"));
+        assert!(loopback_url("http://127.0.0.1:8080"));
+        assert!(loopback_url("http://[::1]:11434/v1"));
+        assert!(!loopback_url("https://api.openai.com/v1"));
+        assert!(!loopback_url("http://localhost.example.com/v1"));
+    }
 
     fn client(env: &[(&str, &str)], settings: &str) -> LlmClient {
         let env = env

@@ -203,6 +203,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             }
         };
         spend.add_call(reply.usage, reply.cost);
+        super::budget::note_unpriced(cx, &agent.name, reply.cost);
         let response = reply.text;
         if reply.stop_reason == "refusal" {
             cx.write_file("response.md", response.as_bytes());

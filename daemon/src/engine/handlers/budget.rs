@@ -16,7 +16,7 @@ use serde_json::json;
 use super::StageCx;
 use super::ask::Asked;
 use crate::engine::interviewer::{Answer, Choice, Question};
-use crate::exec::cancel::CancelReason;
+use crate::exec::cancel::{Cancel, CancelReason};
 use crate::model::spend::{dollars, tokens};
 use crate::model::{Budget, EventKind, FailureClass, Outcome, RunSpend, Spend};
 use crate::store::{QuestionRecord, QuestionStatus};
@@ -117,7 +117,7 @@ fn pause_timeout(text: &str) -> Result<Duration, String> {
 /// The run's limits as they stand (raised ones included) and which
 /// warnings it has given; shared by its stages.
 #[derive(Clone, Default)]
-pub(crate) struct RunBudget(Arc<Mutex<Limits>>);
+pub(crate) struct RunBudget(Arc<Mutex<Limits>>, Cancel);
 
 #[derive(Default)]
 struct Limits {
@@ -138,22 +138,30 @@ impl std::fmt::Debug for RunBudget {
 
 impl RunBudget {
     /// The run's budget (already resolved from flags, run configuration
-    /// and graph) over the home's settings.
+    /// and graph) over the home's settings; a stop at the budget cancels
+    /// `run` (the whole run, not only the parallel branch that asked).
     #[must_use]
-    pub fn new(run: Budget, settings: &BudgetSettings) -> RunBudget {
-        RunBudget(Arc::new(Mutex::new(Limits {
-            run: run.or(settings.per_run()),
-            day: settings.per_day(),
-            pause_timeout: settings.pause_timeout(),
-            warned: Vec::new(),
-            unpriced: Vec::new(),
-        })))
+    pub fn new(run: Budget, settings: &BudgetSettings, cancel: Cancel) -> RunBudget {
+        RunBudget(
+            Arc::new(Mutex::new(Limits {
+                run: run.or(settings.per_run()),
+                day: settings.per_day(),
+                pause_timeout: settings.pause_timeout(),
+                warned: Vec::new(),
+                unpriced: Vec::new(),
+            })),
+            cancel,
+        )
     }
 
     /// True the first time `model` is named: its calls have no price.
     fn first_unpriced(&self, model: &str) -> bool {
         let mut limits = lock(&self.0);
-        if limits.unpriced.iter().any(|m| m == model) || limits.unpriced.len() >= 64 {
+        // Without a limit, an unknown price changes nothing.
+        if !(limits.run.limits() || limits.day.limits())
+            || limits.unpriced.iter().any(|m| m == model)
+            || limits.unpriced.len() >= 64
+        {
             return false;
         }
         limits.unpriced.push(model.to_string());
@@ -446,7 +454,7 @@ async fn pause(cx: &StageCx<'_>, over: &Reading, timeout: Duration) -> Result<()
         }
     };
     // Cancelled, not failed: the run is resumable with a higher budget.
-    cx.run.cancel.cancel(CancelReason::User(why.clone()));
+    cx.run.budget.1.cancel(CancelReason::User(why.clone()));
     Err(Outcome::failed(FailureClass::Canceled, why))
 }
 
@@ -519,6 +527,7 @@ mod tests {
                 ..Budget::default()
             },
             &settings,
+            Cancel::new(),
         );
         let limits = lock(&budget.0);
         assert_eq!(limits.run.max_cost, Some(5.0));

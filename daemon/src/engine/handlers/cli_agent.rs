@@ -131,6 +131,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         if let Some(model) = reply.model {
             answered_by = model;
         }
+        super::budget::note_unpriced(cx, &answered_by, reply.cost);
         let response = reply.text;
         match model_stage::check(cx, &schema, &response) {
             Ok(outcome) => break Ok((outcome, response)),
