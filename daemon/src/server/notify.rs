@@ -307,4 +307,18 @@ mod tests {
         };
         assert_eq!(note_for(&failed, "Release", &quiet), None);
     }
+
+    #[test]
+    fn a_budget_warning_names_the_workflow_and_the_spend() {
+        let warning = event(EventKind::BudgetWarning {
+            limit: "run.cost".into(),
+            max: 5.0,
+            spent: 4.1,
+            message: "Budget $4.10 spent of $5.00 (82%, warning at 80%)".into(),
+        });
+        let note = note_for(&warning, "Release", &super::super::Settings::default()).expect("note");
+        assert_eq!(note.summary, "Weft: Release is nearing its budget");
+        assert!(note.body.contains("$4.10 spent of $5.00"), "{}", note.body);
+        assert!(note.opens.is_none());
+    }
 }

@@ -311,3 +311,67 @@ fn invalid_budget_values_are_refused_naming_the_key() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("budget_max_cost"), "{}", out.stderr);
 }
+
+#[test]
+fn a_budget_question_nobody_answers_stops_the_run_after_the_pause_timeout() {
+    let fake = FakeLlm::start();
+    let key = key("timeout");
+    fake.script(&key, [read_turn(1_000), read_turn(1_000)]);
+    let sb = Sandbox::new();
+    std::fs::write(
+        home(&sb).settings_path(),
+        "[budget]\nmax_tokens_per_run = 500\npause_timeout = \"1s\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    sb.write("notes.txt", "x\n");
+    sb.write("b.fabro", AGENT);
+    let env = model_env(&fake, &key);
+    let run_id = start(&sb, &env, "b.fabro", &["--model", "gpt-5.2"]);
+    wait_for_status(&home(&sb), &run_id, RunStatus::Cancelled);
+    let record = Store::open_read_only(&home(&sb))
+        .and_then(|s| s.find_run(&run_id))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        record
+            .failure_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("no answer within 1s")),
+        "{record:?}"
+    );
+    assert_eq!(fake.requests(&key).len(), 1);
+    let all = events(&sb, &run_id);
+    assert_eq!(named(&all, "interview.timeout").len(), 1, "{all:?}");
+}
+
+#[test]
+fn a_prompt_node_past_the_token_limit_pauses_before_its_call() {
+    let fake = FakeLlm::start();
+    let key = key("prompt");
+    fake.script(&key, [final_turn(1_500), final_turn(10)]);
+    let sb = Sandbox::new();
+    sb.write(
+        "p.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=tab, prompt="One"]
+           second [shape=tab, prompt="Two"]
+           start -> first -> second -> exit }"#,
+    );
+    let env = model_env(&fake, &key);
+    let run_id = start(
+        &sb,
+        &env,
+        "p.fabro",
+        &["--model", "gpt-5.2", "--max-tokens", "1000"],
+    );
+    let question = wait_for_question(&sb, &run_id);
+    assert!(
+        question.contains("Budget of 1.0k tokens reached"),
+        "{question}"
+    );
+    assert_eq!(fake.requests(&key).len(), 1, "the second prompt waits");
+    answer(&sb, &run_id, "R");
+    // Raised to 2k: 1.5k spent leaves room for the second call.
+    wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
+    assert_eq!(fake.requests(&key).len(), 2);
+    assert_eq!(stored_budget(&sb, &run_id)["max_tokens"], 2000);
+}
