@@ -123,6 +123,7 @@ pub struct RunSpend {
     pub cost: f64,
     /// Calls whose model has no price: their cost is not in `cost`.
     #[serde(default)]
+    #[ts(as = "Option<u64>", optional)]
     pub unpriced_calls: u64,
 }
 
