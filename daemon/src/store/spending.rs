@@ -521,4 +521,53 @@ pub(crate) mod tests {
         assert_eq!((cut.runs.len(), cut.stages.len()), (1, 1));
         assert_eq!((cut.runs_total, cut.total.stages), (2, 4));
     }
+
+    #[test]
+    fn spending_of_ten_thousand_runs_stays_fast() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        store
+            .in_transaction(|store| {
+                for i in 0..10_000u32 {
+                    let id = format!("01BULK{i:05}");
+                    // One run an hour, back from 2026-12-03T12:00.
+                    let at = humantime::parse_rfc3339("2026-12-03T12:00:00Z").expect("time")
+                        - std::time::Duration::from_secs(3600 * u64::from(i));
+                    let at = timestamp_of(at);
+                    store.create_run(&new_run(&id, "bulk", "spend", &at))?;
+                    for (rank, node) in ["plan", "code", "test"].into_iter().enumerate() {
+                        let llm = llm("anthropic", "claude-sonnet-4-5", 2, 1_000, 100, Some(0.01));
+                        let outcome = serde_json::json!({"status": "succeeded", "llm": llm});
+                        store.conn.execute(
+                            "INSERT INTO stages (run_id, node_id, visit, rank, handler, status, \
+                             attempts, started_at, finished_at, outcome) \
+                             VALUES (?1, ?2, 1, ?3, 'prompt', 'succeeded', 1, ?4, ?4, ?5)",
+                            params![id, node, rank as i64 + 1, at, outcome.to_string()],
+                        )?;
+                    }
+                }
+                Ok(())
+            })
+            .expect("bulk insert");
+        let started = std::time::Instant::now();
+        let week = store.spending(Some("7d"), None, None, now()).expect("week");
+        let week_took = started.elapsed();
+        // From 2026-11-26T18:00 (7 days before `now`) to the last run at
+        // 2026-12-03T12:00: 162 hours, both ends counted.
+        assert_eq!(week.total.stages, 3 * 163);
+        assert_eq!((week.runs.len(), week.runs_total), (100, 163));
+        assert!(
+            week_took.as_millis() < 500,
+            "a week of 10,000 runs took {week_took:?}"
+        );
+        let started = std::time::Instant::now();
+        let all = store.spending(None, None, None, now()).expect("all");
+        let all_took = started.elapsed();
+        assert_eq!(all.total.stages, 30_000);
+        assert!(all.days.len() <= SPENDING_DAYS_MAX as usize);
+        assert!(
+            all_took.as_secs() < 5,
+            "all 30,000 stages took {all_took:?}"
+        );
+    }
 }
