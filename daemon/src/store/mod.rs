@@ -36,6 +36,7 @@ pub use questions::{QuestionRecord, QuestionStatus};
 pub use run_dir::RunDir;
 pub(crate) use run_dir::write_atomic;
 pub use runs::{NewRun, RunFilter, RunRecord};
+pub(crate) use spending::no_spending;
 pub use spending::{
     DaySpend, ModelSpend, RunSpendLine, SPENDING_DAYS_MAX, SPENDING_ROWS_MAX, SpendFigures,
     Spending, SpendingQuery, StageSpend,

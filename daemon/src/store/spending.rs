@@ -125,7 +125,7 @@ pub struct Spending {
 
 /// The window start `spec` names, as an RFC 3339 UTC time (see
 /// [`SpendingQuery::since`]); `now` anchors the spans.
-fn resolve_since(store: &Store, spec: &str, now: SystemTime) -> Result<String> {
+fn resolve_since(conn: &rusqlite::Connection, spec: &str, now: SystemTime) -> Result<String> {
     let spec = spec.trim();
     let invalid = || StoreError::InvalidSince(spec.chars().take(80).collect());
     if spec.len() > 40 {
@@ -146,8 +146,7 @@ fn resolve_since(store: &Store, spec: &str, now: SystemTime) -> Result<String> {
     if is_date {
         // Local midnight in UTC, the way SQLite (and so the per-day
         // grouping) reads the local time zone.
-        let utc: Option<String> = store
-            .conn
+        let utc: Option<String> = conn
             .prepare_cached("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?1, 'utc')")?
             .query_row([spec], |row| row.get(0))?;
         return utc.ok_or_else(invalid);
@@ -191,6 +190,29 @@ fn figures(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SpendFigures>
     })
 }
 
+/// Spending of a home with no database yet: nothing, over the window
+/// `since` names (checked as [`Store::spending`] checks it).
+pub(crate) fn no_spending(since: Option<&str>, now: SystemTime) -> Result<Spending> {
+    let since = match since {
+        Some(spec) => Some(resolve_since(
+            &rusqlite::Connection::open_in_memory()?,
+            spec,
+            now,
+        )?),
+        None => None,
+    };
+    Ok(Spending {
+        since,
+        run: None,
+        total: SpendFigures::default(),
+        days: Vec::new(),
+        models: Vec::new(),
+        runs: Vec::new(),
+        runs_total: 0,
+        stages: Vec::new(),
+    })
+}
+
 impl Store {
     /// Spending over the window of `query` (call it inside one snapshot
     /// for consistent figures); `run` is a full run id. Rejects a `since`
@@ -203,7 +225,7 @@ impl Store {
         now: SystemTime,
     ) -> Result<Spending> {
         let since = since
-            .map(|spec| resolve_since(self, spec, now))
+            .map(|spec| resolve_since(&self.conn, spec, now))
             .transpose()?;
         let from = since.as_deref().unwrap_or("");
         let limit = limit.unwrap_or(100).min(SPENDING_ROWS_MAX);

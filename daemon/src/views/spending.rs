@@ -4,12 +4,13 @@
 use std::time::SystemTime;
 
 use super::Views;
-use crate::store::{Result, SpendFigures, Spending, SpendingQuery};
+use crate::store::{Result, Spending, SpendingQuery, StoreError, no_spending};
 
 impl Views {
     /// Language-model spending of the stages finished in `query`'s window
     /// (of one run when it names one): totals, and per day, model, run and
-    /// stage. Nothing recorded yet is empty spending, not an error.
+    /// stage. Nothing recorded yet is empty spending, not an error (but a
+    /// bad `since` is, and a `run` is not found).
     pub fn spending(&self, query: &SpendingQuery) -> Result<Spending> {
         self.spending_at(query, SystemTime::now())
     }
@@ -17,16 +18,10 @@ impl Views {
     /// [`Views::spending`] with spans (`7d`) counted back from `now`.
     pub fn spending_at(&self, query: &SpendingQuery, now: SystemTime) -> Result<Spending> {
         let Some(store) = &self.store else {
-            return Ok(Spending {
-                since: None,
-                run: None,
-                total: SpendFigures::default(),
-                days: Vec::new(),
-                models: Vec::new(),
-                runs: Vec::new(),
-                runs_total: 0,
-                stages: Vec::new(),
-            });
+            if let Some(run) = &query.run {
+                return Err(StoreError::RunNotFound(run.trim().to_string()));
+            }
+            return no_spending(query.since.as_deref(), now);
         };
         let _tx = store.snapshot()?;
         let run = match query.run.as_deref() {

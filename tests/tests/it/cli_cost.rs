@@ -167,3 +167,25 @@ fn weft_cost_and_the_apps_spending_view_agree_on_every_figure() {
     );
     assert_eq!(cli["runs"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn weft_cost_before_any_run_is_empty_but_still_checks_its_window() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["cost", "--json", "--since", "2026-12-01"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let spending = json(&out.stdout);
+    assert_eq!(spending["total"]["calls"], 0);
+    assert!(
+        spending["since"].is_string(),
+        "the window is resolved: {spending}"
+    );
+    let table = sb.run(&["cost"]);
+    assert_eq!(table.code, 0, "{table:?}");
+    assert!(
+        table.stdout.contains("no language-model calls"),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(sb.run(&["cost", "--since", "soon"]).code, 2);
+    assert_eq!(sb.run(&["cost", "--run", "01ABC"]).code, 2);
+}
