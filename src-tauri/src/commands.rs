@@ -22,8 +22,8 @@ use weft::llm::LlmSettings;
 use weft::model::{Code, Event, RunSummary};
 use weft::store::{Home, QuestionRecord};
 use weft::views::{
-    AppError, ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, StageFiles,
-    Views,
+    AppError, ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, Spending,
+    SpendingQuery, StageFiles, Views,
 };
 
 /// A page of events a history call returns when the UI names no limit.
@@ -120,6 +120,12 @@ pub async fn reveal_artifact(run: String, path: String) -> Result<String> {
 
 pub async fn search_logs(run: String, query: String) -> Result<Vec<LogMatch>> {
     history(move |views| views.search_logs(&run, &query, LOG_MATCHES)).await
+}
+
+/// Language-model spending over a window: what `weft cost --json` prints
+/// for the same query (one read model).
+pub async fn spending(query: SpendingQuery) -> Result<Spending> {
+    history(move |views| views.spending(&query)).await
 }
 
 pub async fn workflow_names() -> Result<Vec<String>> {

@@ -30,7 +30,8 @@ use weft::lang::Diagnostic;
 use weft::model::{Event, RunSummary};
 use weft::store::QuestionRecord;
 use weft::views::{
-    ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, StageFiles,
+    ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, Spending, SpendingQuery,
+    StageFiles,
 };
 
 use crate::bridge;
@@ -90,6 +91,12 @@ macro_rules! with_commands {
             /// Every workflow name of the store's runs, archived ones included,
             /// each once, sorted (at most 1,000): the runs list's workflow filter.
             history commands::workflow_names() -> Vec<String>;
+            /// Language-model spending of the stages finished since
+            /// `query.since` (`30d`, `2026-12-01`; all time when absent), of
+            /// one run or all: totals, per day, model, run and stage. The
+            /// same read model as `weft cost --json`. `spending.invalid_since`
+            /// for a start it cannot read.
+            history commands::spending(query: SpendingQuery) -> Spending;
 
             /// The daemon's version, load and paths.
             live commands::daemon_status() -> DaemonInfo;

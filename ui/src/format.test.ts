@@ -96,9 +96,15 @@ describe('runDurationMs', () => {
 
 describe('formatCost and formatTokens', () => {
   it('keeps sub-cent costs visible', () => {
-    expect(formatCost({ calls: 1, input_tokens: 8200, output_tokens: 950, cost: 0.01036 })).toBe('$0.01');
-    expect(formatCost({ calls: 1, input_tokens: 10, output_tokens: 5, cost: 0.00042 })).toBe('$0.0004');
-    expect(formatCost({ calls: 3, input_tokens: 1, output_tokens: 1, cost: 1.5 })).toBe('$1.50');
+    expect(formatCost({ cost: 0.01036 })).toBe('$0.01');
+    expect(formatCost({ cost: 0.00042 })).toBe('$0.0004');
+    expect(formatCost({ cost: 1.5 })).toBe('$1.50');
+    expect(formatCost({ cost: 0 })).toBe('$0.00');
+  });
+  it('names calls without a price instead of counting them as free, as weft cost does', () => {
+    expect(formatCost({ cost: 1.5, unpriced_calls: 2 })).toBe('$1.50 + 2 unpriced');
+    expect(formatCost({ cost: 0, unpriced_calls: 1 })).toBe('unpriced (1 call)');
+    expect(formatCost({ cost: 0, unpriced_calls: 0 })).toBe('$0.00');
   });
   it('abbreviates token counts', () => {
     expect(formatTokens(950)).toBe('950');

@@ -2,7 +2,7 @@
 // each, used by every screen, so a run reads the same in the list, its
 // header and its stages.
 
-import type { RunSpend, RunSummary } from './api/host';
+import type { RunSummary } from './api/host';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -66,9 +66,17 @@ export function runDurationMs(run: RunSummary, now: number): number | null {
   return null;
 }
 
-/** A run's language-model cost: `$0.0104` under a cent, else `$1.23`. */
-export function formatCost(llm: RunSpend): string {
-  return llm.cost < 0.01 && llm.cost > 0 ? `$${llm.cost.toFixed(4)}` : `$${llm.cost.toFixed(2)}`;
+/**
+ * A language-model cost as `weft cost` writes it: `$0.0104` under a cent,
+ * else `$1.23`; calls without a price are named, never counted as $0:
+ * `$1.23 + 2 unpriced`, or `unpriced (3 calls)` when no call had one.
+ */
+export function formatCost(llm: { cost: number; unpriced_calls?: number | undefined }): string {
+  const dollars = llm.cost < 0.01 && llm.cost > 0 ? `$${llm.cost.toFixed(4)}` : `$${llm.cost.toFixed(2)}`;
+  const unpriced = llm.unpriced_calls ?? 0;
+  if (unpriced === 0) return dollars;
+  if (llm.cost === 0) return `unpriced (${unpriced} ${unpriced === 1 ? 'call' : 'calls'})`;
+  return `${dollars} + ${unpriced} unpriced`;
 }
 
 /** Token counts, compact: `950`, `8.2k`, `1.3M`. */

@@ -63,6 +63,7 @@ mod transcript;
 mod validate;
 // Run inspection commands (read-only over the run store).
 mod artifacts;
+mod cost;
 mod dump;
 mod events;
 mod logs;
@@ -166,6 +167,17 @@ pub enum Command {
     /// (`--all` for every run). Reads the run store read-only; exits 0 (also
     /// when there are no runs yet), 2 on usage errors.
     Ps(PsArgs),
+    /// Language-model spending per day, model, run or stage, with totals.
+    ///
+    /// Sums the tokens and dollars of every stage that called a model and
+    /// finished in the window (the last 30 days unless `--since` or
+    /// `--all`), by the local date it finished and the model that answered
+    /// its last call. Calls to a model without a price (missing from the
+    /// catalog) count their tokens and are shown as unpriced, never as $0;
+    /// a local model costs $0. Reads the run store read-only (no daemon),
+    /// through the same read model as the app's Spending view, so both show
+    /// the same figures. Exits 2 on a bad `--since` or unknown `--run`.
+    Cost(CostArgs),
     /// Print a run's events in order, one per line.
     ///
     /// Each line is `#seq  HH:MM:SS.mmm (UTC)  event  node@visit  summary`;
@@ -501,6 +513,38 @@ pub struct PsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Only stages finished since then: a span back from now (`7d`, `24h`,
+    /// `2w`), a local date (`2026-12-01`, from its midnight) or an RFC 3339
+    /// time.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        default_value = "30d",
+        conflicts_with = "all"
+    )]
+    pub since: String,
+    /// Every recorded stage, whenever it finished.
+    #[arg(long)]
+    pub all: bool,
+    /// Only this run: its id, a unique prefix of it, `last` or `last~N`.
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+    /// The table's rows: one per day, model, run or stage.
+    #[arg(long, value_enum, default_value = "day")]
+    pub by: cost::CostBy,
+    /// List at most N runs and N stages (the latest; totals count all;
+    /// at most 1000).
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+    /// Print the whole read model as JSON (totals, days, models, runs,
+    /// stages), as the app's Spending view receives it.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct EventsArgs {
     /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
     /// (the newest run) or `last~N` (the Nth before it).
@@ -752,6 +796,7 @@ where
         Command::Questions(args) => control::questions(&args),
         Command::Steer(args) => steer::run(&args),
         Command::Ps(args) => ps::run(&args),
+        Command::Cost(args) => cost::run(&args),
         Command::Events(args) => events::run(&args),
         Command::Logs(args) => logs::run(&args),
         Command::Dump(args) => dump::run(&args),

@@ -214,7 +214,7 @@ fn write_table(
                         format!(
                             "{} tok, {}",
                             crate::model::spend::tokens(spend.input_tokens + spend.output_tokens),
-                            crate::model::spend::dollars(spend.cost)
+                            crate::model::spend::cost_text(spend.cost, spend.unpriced_calls)
                         )
                     },
                 ));

@@ -143,6 +143,10 @@ codes! {
     /// A recorded blob missing from the blob store.
     BlobMissing = "blob.missing",
 
+    // ----- spending -----
+    /// A spending window start (`--since`) that cannot be read.
+    SpendingInvalidSince = "spending.invalid_since",
+
     // ----- the run store -----
     StoreSqlite = "store.sqlite",
     StoreIo = "store.io",

@@ -121,6 +121,10 @@ pub struct RunSpend {
     pub output_tokens: u64,
     /// US dollars, over the calls the catalog prices.
     pub cost: f64,
+    /// Calls whose model has no price: their cost is not in `cost`.
+    #[serde(default)]
+    #[ts(as = "Option<u64>", optional)]
+    pub unpriced_calls: u64,
 }
 
 /// The parent stage of a child run (a sub-workflow node's stage).

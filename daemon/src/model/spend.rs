@@ -92,13 +92,26 @@ pub fn tokens(n: u64) -> String {
     }
 }
 
-/// US dollars to the cent, or to four places below a cent: `$0.0042`.
+/// US dollars to the cent, or to four places below a cent: `$0.0042`
+/// (nothing is `$0.00`).
 #[must_use]
 pub(crate) fn dollars(cost: f64) -> String {
-    if cost < 0.01 {
+    if cost > 0.0 && cost < 0.01 {
         format!("${cost:.4}")
     } else {
         format!("${cost:.2}")
+    }
+}
+
+/// A cost that may leave calls out: `$0.05`; `$0.05 + 2 unpriced` when
+/// some calls have no price (their cost is unknown, not zero); `unpriced
+/// (3 calls)` when none has one.
+#[must_use]
+pub fn cost_text(cost: f64, unpriced_calls: u64) -> String {
+    match unpriced_calls {
+        0 => dollars(cost),
+        n if cost == 0.0 => format!("unpriced ({n} {})", if n == 1 { "call" } else { "calls" }),
+        n => format!("{} + {n} unpriced", dollars(cost)),
     }
 }
 
@@ -124,5 +137,8 @@ mod tests {
         assert_eq!(tokens(1_250_000), "1.2M");
         assert_eq!(dollars(0.004_21), "$0.0042");
         assert_eq!(dollars(1.5), "$1.50");
+        assert_eq!(cost_text(0.0, 0), "$0.00", "a local model costs nothing");
+        assert_eq!(cost_text(1.5, 2), "$1.50 + 2 unpriced");
+        assert_eq!(cost_text(0.0, 1), "unpriced (1 call)");
     }
 }

@@ -125,6 +125,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE questions ADD COLUMN permission TEXT;
     ",
+    // 7: spending over a window (`weft cost`, the app's Spending view)
+    // reads the stages finished since a time, by this index rather than
+    // every stage of every run.
+    r"
+    CREATE INDEX stages_by_finished_at ON stages (finished_at);
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -17,6 +17,7 @@ mod migrations;
 mod questions;
 mod run_dir;
 mod runs;
+mod spending;
 mod sql;
 mod stages;
 mod timeline;
@@ -35,6 +36,11 @@ pub use questions::{QuestionRecord, QuestionStatus};
 pub use run_dir::RunDir;
 pub(crate) use run_dir::write_atomic;
 pub use runs::{NewRun, RunFilter, RunRecord};
+pub(crate) use spending::no_spending;
+pub use spending::{
+    DaySpend, ModelSpend, RunSpendLine, SPENDING_DAYS_MAX, SPENDING_ROWS_MAX, SpendFigures,
+    Spending, SpendingQuery, StageSpend,
+};
 pub use stages::{StageCommit, StageRecord};
 pub use timeline::TimelineEntry;
 
@@ -117,6 +123,11 @@ pub enum StoreError {
         "`{0}` is not an artifact path (a relative, `/`-separated path without `.` or `..` segments)"
     )]
     InvalidArtifactPath(String),
+    /// A spending window start that is neither a span, a date nor a time.
+    #[error(
+        "`{0}` is not a start for spending: give a span back from now (`7d`, `24h`), a date (`2026-12-01`) or an RFC 3339 time"
+    )]
+    InvalidSince(String),
 }
 
 impl StoreError {
@@ -138,6 +149,7 @@ impl StoreError {
             StoreError::WalMissing { .. } => Code::StoreWalMissing,
             StoreError::NoHome => Code::StoreNoHome,
             StoreError::InvalidArtifactPath(_) => Code::ArtifactInvalidPath,
+            StoreError::InvalidSince(_) => Code::SpendingInvalidSince,
         }
     }
 

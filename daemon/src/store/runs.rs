@@ -184,7 +184,8 @@ const RUN_COLUMNS: &str = concat!(
      (SELECT json_object('calls', SUM(json_extract(s.outcome, '$.llm.calls')), \
                          'input', SUM(json_extract(s.outcome, '$.llm.usage.input')), \
                          'output', SUM(json_extract(s.outcome, '$.llm.usage.output')), \
-                         'cost', SUM(json_extract(s.outcome, '$.llm.cost'))) \
+                         'cost', SUM(json_extract(s.outcome, '$.llm.cost')), \
+                         'unpriced', SUM(json_extract(s.outcome, '$.llm.unpriced_calls'))) \
         FROM stages s WHERE s.run_id = runs.id AND json_extract(s.outcome, '$.llm') IS NOT NULL), ",
     failed_stages_sql!()
 );
@@ -655,6 +656,7 @@ fn spend_of(json: &str) -> Option<RunSpend> {
         input_tokens: int("input").unwrap_or(0),
         output_tokens: int("output").unwrap_or(0),
         cost: v["cost"].as_f64().unwrap_or(0.0),
+        unpriced_calls: int("unpriced").unwrap_or(0),
     })
 }
 

@@ -24,7 +24,11 @@ use crate::store::{
 };
 
 mod changes;
+mod spending;
 
+pub use crate::store::{
+    DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
+};
 pub use changes::{Changes, ChangesState, RunGit};
 
 /// The most a text read from a stage folder holds (1 MiB); longer files are

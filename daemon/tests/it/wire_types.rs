@@ -24,6 +24,9 @@ use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{PermissionAsk, PermissionChoice};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord, TimelineEntry};
+use weft::store::{
+    DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
+};
 use weft::views::{
     AppError, ArtifactContent, Changes, ChangesState, InitialRoute, LogMatch, LogStream, RunGit,
     RunView, RunViewOptions, RunsPage, StageFiles,
@@ -75,6 +78,14 @@ fn declarations() -> Vec<Decl> {
         decl::<LogStream>(),
         decl::<LogMatch>(),
         decl::<ArtifactRecord>(),
+        // Spending.
+        decl::<SpendingQuery>(),
+        decl::<SpendFigures>(),
+        decl::<DaySpend>(),
+        decl::<ModelSpend>(),
+        decl::<RunSpendLine>(),
+        decl::<StageSpend>(),
+        decl::<Spending>(),
         // Questions.
         decl::<QuestionStatus>(),
         decl::<QuestionRecord>(),

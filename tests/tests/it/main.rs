@@ -14,6 +14,7 @@ mod checkpoints;
 mod cli_apply;
 mod cli_artifacts;
 mod cli_config;
+mod cli_cost;
 mod cli_daemon;
 mod cli_gates;
 mod cli_hostile_workflows;

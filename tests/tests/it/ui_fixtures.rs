@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use weft::ipc::protocol::RunList;
-use weft::store::Home;
+use weft::store::{Home, SpendingQuery};
 use weft::views::Views;
 use weft_fakellm::{FakeLlm, Reply, ToolCall, Usage};
 use weft_tests::{Run, Sandbox, binary};
@@ -577,7 +577,16 @@ fn dump(home: &Home) -> Value {
             json!({"query": query, "page": page})
         })
         .collect();
+    // The Spending view's answer over all time (the test host serves it
+    // whatever window the screen asks for).
+    let spending = views
+        .spending(&SpendingQuery {
+            limit: Some(100),
+            ..SpendingQuery::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
     json!({
+        "spending": spending,
         "views": run_views,
         "events": events,
         "stageFiles": stage_files,
@@ -586,6 +595,29 @@ fn dump(home: &Home) -> Value {
         "changes": changes,
         "pages": pages,
     })
+}
+
+/// The recorded spending's models and runs with their calls and tokens
+/// (ids and times differ between recordings, these do not).
+fn spending_of(fixtures: &Value) -> Vec<String> {
+    let spending = &fixtures["spending"];
+    let line = |name: String, spend: &Value| {
+        format!(
+            "{name}: {} calls {} in {} out {} unpriced",
+            spend["calls"], spend["input_tokens"], spend["output_tokens"], spend["unpriced_calls"]
+        )
+    };
+    let mut lines = vec![line("total".into(), &spending["total"])];
+    for model in spending["models"].as_array().into_iter().flatten() {
+        lines.push(line(
+            format!("{}/{}", model["provider"], model["model"]),
+            model,
+        ));
+    }
+    for run in spending["runs"].as_array().into_iter().flatten() {
+        lines.push(line(format!("run of {}", run["workflow_name"]), run));
+    }
+    lines
 }
 
 /// Replaces the sandbox's temp paths with placeholders, everywhere.
@@ -781,6 +813,12 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         );
     }
 
+    let spent = spending_of(&fixtures);
+    assert!(
+        spent.len() > 1 && spent.iter().all(|line| line.contains(" calls ")),
+        "the spending names each model that answered and each run that called one: {spent:?}"
+    );
+
     let path = fixtures_path();
     if std::env::var_os("WEFT_UPDATE_FIXTURES").is_some_and(|v| v == "1") {
         let mut text = serde_json::to_string_pretty(&fixtures).unwrap_or_else(|e| panic!("{e}"));
@@ -803,6 +841,11 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         pages_of(&committed),
         pages_of(&fixtures),
         "{STALE} (the recorded run-list pages differ)"
+    );
+    assert_eq!(
+        spending_of(&committed),
+        spent,
+        "{STALE} (the recorded spending differs)"
     );
     for ((run, want_keys), (_, have_keys)) in want.iter().zip(&have) {
         let missing: Vec<_> = want_keys.difference(have_keys).collect();

@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -67,6 +67,14 @@ export type Commands = {
    * each once, sorted (at most 1,000): the runs list's workflow filter.
    */
   workflow_names: { args: Record<string, never>; result: Array<string> };
+  /**
+   * Language-model spending of the stages finished since
+   * `query.since` (`30d`, `2026-12-01`; all time when absent), of
+   * one run or all: totals, per day, model, run and stage. The
+   * same read model as `weft cost --json`. `spending.invalid_since`
+   * for a start it cannot read.
+   */
+  spending: { args: { query: SpendingQuery }; result: Spending };
   /** The daemon's version, load and paths. */
   daemon_status: { args: Record<string, never>; result: DaemonInfo };
   /**
@@ -152,6 +160,7 @@ export const COMMAND_KINDS = {
   artifact_content: 'history',
   reveal_artifact: 'history',
   workflow_names: 'history',
+  spending: 'history',
   daemon_status: 'live',
   daemon_start: 'live',
   run_start: 'live',
@@ -233,6 +242,14 @@ export interface CommandMethods {
    * each once, sorted (at most 1,000): the runs list's workflow filter.
    */
   workflowNames(): Promise<Array<string>>;
+  /**
+   * Language-model spending of the stages finished since
+   * `query.since` (`30d`, `2026-12-01`; all time when absent), of
+   * one run or all: totals, per day, model, run and stage. The
+   * same read model as `weft cost --json`. `spending.invalid_since`
+   * for a start it cannot read.
+   */
+  spending(query: SpendingQuery): Promise<Spending>;
   /** The daemon's version, load and paths. */
   daemonStatus(): Promise<DaemonInfo>;
   /**
@@ -304,6 +321,7 @@ export const METHOD_COMMANDS = {
   artifactContent: 'artifact_content',
   revealArtifact: 'reveal_artifact',
   workflowNames: 'workflow_names',
+  spending: 'spending',
   daemonStatus: 'daemon_status',
   daemonStart: 'daemon_start',
   runStart: 'run_start',
@@ -334,6 +352,7 @@ export function commandMethods(send: Send): CommandMethods {
     artifactContent: (run, path) => send('artifact_content', { run, path }),
     revealArtifact: (run, path) => send('reveal_artifact', { run, path }),
     workflowNames: () => send('workflow_names', {}),
+    spending: (query) => send('spending', { query }),
     daemonStatus: () => send('daemon_status', {}),
     daemonStart: () => send('daemon_start', {}),
     runStart: (params) => send('run_start', { params }),

@@ -2,7 +2,7 @@ import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
 import { COMMAND_KINDS, METHOD_COMMANDS, type CommandMethods } from './commands';
-import type { AnswerBy, AppError, ArtifactContent, Changes, ChangesState, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary } from './host';
+import type { AnswerBy, AppError, ArtifactContent, Changes, ChangesState, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary, Spending } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -21,6 +21,18 @@ function notFound(what: string): Promise<never> {
 
 function artifactNotFound(run: string, path: string): Promise<never> {
   return fail('artifact.not_found', `run ${run} captured no artifact \`${path}\``);
+}
+
+/** Spending with nothing spent. */
+export function emptySpending(): Spending {
+  return {
+    total: { stages: 0, calls: 0, input_tokens: 0, output_tokens: 0, cost: 0, unpriced_calls: 0 },
+    days: [],
+    models: [],
+    runs: [],
+    runs_total: 0,
+    stages: [],
+  };
 }
 
 /** A patch read that found no patch, for `state`. */
@@ -106,6 +118,25 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
       const view = find(run);
       if (!view) return notFound(run);
       return Promise.resolve(searchStageFiles(fixtures, view.run.id, view.stages, query));
+    },
+
+    // The recorded spending, whatever the window; of one run, that run's
+    // lines (its totals are its line's figures).
+    spending: (query) => {
+      const all = fixtures.spending ?? emptySpending();
+      if (!query.run) return Promise.resolve(all);
+      const view = find(query.run);
+      if (!view) return notFound(query.run);
+      const line = all.runs.find((r) => r.run_id === view.run.id);
+      const stages = all.stages.filter((s) => s.run_id === view.run.id);
+      return Promise.resolve({
+        ...all,
+        run: view.run.id,
+        total: line ? { stages: line.stages, calls: line.calls, input_tokens: line.input_tokens, output_tokens: line.output_tokens, cost: line.cost, unpriced_calls: line.unpriced_calls } : emptySpending().total,
+        runs: line ? [line] : [],
+        runs_total: line ? 1 : 0,
+        stages,
+      });
     },
 
     artifactContent: (run, path) => {

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 
 import type { AppError, Host, RunView } from '../api';
 import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
-import { formatCost, formatDateTime, formatDuration } from '../format';
+import { formatCost, formatDateTime, formatDuration, formatTokens } from '../format';
 import { ApplyDialog } from './ApplyDialog';
 import { canFork, useFork } from './ForkActions';
 import type { FailureSummary } from './derive';
@@ -127,8 +127,9 @@ export function RunHeader({
         {run.llm && (
           <div>
             <dt>LLM</dt>
-            <dd>
-              {run.llm.calls} calls, {formatCost(run.llm)}
+            <dd data-testid="run-spend">
+              {run.llm.calls} {run.llm.calls === 1 ? 'call' : 'calls'}, {formatTokens(run.llm.input_tokens)} in /{' '}
+              {formatTokens(run.llm.output_tokens)} out, {formatCost(run.llm)}
             </dd>
           </div>
         )}

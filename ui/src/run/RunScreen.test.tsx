@@ -4,6 +4,7 @@ import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
+import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
 import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, PERMISSION_QUESTION, QUESTION, RUN, stage } from './fixture.test-data';
@@ -264,6 +265,22 @@ describe('RunScreen', () => {
     await until(() => q('[data-testid=steer-box] [data-testid=daemon-down]') !== null);
     // The message stays, to send again once the daemon runs.
     expect(box.value).toBe('Stop');
+  });
+
+  it('shows the run and stage spend with the figures the Spending view has for that run', async () => {
+    const view = recorded.views.find((v) => v.run.workflow_name === 'Summarize');
+    const line = recorded.spending?.runs.find((r) => r.run_id === view?.run.id);
+    expect(view && line).toBeTruthy();
+    if (!view || !line) return;
+    await render(makeTestHost(recorded), view.run.id, 'summarize');
+    expect(q('[data-testid=run-spend]')?.textContent).toBe(
+      `${line.calls} call, 8.2k in / 950 out, $0.01`,
+    );
+    await until(() => shownStage() === 'summarize');
+    const stageLine = recorded.spending?.stages.find((s) => s.run_id === view.run.id && s.node_id === 'summarize');
+    expect(q('[data-testid=stage-spend]')?.textContent).toBe(
+      `${stageLine?.model} · 8.2k in / 950 out · $0.01 · 1 call`,
+    );
   });
 
   it('reports an unknown run', async () => {

@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useState } from 'react';
 
 import type { Event, Host, RunSummary, StageRecord } from '../api';
-import { formatDateTime, formatDuration } from '../format';
+import { formatCost, formatDateTime, formatDuration, formatTokens } from '../format';
 import { AgentFacts, TranscriptView } from './AgentTranscript';
 import { edgeReasonText, routingOf, stageFailureReason } from './derive';
 import { StageCheckpointMenu } from './ForkActions';
@@ -22,6 +22,24 @@ const TAB_NAMES: Record<Tab, string> = {
   context: 'Context updates',
   routing: 'Routing',
 };
+
+/**
+ * The stage's language-model spend from its outcome (`outcome.llm`, what
+ * `weft cost` sums), as `claude-haiku-4-5 · 12.4k in / 3.2k out · $0.05`;
+ * null when it called no model.
+ */
+export function stageSpendText(stage: StageRecord): string | null {
+  const o = stage.outcome;
+  if (!o || typeof o !== 'object' || Array.isArray(o)) return null;
+  const llm = o.llm;
+  if (!llm || typeof llm !== 'object' || Array.isArray(llm)) return null;
+  const usage = llm.usage && typeof llm.usage === 'object' && !Array.isArray(llm.usage) ? llm.usage : {};
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  const calls = num(llm.calls);
+  const cost = formatCost({ cost: num(llm.cost), unpriced_calls: num(llm.unpriced_calls) });
+  const model = typeof llm.model === 'string' ? llm.model : 'model';
+  return `${model} · ${formatTokens(num(usage.input))} in / ${formatTokens(num(usage.output))} out · ${cost} · ${calls} ${calls === 1 ? 'call' : 'calls'}`;
+}
 
 function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
   const o = stage.outcome;
@@ -80,6 +98,7 @@ export function StageDetail({
   useEffect(() => setTab(null), [key]);
   const shown = tab && available.includes(tab) ? tab : (available[0] ?? null);
   const reason = stageFailureReason(stage);
+  const spend = stageSpendText(stage);
   const retries = events.filter(
     (e) => e.event === 'stage.retrying' && e.node_id === stage.node_id && (e.visit ?? 1) === stage.visit,
   );
@@ -105,6 +124,11 @@ export function StageDetail({
         )}
         {host && run && <StageCheckpointMenu key={`${stage.node_id}@${stage.visit}`} host={host} run={run} stage={stage} />}
       </header>
+      {spend && !transcript && (
+        <p className="muted" data-testid="stage-spend">
+          {spend}
+        </p>
+      )}
       {reason && stage.status !== 'succeeded' && <p className="error">{reason}</p>}
       {retries.length > 0 && (
         <ul className="stage__retries">

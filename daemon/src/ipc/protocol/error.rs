@@ -90,6 +90,7 @@ pub(crate) fn number_of(data_code: Code) -> i64 {
         // `rpc.error`, which stands for a number Weft does not define.
         Code::RpcInternal
         | Code::RpcError
+        | Code::SpendingInvalidSince
         | Code::RunNoWorkflowPath
         | Code::LlmConfig
         | Code::DaemonNotRunning

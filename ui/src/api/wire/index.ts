@@ -13,7 +13,11 @@ export type RunSpend = { calls: number, input_tokens: number, output_tokens: num
 /**
  * US dollars, over the calls the catalog prices.
  */
-cost: number, };
+cost: number, 
+/**
+ * Calls whose model has no price: their cost is not in `cost`.
+ */
+unpriced_calls?: number, };
 
 export type ParentLink = { run_id: string, node_id: string, visit: number, };
 
@@ -260,6 +264,140 @@ size: number,
  * RFC 3339 UTC, when it was recorded.
  */
 created_at: string, };
+
+export type SpendingQuery = { 
+/**
+ * Only stages that finished at or after this: a span back from now
+ * (`7d`, `24h`, `2w`), a local date (`2026-12-01`, from its midnight)
+ * or an RFC 3339 time; absent for all time.
+ */
+since?: string, 
+/**
+ * Only this run (an id or unique prefix).
+ */
+run?: string, 
+/**
+ * How many runs and stages to list, each (default 100, at most 1,000).
+ */
+limit?: number, };
+
+export type SpendFigures = { 
+/**
+ * Stages that called a model.
+ */
+stages: number, calls: number, input_tokens: number, output_tokens: number, 
+/**
+ * US dollars over the priced calls only.
+ */
+cost: number, 
+/**
+ * Calls whose model has no price (a custom model): their tokens are
+ * counted, their cost is unknown and NOT in `cost`. A local model is
+ * priced at zero, so it is not unpriced.
+ */
+unpriced_calls: number, };
+
+export type DaySpend = { 
+/**
+ * `YYYY-MM-DD`, the local date the stages finished.
+ */
+day: string, 
+/**
+ * Stages that called a model.
+ */
+stages: number, calls: number, input_tokens: number, output_tokens: number, 
+/**
+ * US dollars over the priced calls only.
+ */
+cost: number, 
+/**
+ * Calls whose model has no price (a custom model): their tokens are
+ * counted, their cost is unknown and NOT in `cost`. A local model is
+ * priced at zero, so it is not unpriced.
+ */
+unpriced_calls: number, };
+
+export type ModelSpend = { provider: string, model: string, 
+/**
+ * Stages that called a model.
+ */
+stages: number, calls: number, input_tokens: number, output_tokens: number, 
+/**
+ * US dollars over the priced calls only.
+ */
+cost: number, 
+/**
+ * Calls whose model has no price (a custom model): their tokens are
+ * counted, their cost is unknown and NOT in `cost`. A local model is
+ * priced at zero, so it is not unpriced.
+ */
+unpriced_calls: number, };
+
+export type RunSpendLine = { run_id: string, workflow_name: string, status: string, created_at: string, 
+/**
+ * Stages that called a model.
+ */
+stages: number, calls: number, input_tokens: number, output_tokens: number, 
+/**
+ * US dollars over the priced calls only.
+ */
+cost: number, 
+/**
+ * Calls whose model has no price (a custom model): their tokens are
+ * counted, their cost is unknown and NOT in `cost`. A local model is
+ * priced at zero, so it is not unpriced.
+ */
+unpriced_calls: number, };
+
+export type StageSpend = { run_id: string, node_id: string, visit: number, 
+/**
+ * The model that answered the stage's last call.
+ */
+provider: string, model: string, finished_at: string, 
+/**
+ * Stages that called a model.
+ */
+stages: number, calls: number, input_tokens: number, output_tokens: number, 
+/**
+ * US dollars over the priced calls only.
+ */
+cost: number, 
+/**
+ * Calls whose model has no price (a custom model): their tokens are
+ * counted, their cost is unknown and NOT in `cost`. A local model is
+ * priced at zero, so it is not unpriced.
+ */
+unpriced_calls: number, };
+
+export type Spending = { 
+/**
+ * The window's start as an RFC 3339 UTC time; absent for all time.
+ */
+since?: string, 
+/**
+ * The run summed, when one was asked for (its full id).
+ */
+run?: string, total: SpendFigures, 
+/**
+ * Oldest first; only days with spending (at most 400, the latest).
+ */
+days: Array<DaySpend>, 
+/**
+ * Most expensive first (then most tokens).
+ */
+models: Array<ModelSpend>, 
+/**
+ * Newest run first, at most `limit`.
+ */
+runs: Array<RunSpendLine>, 
+/**
+ * How many runs spent in the window (`runs` may list fewer).
+ */
+runs_total: number, 
+/**
+ * Latest finished first, at most `limit`.
+ */
+stages: Array<StageSpend>, };
 
 export type QuestionStatus = "pending" | "answered" | "timed_out" | "interrupted";
 
@@ -817,7 +955,7 @@ version: string,
  */
 protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, };
 
-export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "apply.not_checkpointed" | "apply.run_not_ended" | "apply.needs_force" | "apply.dirty" | "apply.conflicts" | "apply.patch_does_not_apply" | "apply.no_target" | "apply.failed" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
+export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "apply.not_checkpointed" | "apply.run_not_ended" | "apply.needs_force" | "apply.dirty" | "apply.conflicts" | "apply.patch_does_not_apply" | "apply.no_target" | "apply.failed" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "spending.invalid_since" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
 
 export type AppError = { code: Code, message: string, 
 /**

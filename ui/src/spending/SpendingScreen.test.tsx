@@ -1,0 +1,148 @@
+// @vitest-environment happy-dom
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Host, Spending, SpendingQuery } from '../api/host';
+import { recorded } from '../api/fixtures/recorded';
+import { makeTestHost } from '../api/testHost';
+import { dayBars } from './chart';
+import { SpendingScreen } from './SpendingScreen';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+let root: Root | null = null;
+let container: HTMLElement | null = null;
+
+async function render(host: Host, today: Date): Promise<HTMLElement> {
+  container = document.createElement('div');
+  document.body.append(container);
+  root = createRoot(container);
+  await act(async () => {
+    root?.render(<SpendingScreen host={host} today={today} />);
+  });
+  await act(async () => {
+    await new Promise((r) => setTimeout(r, 0));
+  });
+  return container;
+}
+
+afterEach(() => {
+  act(() => root?.unmount());
+  container?.remove();
+  root = null;
+});
+
+const figures = (cost: number, tokens: number, unpriced_calls = 0) => ({
+  stages: 1,
+  calls: 1 + unpriced_calls,
+  input_tokens: tokens,
+  output_tokens: 0,
+  cost,
+  unpriced_calls,
+});
+
+/** Three days that spent in a week, one of them on a model without a price. */
+const WEEK: Spending = {
+  since: '2026-11-28T00:00:00.000Z',
+  total: { ...figures(1.5, 6000, 1), stages: 3 },
+  days: [
+    { day: '2026-11-29', ...figures(1, 1000) },
+    { day: '2026-12-01', ...figures(0.5, 2000) },
+    { day: '2026-12-03', ...figures(0, 3000, 1) },
+  ],
+  models: [
+    { provider: 'anthropic', model: 'claude-sonnet-4-5', ...figures(1.5, 3000) },
+    { provider: 'custom', model: 'in-house', ...figures(0, 3000, 1) },
+  ],
+  runs: [{ run_id: '01RUNA0000000000000000000A', workflow_name: 'Fix', status: 'succeeded', created_at: '2026-12-03T10:00:00.000Z', ...figures(1.5, 6000, 1) }],
+  runs_total: 1,
+  stages: [],
+};
+
+/** A host whose spending is `spending`, noting each query asked. */
+function hostWith(spending: Spending, asked: SpendingQuery[] = []): Host {
+  return {
+    ...makeTestHost(),
+    spending: (query) => {
+      asked.push(query);
+      return Promise.resolve(spending);
+    },
+  };
+}
+
+describe('SpendingScreen', () => {
+  it('draws a bar per day of the window, gaps at zero, taller for the day that cost more', async () => {
+    const el = await render(hostWith(WEEK), new Date(2026, 11, 4, 12));
+    const bars = [...el.querySelectorAll('[data-testid=spend-bar]')];
+    const day = (d: string) => bars.find((b) => b.getAttribute('data-day') === d);
+    expect(bars[0]?.getAttribute('data-day')).toBe(dayBars(WEEK, new Date(2026, 11, 4, 12))[0]?.day);
+    expect(bars.at(-1)?.getAttribute('data-day')).toBe('2026-12-04');
+    expect(Number(day('2026-11-30')?.getAttribute('height'))).toBe(0);
+    const tall = Number(day('2026-11-29')?.getAttribute('height'));
+    const short = Number(day('2026-12-01')?.getAttribute('height'));
+    expect(tall).toBeGreaterThan(short);
+    expect(short).toBeGreaterThan(0);
+    expect(day('2026-12-03')?.getAttribute('class')).toContain('unpriced');
+    expect(day('2026-12-03')?.textContent).toContain('unpriced (1 call)');
+
+    // By tokens the last spending day is the tallest.
+    const tokens = [...el.querySelectorAll('button')].find((b) => b.textContent === 'Tokens');
+    await act(async () => tokens?.click());
+    const heights = [...el.querySelectorAll('[data-testid=spend-bar]')].map((b) => Number(b.getAttribute('height')));
+    expect(Math.max(...heights)).toBe(Number(el.querySelector('[data-day="2026-12-03"]')?.getAttribute('height')));
+  });
+
+  it('shows totals and tables per model and run, naming unpriced calls instead of counting them as free', async () => {
+    const el = await render(hostWith(WEEK), new Date(2026, 11, 4, 12));
+    expect(el.querySelector('[data-testid=spending-cost]')?.textContent).toBe('$1.50 + 1 unpriced');
+    expect(el.querySelector('[data-testid=spending-unpriced]')?.textContent).toContain('1 call had no price');
+    const models = [...el.querySelectorAll('[data-testid=spending-models] tbody tr')].map((r) => r.textContent);
+    expect(models).toHaveLength(2);
+    expect(models[0]).toContain('claude-sonnet-4-5');
+    expect(models[1]).toContain('unpriced (1 call)');
+    const run = el.querySelector('[data-testid=spending-runs] tbody a');
+    expect(run?.getAttribute('href')).toBe('#/runs/01RUNA0000000000000000000A');
+  });
+
+  it('asks for the last 30 days first, then the window chosen', async () => {
+    const asked: SpendingQuery[] = [];
+    const el = await render(hostWith(WEEK, asked), new Date(2026, 11, 4, 12));
+    const all = [...el.querySelectorAll('button')].find((b) => b.textContent === 'All time');
+    await act(async () => all?.click());
+    await act(async () => {
+      await new Promise((r) => setTimeout(r, 0));
+    });
+    expect(asked).toEqual([{ since: '30d' }, {}]);
+  });
+
+  it('shows the recorded runs spending, figure for figure as the read model gave it', async () => {
+    const spending = recorded.spending;
+    expect(spending).toBeDefined();
+    if (!spending) return;
+    const el = await render(makeTestHost(recorded), new Date());
+    const bars = [...el.querySelectorAll('[data-testid=spend-bar]')];
+    const spent = bars.filter((b) => Number(b.getAttribute('height')) > 0).map((b) => b.getAttribute('data-day'));
+    expect(spent).toEqual(spending.days.map((d) => d.day));
+    const rows = [...el.querySelectorAll('[data-testid=spending-models] tbody tr')];
+    expect(rows).toHaveLength(spending.models.length);
+    expect(rows[0]?.textContent).toContain(spending.models[0]?.model ?? '?');
+    expect(el.querySelectorAll('[data-testid=spending-runs] tbody tr')).toHaveLength(spending.runs.length);
+    expect(el.querySelector('[data-testid=spending-cost]')?.textContent).toBe(
+      spending.total.cost < 0.01 ? `$${spending.total.cost.toFixed(4)}` : `$${spending.total.cost.toFixed(2)}`,
+    );
+  });
+
+  it('says when nothing was spent, and why a read failed', async () => {
+    const el = await render(makeTestHost(), new Date());
+    expect(el.querySelector('[data-testid=spending-empty]')).not.toBeNull();
+    act(() => root?.unmount());
+    container?.remove();
+    const refusing: Host = {
+      ...makeTestHost(),
+      spending: () => Promise.reject({ code: 'store.schema_too_old', message: 'start the daemon once' }),
+    };
+    const failed = await render(refusing, new Date());
+    expect(failed.querySelector('.error')?.textContent).toContain('start the daemon once');
+  });
+});
