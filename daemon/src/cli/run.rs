@@ -60,6 +60,8 @@ struct RunSection {
     /// `[run.checkpoint]`: git checkpoint mode.
     #[serde(default)]
     checkpoint: CheckpointSection,
+    /// `retros = true|false`: a retrospective when the run ends.
+    retros: Option<bool>,
 }
 
 /// `[run.checkpoint]`: `enabled = false` is `--no-checkpoint`,
@@ -276,6 +278,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut env_policy = EnvPolicy::default();
     let mut agent = AgentDefaults::default();
     let mut checkpoint = CheckpointSection::default();
+    let mut retro = None;
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
             .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
@@ -303,6 +306,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
             .map_err(|e| format!("{}: {e}", file.display()))?;
         agent = config.run.agent;
         checkpoint = config.run.checkpoint;
+        retro = config.run.retros;
         crate::engine::handlers::check_agent_defaults(&agent)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
@@ -365,6 +369,11 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         agent,
         no_checkpoint: args.no_checkpoint || (!args.include_dirty && !checkpoint.enabled),
         include_dirty: args.include_dirty || (!args.no_checkpoint && checkpoint.include_dirty),
+        retro: match (args.retro, args.no_retro) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => retro,
+        },
         ..RunRequest::default()
     })
 }

@@ -17,6 +17,7 @@ pub mod env_policy;
 pub mod event;
 pub mod outcome;
 pub mod permission;
+pub mod retro;
 pub mod run;
 pub mod spend;
 
@@ -26,5 +27,6 @@ pub use event::{EdgeReason, Event, EventKind, Stream};
 pub(crate) use outcome::failure_signature;
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
 pub use permission::{PermissionAsk, PermissionChoice};
+pub use retro::{Retro, RetroSummary, Smoothness};
 pub use run::{AgentDefaults, ModelChoice, ParentLink, RunSpend, RunStatus, RunSummary};
 pub use spend::{Spend, Usage};

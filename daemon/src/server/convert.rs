@@ -57,6 +57,7 @@ pub(crate) fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
         agent: start.agent.clone(),
         no_checkpoint: start.no_checkpoint,
         include_dirty: start.include_dirty,
+        retro: start.retro,
         ..RunRequest::default()
     })
 }

@@ -89,12 +89,15 @@ pub(crate) fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
     let daemon = crate::config::parse::<Settings>(&text);
     let llm = crate::config::parse::<crate::llm::LlmSettings>(&text);
     let agents = crate::config::parse::<crate::agent::external::AgentSettings>(&text);
-    let (Ok((_, by_daemon)), Ok((_, by_llm)), Ok((_, by_agents))) = (daemon, llm, agents) else {
+    let retros = crate::config::parse::<crate::engine::retro::RetroSettings>(&text);
+    let (Ok((_, by_daemon)), Ok((_, by_llm)), Ok((_, by_agents)), Ok((_, by_retros))) =
+        (daemon, llm, agents, retros)
+    else {
         return Vec::new();
     };
     // Each reader skips the others' keys: a key is unknown when every
     // reader skips it (or a table holding it).
-    let readers = [by_daemon, by_llm, by_agents];
+    let readers = [by_daemon, by_llm, by_agents, by_retros];
     let covers = |skipped: &[String], path: &str| {
         skipped
             .iter()

@@ -661,6 +661,11 @@ no_checkpoint?: boolean,
  */
 include_dirty?: boolean, 
 /**
+ * Make a retro when the run ends (`--retro`, `--no-retro`, `[run]
+ * retros`); absent leaves it to settings.toml.
+ */
+retro?: boolean, 
+/**
  * The caller's environment; empty means the daemon's own.
  */
 env?: Array<[string, string]>, };
