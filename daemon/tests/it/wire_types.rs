@@ -22,6 +22,8 @@ use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{PermissionAsk, PermissionChoice};
+use weft::model::retro::{FrictionPoint, Learning, Narrative, OpenItem, RetroStage, RetroTotals};
+use weft::model::{Retro, RetroSummary, Smoothness};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord, TimelineEntry};
 use weft::views::{
@@ -75,6 +77,15 @@ fn declarations() -> Vec<Decl> {
         decl::<LogStream>(),
         decl::<LogMatch>(),
         decl::<ArtifactRecord>(),
+        decl::<Retro>(),
+        decl::<RetroStage>(),
+        decl::<RetroTotals>(),
+        decl::<Smoothness>(),
+        decl::<Narrative>(),
+        decl::<Learning>(),
+        decl::<FrictionPoint>(),
+        decl::<OpenItem>(),
+        decl::<RetroSummary>(),
         // Questions.
         decl::<QuestionStatus>(),
         decl::<QuestionRecord>(),

@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, Retro, RetroSummary, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -67,6 +67,16 @@ export type Commands = {
    * each once, sorted (at most 1,000): the runs list's workflow filter.
    */
   workflow_names: { args: Record<string, never>; result: Array<string> };
+  /**
+   * The run's retrospective (rating, narrative, per-stage
+   * figures); null when it has none.
+   */
+  run_retro: { args: { run: string }; result: Retro | null };
+  /**
+   * Every run's retro, newest first (at most 1,000): rating,
+   * duration, cost, friction count.
+   */
+  retros: { args: Record<string, never>; result: Array<RetroSummary> };
   /** The daemon's version, load and paths. */
   daemon_status: { args: Record<string, never>; result: DaemonInfo };
   /**
@@ -152,6 +162,8 @@ export const COMMAND_KINDS = {
   artifact_content: 'history',
   reveal_artifact: 'history',
   workflow_names: 'history',
+  run_retro: 'history',
+  retros: 'history',
   daemon_status: 'live',
   daemon_start: 'live',
   run_start: 'live',
@@ -233,6 +245,16 @@ export interface CommandMethods {
    * each once, sorted (at most 1,000): the runs list's workflow filter.
    */
   workflowNames(): Promise<Array<string>>;
+  /**
+   * The run's retrospective (rating, narrative, per-stage
+   * figures); null when it has none.
+   */
+  runRetro(run: string): Promise<Retro | null>;
+  /**
+   * Every run's retro, newest first (at most 1,000): rating,
+   * duration, cost, friction count.
+   */
+  retros(): Promise<Array<RetroSummary>>;
   /** The daemon's version, load and paths. */
   daemonStatus(): Promise<DaemonInfo>;
   /**
@@ -304,6 +326,8 @@ export const METHOD_COMMANDS = {
   artifactContent: 'artifact_content',
   revealArtifact: 'reveal_artifact',
   workflowNames: 'workflow_names',
+  runRetro: 'run_retro',
+  retros: 'retros',
   daemonStatus: 'daemon_status',
   daemonStart: 'daemon_start',
   runStart: 'run_start',
@@ -334,6 +358,8 @@ export function commandMethods(send: Send): CommandMethods {
     artifactContent: (run, path) => send('artifact_content', { run, path }),
     revealArtifact: (run, path) => send('reveal_artifact', { run, path }),
     workflowNames: () => send('workflow_names', {}),
+    runRetro: (run) => send('run_retro', { run }),
+    retros: () => send('retros', {}),
     daemonStatus: () => send('daemon_status', {}),
     daemonStart: () => send('daemon_start', {}),
     runStart: (params) => send('run_start', { params }),

@@ -6,6 +6,7 @@ import { GatesScreen } from '../gates/GatesScreen';
 import { warmLayout } from '../graph/layout';
 import { LaunchScreen } from '../launch/LaunchScreen';
 import { RunScreen } from '../run/RunScreen';
+import { RetrosScreen } from '../retros/RetrosScreen';
 import { RunsScreen } from '../runs/RunsScreen';
 import { parseRoute, routeHash, type Route } from './route';
 import { VersionLine, type VersionState } from './VersionLine';
@@ -87,12 +88,16 @@ export function App({ host = api }: { host?: Host }) {
         <a href="#/launch" aria-current={route.screen === 'launch' ? 'page' : undefined}>
           Launch
         </a>
+        <a href="#/retros" aria-current={route.screen === 'retros' ? 'page' : undefined}>
+          Retros
+        </a>
       </nav>
       <main className="content">
         {route.screen === 'runs' && <RunsScreen host={host} />}
         {route.screen === 'run' && <RunScreen host={host} route={route} />}
         {route.screen === 'gates' && <GatesScreen host={host} />}
         {route.screen === 'launch' && <LaunchScreen host={host} />}
+        {route.screen === 'retros' && <RetrosScreen host={host} />}
         <VersionLine state={version} />
       </main>
     </div>

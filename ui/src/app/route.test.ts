@@ -8,6 +8,7 @@ describe('routes', () => {
       { screen: 'runs' },
       { screen: 'gates' },
       { screen: 'launch' },
+      { screen: 'retros' },
       { screen: 'run', run: '01ABC' },
       { screen: 'run', run: '01ABC', question: 'Q 1' },
       { screen: 'run', run: '01ABC', node: 'review' },

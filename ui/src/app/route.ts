@@ -1,13 +1,15 @@
 /**
  * The app's screens, addressed by the URL hash so that reloads, the back
  * button and `--run/--question` start-up all land on the same screen:
- * `#/runs`, `#/runs/RUN`, `#/runs/RUN/question/ID`, `#/gates`, `#/launch`.
+ * `#/runs`, `#/runs/RUN`, `#/runs/RUN/question/ID`, `#/gates`, `#/launch`,
+ * `#/retros`.
  */
 export type Route =
   | { screen: 'runs' }
   | { screen: 'run'; run: string; question?: string; node?: string }
   | { screen: 'gates' }
-  | { screen: 'launch' };
+  | { screen: 'launch' }
+  | { screen: 'retros' };
 
 /** The route a hash names; anything unknown is the runs list. */
 export function parseRoute(hash: string): Route {
@@ -17,6 +19,8 @@ export function parseRoute(hash: string): Route {
       return { screen: 'gates' };
     case 'launch':
       return { screen: 'launch' };
+    case 'retros':
+      return { screen: 'retros' };
     case 'runs':
       if (parts[1]) {
         const route: Route = { screen: 'run', run: parts[1] };
@@ -39,6 +43,8 @@ export function routeHash(route: Route): string {
       return '#/gates';
     case 'launch':
       return '#/launch';
+    case 'retros':
+      return '#/retros';
     case 'run': {
       const run = `#/runs/${encodeURIComponent(route.run)}`;
       if (route.question) return `${run}/question/${encodeURIComponent(route.question)}`;
