@@ -17,8 +17,8 @@ use ts_rs::TS;
 use crate::ipc::protocol::RunList;
 use crate::model::ModelChoice;
 use crate::model::RunSummary;
-use crate::model::{Retro, RetroSummary};
 use crate::model::{Code, Event};
+use crate::model::{Retro, RetroSummary};
 use crate::store::{
     ArtifactRecord, BlobRef, Blobs, EVENTS_PAGE_MAX, Home, QuestionRecord, Result, RunDir,
     StageRecord, Store, StoreError, write_atomic,

@@ -17,12 +17,12 @@ use weft::ipc::protocol::{
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
 use weft::model::EnvPolicy;
+use weft::model::retro::{FrictionPoint, Learning, Narrative, OpenItem, RetroStage, RetroTotals};
 use weft::model::{AgentDefaults, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{PermissionAsk, PermissionChoice};
-use weft::model::retro::{FrictionPoint, Learning, Narrative, OpenItem, RetroStage, RetroTotals};
 use weft::model::{Retro, RetroSummary, Smoothness};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord, TimelineEntry};
