@@ -83,3 +83,76 @@ impl Store {
         Ok(rows.collect::<std::result::Result<Vec<_>, _>>()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+    use super::super::fixtures::{home, new_run};
+    use super::*;
+    use crate::model::retro::{Narrative, RetroTotals};
+
+    fn retro(run_id: &str, created_at: &str, narrative: Option<Narrative>) -> Retro {
+        Retro {
+            run_id: run_id.into(),
+            workflow_name: "build".into(),
+            run_status: RunStatus::Succeeded,
+            created_at: created_at.into(),
+            stages: Vec::new(),
+            totals: RetroTotals {
+                duration_ms: Some(1_500),
+                cost: 0.25,
+                tokens: 900,
+                ..RetroTotals::default()
+            },
+            error: narrative.is_none().then(|| "no model".to_string()),
+            narrative,
+            llm: None,
+        }
+    }
+
+    #[test]
+    fn a_retro_reads_back_whole_and_lists_newest_first_with_its_rating_and_friction() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("store");
+        for (id, at) in [
+            ("01A", "2026-12-01T00:00:00.000Z"),
+            ("01B", "2026-12-02T00:00:00.000Z"),
+        ] {
+            store
+                .create_run(&new_run(id, "build", "g", at))
+                .expect("run");
+            store
+                .set_status(id, RunStatus::Succeeded, None)
+                .expect("ended");
+        }
+        let narrative: Narrative = serde_json::from_value(serde_json::json!({
+            "smoothness": "bumpy", "intent": "i", "outcome": "o", "learnings": [],
+            "friction_points": [{"kind": "retry", "description": "d"}, {"kind": "timeout", "description": "t"}],
+            "open_items": []
+        }))
+        .expect("narrative");
+        let first = retro("01A", "2026-12-01T01:00:00.000Z", Some(narrative));
+        store.save_retro(&first).expect("saved");
+        store
+            .save_retro(&retro("01B", "2026-12-02T01:00:00.000Z", None))
+            .expect("saved");
+        assert_eq!(store.retro("01A").expect("read"), Some(first.clone()));
+        assert_eq!(store.retro("01C").expect("read"), None);
+
+        let listed = store.retros(10).expect("list");
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].run_id, "01B", "newest first");
+        assert_eq!(listed[0].smoothness, None);
+        assert_eq!(listed[0].error.as_deref(), Some("no model"));
+        assert_eq!(listed[1], RetroSummary::of(&first));
+        assert_eq!(listed[1].friction_count, 2);
+
+        // A new retro of the same run replaces the old one.
+        store
+            .save_retro(&retro("01A", "2026-12-03T00:00:00.000Z", None))
+            .expect("saved");
+        let listed = store.retros(10).expect("list");
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].run_id, "01A");
+    }
+}
