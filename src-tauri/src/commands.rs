@@ -19,7 +19,7 @@ use weft::ipc::protocol::{
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::llm::LlmSettings;
-use weft::model::{Code, Event, RunSummary};
+use weft::model::{Code, Event, Retro, RetroSummary, RunSummary};
 use weft::store::{Home, QuestionRecord};
 use weft::views::{
     AppError, ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, Spending,
@@ -130,6 +130,14 @@ pub async fn spending(query: SpendingQuery) -> Result<Spending> {
 
 pub async fn workflow_names() -> Result<Vec<String>> {
     history(Views::workflow_names).await
+}
+
+pub async fn run_retro(run: String) -> Result<Option<Retro>> {
+    history(move |views| views.retro(&run)).await
+}
+
+pub async fn retros() -> Result<Vec<RetroSummary>> {
+    history(Views::retros).await
 }
 
 // ----- live (through the daemon) -----------------------------------------

@@ -27,7 +27,7 @@ use weft::ipc::protocol::{
     AnswerBy, CancelRequested, DaemonInfo, RunApplied, RunList, RunStart, RunStarted, SteerQueued,
 };
 use weft::lang::Diagnostic;
-use weft::model::{Event, RunSummary};
+use weft::model::{Event, Retro, RetroSummary, RunSummary};
 use weft::store::QuestionRecord;
 use weft::views::{
     ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, Spending, SpendingQuery,
@@ -97,6 +97,12 @@ macro_rules! with_commands {
             /// same read model as `weft cost --json`. `spending.invalid_since`
             /// for a start it cannot read.
             history commands::spending(query: SpendingQuery) -> Spending;
+            /// The run's retrospective (rating, narrative, per-stage
+            /// figures); null when it has none.
+            history commands::run_retro(run: String) -> Option<Retro>;
+            /// Every run's retro, newest first (at most 1,000): rating,
+            /// duration, cost, friction count.
+            history commands::retros() -> Vec<RetroSummary>;
 
             /// The daemon's version, load and paths.
             live commands::daemon_status() -> DaemonInfo;

@@ -57,6 +57,7 @@ mod progress;
 mod reader;
 mod remote;
 mod report;
+mod retro;
 mod run;
 mod steer;
 mod transcript;
@@ -206,6 +207,15 @@ pub enum Command {
     /// of PATH to DEST (a file, or an existing directory to copy into).
     /// Exits 2 when RUN is unknown or ambiguous, or the run has no PATH.
     Artifacts(ArtifactsArgs),
+    /// Show a run's retrospective: rating, intent and outcome, learnings,
+    /// friction, open items and a table of its stages.
+    ///
+    /// Retros are written when a run succeeds or fails with retros enabled
+    /// (`weft run --retro`, `[run] retros = true`, settings.toml's
+    /// `retros = true`). `--generate` makes one now for an ended run, with
+    /// the run's model unless `--model`/`--provider` say otherwise.
+    /// Exits 2 when RUN is unknown or has no retro.
+    Retro(RetroArgs),
     /// Bring a checkpointed run's result into your checkout.
     ///
     /// Merges the run's branch (`weft/run/ID`) into the branch checked out:
@@ -348,6 +358,13 @@ pub struct RunArgs {
     /// out, and the run says so.
     #[arg(long)]
     pub include_dirty: bool,
+    /// Write a retrospective (retro.json) when the run succeeds or fails,
+    /// whatever the run configuration and settings.toml say.
+    #[arg(long, conflicts_with = "no_retro")]
+    pub retro: bool,
+    /// Write no retrospective for this run.
+    #[arg(long)]
+    pub no_retro: bool,
     /// Start the run in the daemon and print its id at once, without
     /// following it.
     #[arg(long, conflicts_with = "no_daemon")]
@@ -608,6 +625,27 @@ pub struct DumpArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RetroArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// (the newest run) or `last~N` (the Nth before it).
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Print the retro as JSON (retro.json's content).
+    #[arg(long)]
+    pub json: bool,
+    /// Make the retro now (replacing any earlier one), for a run that has
+    /// ended.
+    #[arg(long)]
+    pub generate: bool,
+    /// With `--generate`: the model to write it with.
+    #[arg(long, value_name = "MODEL", requires = "generate")]
+    pub model: Option<String>,
+    /// With `--generate`: the model's provider.
+    #[arg(long, value_name = "PROVIDER", requires = "generate")]
+    pub provider: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct ArtifactsArgs {
     /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
     /// (the newest run) or `last~N` (the Nth before it).
@@ -801,6 +839,7 @@ where
         Command::Logs(args) => logs::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::Artifacts(args) => artifacts::run(&args),
+        Command::Retro(args) => retro::run(&args),
         Command::Apply(args) => apply::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Completions(args) => manual::completions(args.shell),

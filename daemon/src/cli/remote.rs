@@ -52,6 +52,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     params.agent = request.agent;
     params.no_checkpoint = request.no_checkpoint;
     params.include_dirty = request.include_dirty;
+    params.retro = request.retro;
     params.env = CallerEnv::current();
     let home = super::home()?;
     let client = connect(&home).await.map_err(|e| {

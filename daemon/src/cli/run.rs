@@ -63,6 +63,8 @@ struct RunSection {
     /// `[run.budget]`: spending limits.
     #[serde(default)]
     budget: Budget,
+    /// `retros = true|false`: a retrospective when the run ends.
+    retros: Option<bool>,
 }
 
 /// `[run.checkpoint]`: `enabled = false` is `--no-checkpoint`,
@@ -281,6 +283,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut agent = AgentDefaults::default();
     let mut budget = Budget::default();
     let mut checkpoint = CheckpointSection::default();
+    let mut retro = None;
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
             .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
@@ -312,6 +315,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         budget
             .check()
             .map_err(|e| format!("{}: [run.budget] {e}", file.display()))?;
+        retro = config.run.retros;
         crate::engine::handlers::check_agent_defaults(&agent)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
@@ -384,6 +388,11 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         budget,
         no_checkpoint: args.no_checkpoint || (!args.include_dirty && !checkpoint.enabled),
         include_dirty: args.include_dirty || (!args.no_checkpoint && checkpoint.include_dirty),
+        retro: match (args.retro, args.no_retro) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => retro,
+        },
         ..RunRequest::default()
     })
 }

@@ -75,6 +75,9 @@ pub struct RunRequest {
     /// `--include-dirty`: the run's worktree gets the checkout's
     /// uncommitted changes (committed as the run's first commit).
     pub include_dirty: bool,
+    /// `--retro` / `--no-retro` / `[run] retros`: make a retro when the run
+    /// ends; `None` leaves it to settings.toml (docs/engine.md, "Retros").
+    pub retro: Option<bool>,
 }
 
 /// The options stored with a run, so a resume behaves like the start.
@@ -113,6 +116,9 @@ pub(crate) struct RunOptions {
     /// Where the run is checkpointed in git; `None` when it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitPlan>,
+    /// The run's own choice about a retro (see [`RunRequest::retro`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retro: Option<bool>,
 }
 
 /// What a run uses from its surroundings.
@@ -351,6 +357,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         agent: request.agent.clone(),
         budget: request.budget,
         git: None,
+        retro: request.retro,
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
@@ -975,14 +982,41 @@ async fn execute(
     let finish = finish?;
 
     runner.flush_checkpoint_file();
-    conclude(
+    let conclusion = conclude(
         run_id,
         &recorder,
         run_dir_path,
         started,
         finish,
         env.git.as_deref(),
-    )
+    )?;
+    // After the end is recorded: a crash or hang here loses nothing of the
+    // run, and the run's slot is held at most RETRO_TIMEOUT longer.
+    if services.nesting == 0
+        && options.parent.is_none()
+        && !options.dry_run
+        && super::retro::ends_with_retro(conclusion.status)
+        && super::retro::enabled(options.retro, &services.home.settings_path())
+    {
+        let making = super::retro::make(&services.store, run_id, &env.models);
+        // A run a stall failed is already cancelled; only a cancel that
+        // comes during the retro (the daemon stopping) abandons it.
+        let made = if env.cancel.reason().is_some() {
+            Some(making.await)
+        } else {
+            tokio::select! {
+                made = making => Some(made),
+                _ = env.cancel.cancelled() => None,
+            }
+        };
+        let message = match made {
+            Some(Ok(retro)) => super::retro::notice(&retro),
+            Some(Err(e)) => format!("the retro could not be recorded: {e}"),
+            None => "the retro was abandoned: the daemon is stopping".to_string(),
+        };
+        let _ = recorder.emit(EventKind::RunNotice { message }, None);
+    }
+    Ok(conclusion)
 }
 
 /// How a run whose checkpoint names no next node had ended: at the exit

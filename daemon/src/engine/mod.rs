@@ -22,6 +22,7 @@ pub mod models;
 pub mod output;
 pub mod preamble;
 pub(crate) mod recorder;
+pub mod retro;
 pub mod retry;
 pub mod routing;
 pub mod run;

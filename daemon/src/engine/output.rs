@@ -193,10 +193,21 @@ pub(crate) fn check_schema(
     let schema_json: Value = serde_json::from_str(&schema_text).map_err(|e| {
         SchemaProblem::Schema(format!("output schema {} is not JSON: {e}", path.display()))
     })?;
-    let validator = jsonschema::validator_for(&schema_json).map_err(|e| {
+    check_against(&schema_json, written, text, source)
+}
+
+/// Checks the last JSON object of `text` against `schema` (named `written`
+/// in messages) and returns it: the check behind [`check_schema`], for
+/// schemas Weft holds itself (the retro's).
+pub(crate) fn check_against(
+    schema: &Value,
+    written: &str,
+    text: &str,
+    source: &str,
+) -> Result<Value, SchemaProblem> {
+    let validator = jsonschema::validator_for(schema).map_err(|e| {
         SchemaProblem::Schema(format!(
-            "output schema {} is not a valid JSON Schema: {e}",
-            path.display()
+            "output schema {written} is not a valid JSON Schema: {e}"
         ))
     })?;
     let Some(found) = last_object(text) else {

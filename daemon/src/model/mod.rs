@@ -17,6 +17,7 @@ pub mod env_policy;
 pub mod event;
 pub mod outcome;
 pub mod permission;
+pub mod retro;
 pub mod run;
 pub mod spend;
 
@@ -26,6 +27,7 @@ pub use event::{EdgeReason, Event, EventKind, Stream};
 pub(crate) use outcome::failure_signature;
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
 pub use permission::{PermissionAsk, PermissionChoice};
+pub use retro::{Retro, RetroSummary, Smoothness};
 pub use run::{
     AgentDefaults, Budget, DEFAULT_WARN_AT, ModelChoice, ParentLink, RunSpend, RunStatus,
     RunSummary,

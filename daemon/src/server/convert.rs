@@ -58,6 +58,7 @@ pub(crate) fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
         budget: start.budget,
         no_checkpoint: start.no_checkpoint,
         include_dirty: start.include_dirty,
+        retro: start.retro,
         ..RunRequest::default()
     })
 }

@@ -90,14 +90,20 @@ pub(crate) fn settings_warnings(path: &std::path::Path) -> Vec<Diagnostic> {
     let llm = crate::config::parse::<crate::llm::LlmSettings>(&text);
     let agents = crate::config::parse::<crate::agent::external::AgentSettings>(&text);
     let budget = crate::config::parse::<crate::engine::handlers::budget::BudgetSettings>(&text);
-    let (Ok((_, by_daemon)), Ok((_, by_llm)), Ok((_, by_agents)), Ok((_, by_budget))) =
-        (daemon, llm, agents, budget)
+    let retros = crate::config::parse::<crate::engine::retro::RetroSettings>(&text);
+    let (
+        Ok((_, by_daemon)),
+        Ok((_, by_llm)),
+        Ok((_, by_agents)),
+        Ok((_, by_budget)),
+        Ok((_, by_retros)),
+    ) = (daemon, llm, agents, budget, retros)
     else {
         return Vec::new();
     };
     // Each reader skips the others' keys: a key is unknown when every
     // reader skips it (or a table holding it).
-    let readers = [by_daemon, by_llm, by_agents, by_budget];
+    let readers = [by_daemon, by_llm, by_agents, by_budget, by_retros];
     let covers = |skipped: &[String], path: &str| {
         skipped
             .iter()

@@ -131,6 +131,22 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     CREATE INDEX stages_by_finished_at ON stages (finished_at);
     ",
+    // 8: run retrospectives (docs/engine.md, "Retros"): the whole retro as
+    // JSON, and the columns the retros list shows, so it needs no files.
+    r"
+    CREATE TABLE retros (
+        run_id         TEXT PRIMARY KEY NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        created_at     TEXT NOT NULL,
+        smoothness     TEXT,
+        friction_count INTEGER NOT NULL DEFAULT 0,
+        duration_ms    INTEGER,
+        cost           REAL NOT NULL DEFAULT 0,
+        tokens         INTEGER NOT NULL DEFAULT 0,
+        error          TEXT,
+        retro          TEXT NOT NULL
+    );
+    CREATE INDEX retros_by_created_at ON retros (created_at);
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

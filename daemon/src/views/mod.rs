@@ -18,6 +18,7 @@ use crate::ipc::protocol::RunList;
 use crate::model::ModelChoice;
 use crate::model::RunSummary;
 use crate::model::{Code, Event};
+use crate::model::{Retro, RetroSummary};
 use crate::store::{
     ArtifactRecord, BlobRef, Blobs, EVENTS_PAGE_MAX, Home, QuestionRecord, Result, RunDir,
     StageRecord, Store, StoreError, write_atomic,
@@ -451,6 +452,23 @@ impl Views {
         self.store
             .as_ref()
             .map_or(Ok(Vec::new()), Store::workflow_names)
+    }
+
+    /// The retro of a run (by id or unique prefix); `None` when it has
+    /// none.
+    pub fn retro(&self, id_or_prefix: &str) -> Result<Option<Retro>> {
+        let store = self.store(id_or_prefix)?;
+        let _tx = store.snapshot()?;
+        let record = store.find_run(id_or_prefix)?;
+        store.retro(&record.id)
+    }
+
+    /// The retros list, newest first, at most
+    /// [`crate::store::MAX_RETROS_LISTED`].
+    pub fn retros(&self) -> Result<Vec<RetroSummary>> {
+        self.store.as_ref().map_or(Ok(Vec::new()), |store| {
+            store.retros(crate::store::MAX_RETROS_LISTED)
+        })
     }
 
     fn store(&self, wanted: &str) -> Result<&Store> {

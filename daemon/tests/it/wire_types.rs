@@ -17,11 +17,13 @@ use weft::ipc::protocol::{
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
 use weft::model::EnvPolicy;
+use weft::model::retro::{FrictionPoint, Learning, Narrative, OpenItem, RetroStage, RetroTotals};
 use weft::model::{AgentDefaults, Budget, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};
 use weft::model::{ParentLink, RunSpend, RunStatus, RunSummary};
 use weft::model::{PermissionAsk, PermissionChoice};
+use weft::model::{Retro, RetroSummary, Smoothness};
 use weft::model::{Spend, Usage};
 use weft::store::{ArtifactRecord, QuestionRecord, QuestionStatus, StageRecord, TimelineEntry};
 use weft::store::{
@@ -86,6 +88,15 @@ fn declarations() -> Vec<Decl> {
         decl::<RunSpendLine>(),
         decl::<StageSpend>(),
         decl::<Spending>(),
+        decl::<Retro>(),
+        decl::<RetroStage>(),
+        decl::<RetroTotals>(),
+        decl::<Smoothness>(),
+        decl::<Narrative>(),
+        decl::<Learning>(),
+        decl::<FrictionPoint>(),
+        decl::<OpenItem>(),
+        decl::<RetroSummary>(),
         // Questions.
         decl::<QuestionStatus>(),
         decl::<QuestionRecord>(),

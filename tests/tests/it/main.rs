@@ -38,6 +38,7 @@ mod notifications;
 mod reference_agents;
 mod reference_blocks;
 mod reference_docs;
+mod retros;
 mod run_list;
 mod run_outcomes;
 mod secrets;

@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, Retro, RetroSummary, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -75,6 +75,16 @@ export type Commands = {
    * for a start it cannot read.
    */
   spending: { args: { query: SpendingQuery }; result: Spending };
+  /**
+   * The run's retrospective (rating, narrative, per-stage
+   * figures); null when it has none.
+   */
+  run_retro: { args: { run: string }; result: Retro | null };
+  /**
+   * Every run's retro, newest first (at most 1,000): rating,
+   * duration, cost, friction count.
+   */
+  retros: { args: Record<string, never>; result: Array<RetroSummary> };
   /** The daemon's version, load and paths. */
   daemon_status: { args: Record<string, never>; result: DaemonInfo };
   /**
@@ -161,6 +171,8 @@ export const COMMAND_KINDS = {
   reveal_artifact: 'history',
   workflow_names: 'history',
   spending: 'history',
+  run_retro: 'history',
+  retros: 'history',
   daemon_status: 'live',
   daemon_start: 'live',
   run_start: 'live',
@@ -250,6 +262,16 @@ export interface CommandMethods {
    * for a start it cannot read.
    */
   spending(query: SpendingQuery): Promise<Spending>;
+  /**
+   * The run's retrospective (rating, narrative, per-stage
+   * figures); null when it has none.
+   */
+  runRetro(run: string): Promise<Retro | null>;
+  /**
+   * Every run's retro, newest first (at most 1,000): rating,
+   * duration, cost, friction count.
+   */
+  retros(): Promise<Array<RetroSummary>>;
   /** The daemon's version, load and paths. */
   daemonStatus(): Promise<DaemonInfo>;
   /**
@@ -322,6 +344,8 @@ export const METHOD_COMMANDS = {
   revealArtifact: 'reveal_artifact',
   workflowNames: 'workflow_names',
   spending: 'spending',
+  runRetro: 'run_retro',
+  retros: 'retros',
   daemonStatus: 'daemon_status',
   daemonStart: 'daemon_start',
   runStart: 'run_start',
@@ -353,6 +377,8 @@ export function commandMethods(send: Send): CommandMethods {
     revealArtifact: (run, path) => send('reveal_artifact', { run, path }),
     workflowNames: () => send('workflow_names', {}),
     spending: (query) => send('spending', { query }),
+    runRetro: (run) => send('run_retro', { run }),
+    retros: () => send('retros', {}),
     daemonStatus: () => send('daemon_status', {}),
     daemonStart: () => send('daemon_start', {}),
     runStart: (params) => send('run_start', { params }),

@@ -114,6 +114,9 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
         files ?? { prompt: null, response: null, stdout: null, stderr: null, status: null, script: null, truncated: [] },
       );
     },
+    // The recorded fixtures hold no retros (retros are off by default).
+    runRetro: (run) => (find(run) ? Promise.resolve(null) : notFound(run)),
+    retros: () => Promise.resolve([]),
     searchLogs: (run, query) => {
       const view = find(run);
       if (!view) return notFound(run);

@@ -6,6 +6,7 @@ import { GatesScreen } from '../gates/GatesScreen';
 import { warmLayout } from '../graph/layout';
 import { LaunchScreen } from '../launch/LaunchScreen';
 import { RunScreen } from '../run/RunScreen';
+import { RetrosScreen } from '../retros/RetrosScreen';
 import { RunsScreen } from '../runs/RunsScreen';
 import { SpendingScreen } from '../spending/SpendingScreen';
 import { parseRoute, routeHash, type Route } from './route';
@@ -91,6 +92,9 @@ export function App({ host = api }: { host?: Host }) {
         <a href="#/spending" aria-current={route.screen === 'spending' ? 'page' : undefined}>
           Spending
         </a>
+        <a href="#/retros" aria-current={route.screen === 'retros' ? 'page' : undefined}>
+          Retros
+        </a>
       </nav>
       <main className="content">
         {route.screen === 'runs' && <RunsScreen host={host} />}
@@ -98,6 +102,7 @@ export function App({ host = api }: { host?: Host }) {
         {route.screen === 'gates' && <GatesScreen host={host} />}
         {route.screen === 'launch' && <LaunchScreen host={host} />}
         {route.screen === 'spending' && <SpendingScreen host={host} />}
+        {route.screen === 'retros' && <RetrosScreen host={host} />}
         <VersionLine state={version} />
       </main>
     </div>

@@ -9,6 +9,7 @@ describe('routes', () => {
       { screen: 'gates' },
       { screen: 'launch' },
       { screen: 'spending' },
+      { screen: 'retros' },
       { screen: 'run', run: '01ABC' },
       { screen: 'run', run: '01ABC', question: 'Q 1' },
       { screen: 'run', run: '01ABC', node: 'review' },

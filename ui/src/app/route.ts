@@ -2,14 +2,15 @@
  * The app's screens, addressed by the URL hash so that reloads, the back
  * button and `--run/--question` start-up all land on the same screen:
  * `#/runs`, `#/runs/RUN`, `#/runs/RUN/question/ID`, `#/gates`, `#/launch`,
- * `#/spending`.
+ * `#/spending`, `#/retros`.
  */
 export type Route =
   | { screen: 'runs' }
   | { screen: 'run'; run: string; question?: string; node?: string }
   | { screen: 'gates' }
   | { screen: 'launch' }
-  | { screen: 'spending' };
+  | { screen: 'spending' }
+  | { screen: 'retros' };
 
 /** The route a hash names; anything unknown is the runs list. */
 export function parseRoute(hash: string): Route {
@@ -21,6 +22,8 @@ export function parseRoute(hash: string): Route {
       return { screen: 'launch' };
     case 'spending':
       return { screen: 'spending' };
+    case 'retros':
+      return { screen: 'retros' };
     case 'runs':
       if (parts[1]) {
         const route: Route = { screen: 'run', run: parts[1] };
@@ -45,6 +48,8 @@ export function routeHash(route: Route): string {
       return '#/launch';
     case 'spending':
       return '#/spending';
+    case 'retros':
+      return '#/retros';
     case 'run': {
       const run = `#/runs/${encodeURIComponent(route.run)}`;
       if (route.question) return `${run}/question/${encodeURIComponent(route.question)}`;

@@ -10,6 +10,7 @@ import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
 import { prefetchLayout } from '../graph/layout';
 import { LogsPanel } from '../logs/LogsPanel';
+import { RetroPanel } from '../retros/RetroPanel';
 import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
 import { EventsPanel } from './EventsPanel';
 import { RunHeader } from './RunHeader';
@@ -208,6 +209,12 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
         <ArtifactList artifacts={v.artifacts} onSelectStage={select} />
         <ArtifactPreview host={host} runId={v.run.id} artifacts={v.artifacts} />
       </section>
+      {!ACTIVE.has(v.run.status) && (
+        <section aria-label="Retro">
+          <h3 className="run__section">Retro</h3>
+          <RetroPanel host={host} runId={v.run.id} refresh={lastSeq} />
+        </section>
+      )}
     </div>
   );
 }

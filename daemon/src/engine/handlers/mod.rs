@@ -15,6 +15,7 @@ mod exit;
 mod fan_in;
 mod human;
 mod model_stage;
+pub(crate) use model_stage::repair_message;
 mod prompt;
 mod start;
 mod wait;

@@ -143,7 +143,7 @@ pub(super) enum Problem {
 
 /// The user message asking the model to repair a response that failed
 /// `output_schema` for `why`.
-pub(super) fn repair_message(why: &str) -> String {
+pub(crate) fn repair_message(why: &str) -> String {
     format!(
         "Your last reply did not pass validation: {why}\n\
          Reply again with the corrected JSON object (it must be the last JSON object \

@@ -156,6 +156,8 @@ impl Runner<'_> {
                     // stage commits what the child changed.
                     no_checkpoint: true,
                     include_dirty: false,
+                    // The parent's retro covers its children.
+                    retro: Some(false),
                 };
                 let child = launch::start(request, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)

@@ -239,6 +239,11 @@ pub struct RunStart {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[ts(as = "Option<bool>", optional)]
     pub include_dirty: bool,
+    /// Make a retro when the run ends (`--retro`, `--no-retro`, `[run]
+    /// retros`); absent leaves it to settings.toml.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub retro: Option<bool>,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     #[ts(as = "Option<Vec<(String, String)>>", optional)]
@@ -267,6 +272,7 @@ impl RunStart {
             budget: Budget::default(),
             no_checkpoint: false,
             include_dirty: false,
+            retro: None,
             env: CallerEnv::default(),
         }
     }

@@ -399,6 +399,95 @@ runs_total: number,
  */
 stages: Array<StageSpend>, };
 
+export type Retro = { run_id: string, workflow_name: string, 
+/**
+ * The run's final status (`succeeded` or `failed`).
+ */
+run_status: RunStatus, 
+/**
+ * RFC 3339 UTC, when the retro was made.
+ */
+created_at: string, stages: Array<RetroStage>, totals: RetroTotals, 
+/**
+ * The narrative layer; absent when it could not be produced (then
+ * `error` says why).
+ */
+narrative?: Narrative | null, 
+/**
+ * Why the narrative is missing: no model, a failed call, a reply that
+ * stayed invalid after the repair turns, the time limit.
+ */
+error?: string | null, 
+/**
+ * The model that wrote the narrative, and what the call cost (repair
+ * turns included); absent when no call answered.
+ */
+llm?: LlmUsage | null, };
+
+export type RetroStage = { node_id: string, visit: number, handler: string, status: string, duration_ms: number | null, 
+/**
+ * Attempts made (retries are attempts beyond the first).
+ */
+attempts: number, retries: number, 
+/**
+ * US dollars over the calls the catalog prices.
+ */
+cost: number, 
+/**
+ * Input plus output tokens.
+ */
+tokens: number, files_touched?: Array<string>, failure_reason?: string | null, };
+
+export type RetroTotals = { 
+/**
+ * From the run's start to its end.
+ */
+duration_ms: number | null, cost: number, tokens: number, retries: number, 
+/**
+ * Every file any stage wrote, sorted, once each.
+ */
+files_touched: Array<string>, stages_completed: number, stages_failed: number, };
+
+export type Smoothness = "effortless" | "smooth" | "bumpy" | "struggled" | "failed";
+
+export type Narrative = { smoothness: Smoothness, 
+/**
+ * What the run set out to do.
+ */
+intent: string, 
+/**
+ * What actually happened.
+ */
+outcome: string, learnings: Array<Learning>, friction_points: Array<FrictionPoint>, open_items: Array<OpenItem>, };
+
+export type Learning = { 
+/**
+ * `repo`, `code`, `workflow` or `tool`.
+ */
+category: string, text: string, };
+
+export type FrictionPoint = { 
+/**
+ * `retry`, `timeout`, `wrong_approach`, `tool_failure` or `ambiguity`.
+ */
+kind: string, description: string, 
+/**
+ * The stage (node id) it happened in, when one.
+ */
+stage?: string | null, };
+
+export type OpenItem = { 
+/**
+ * `tech_debt`, `follow_up`, `investigation` or `test_gap`.
+ */
+kind: string, description: string, };
+
+export type RetroSummary = { run_id: string, workflow_name: string, run_status: RunStatus, created_at: string, 
+/**
+ * Absent when the narrative could not be produced.
+ */
+smoothness?: Smoothness | null, friction_count: number, duration_ms: number | null, cost: number, tokens: number, error?: string | null, };
+
 export type QuestionStatus = "pending" | "answered" | "timed_out" | "interrupted";
 
 export type QuestionRecord = { id: string, run_id: string, node_id: string, visit: number, text: string, options: Array<string>, freeform: boolean, status: QuestionStatus, answer: JsonValue | null, asked_at: string, answered_at: string | null, 
@@ -817,6 +906,11 @@ no_checkpoint?: boolean,
  * (`--include-dirty`).
  */
 include_dirty?: boolean, 
+/**
+ * Make a retro when the run ends (`--retro`, `--no-retro`, `[run]
+ * retros`); absent leaves it to settings.toml.
+ */
+retro?: boolean, 
 /**
  * The caller's environment; empty means the daemon's own.
  */

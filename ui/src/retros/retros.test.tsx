@@ -1,0 +1,138 @@
+// @vitest-environment happy-dom
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Host, Retro, RetroSummary } from '../api';
+import { makeTestHost } from '../api/testHost';
+import { RetroPanel } from './RetroPanel';
+import { RetrosScreen } from './RetrosScreen';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+/** A retro as `weft retro --json` printed one from the e2e test's fake provider. */
+const RETRO: Retro = {
+  run_id: '01M8ZVK81MNX9B31N0V2K3HJBW',
+  workflow_name: 'Build',
+  run_status: 'succeeded',
+  created_at: '2026-12-04T06:20:00.000Z',
+  stages: [
+    { node_id: 'start', visit: 1, handler: 'start', status: 'succeeded', duration_ms: 3, attempts: 1, retries: 0, cost: 0, tokens: 0 },
+    {
+      node_id: 'build',
+      visit: 1,
+      handler: 'command',
+      status: 'failed',
+      duration_ms: 12_300,
+      attempts: 2,
+      retries: 1,
+      cost: 0.0123,
+      tokens: 15_600,
+      files_touched: ['src/main.rs'],
+      failure_reason: 'command exited with status 3',
+    },
+  ],
+  totals: {
+    duration_ms: 12_400,
+    cost: 0.0123,
+    tokens: 15_600,
+    retries: 1,
+    files_touched: ['src/main.rs'],
+    stages_completed: 1,
+    stages_failed: 1,
+  },
+  narrative: {
+    smoothness: 'bumpy',
+    intent: 'Build the thing',
+    outcome: 'It built on the second try',
+    learnings: [{ category: 'repo', text: 'the build needs a compiler' }],
+    friction_points: [{ kind: 'retry', description: 'the first build failed', stage: 'build' }],
+    open_items: [{ kind: 'test_gap', description: 'nothing checks the build' }],
+  },
+};
+
+const SUMMARIES: RetroSummary[] = [
+  {
+    run_id: RETRO.run_id,
+    workflow_name: 'Build',
+    run_status: 'succeeded',
+    created_at: RETRO.created_at,
+    smoothness: 'bumpy',
+    friction_count: 1,
+    duration_ms: 12_400,
+    cost: 0.0123,
+    tokens: 15_600,
+  },
+  {
+    run_id: '01M8ZVK81MNX9B31N0V2K3HJBX',
+    workflow_name: 'Deploy',
+    run_status: 'failed',
+    created_at: RETRO.created_at,
+    friction_count: 0,
+    duration_ms: null,
+    cost: 0,
+    tokens: 0,
+    error: 'no API key',
+  },
+];
+
+describe('retros in the app', () => {
+  let root: Root | null = null;
+  let container: HTMLElement | null = null;
+  afterEach(() => {
+    act(() => root?.unmount());
+    container?.remove();
+  });
+
+  async function render(element: React.ReactElement): Promise<HTMLElement> {
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    await act(async () => root?.render(element));
+    return container;
+  }
+
+  it('the Retro tab shows the rating, the story, friction, open items and the stages', async () => {
+    const host: Host = { ...makeTestHost(), runRetro: () => Promise.resolve(RETRO) };
+    const page = await render(<RetroPanel host={host} runId={RETRO.run_id} />);
+    expect(page.querySelector('.retro-badge')?.getAttribute('data-rating')).toBe('bumpy');
+    const text = page.textContent ?? '';
+    expect(text).toContain('It built on the second try');
+    expect(text).toContain('the build needs a compiler');
+    expect(text).toContain('the first build failed (stage build)');
+    expect(text).toContain('nothing checks the build');
+    expect(text).toContain('$0.01 · 15.6k tokens');
+    const rows = [...page.querySelectorAll('.retro__stages tbody tr')];
+    expect(rows.map((r) => r.querySelector('td')?.textContent)).toEqual(['start@1', 'build@1']);
+    expect(rows[1]?.getAttribute('title')).toBe('command exited with status 3');
+  });
+
+  it('a retro without its narrative says why, and a run without one says how to get one', async () => {
+    const failed: Retro = { ...RETRO, narrative: null, error: 'no API key for provider `openai`' };
+    const host: Host = { ...makeTestHost(), runRetro: () => Promise.resolve(failed) };
+    const page = await render(<RetroPanel host={host} runId={RETRO.run_id} />);
+    expect(page.querySelector('.retro-badge')?.getAttribute('data-rating')).toBe('none');
+    expect(page.textContent).toContain('No narrative: no API key');
+    act(() => root?.unmount());
+    container?.remove();
+
+    const none = await render(<RetroPanel host={{ ...makeTestHost(), runRetro: () => Promise.resolve(null) }} runId={RETRO.run_id} />);
+    expect(none.querySelector('[data-testid="retro-none"]')?.textContent).toContain('weft retro RUN --generate');
+  });
+
+  it('the Retros list shows a row per retro with its rating, cost and friction count, linking to the run', async () => {
+    const host: Host = { ...makeTestHost(), retros: () => Promise.resolve(SUMMARIES) };
+    const page = await render(<RetrosScreen host={host} />);
+    const rows = [...page.querySelectorAll('table.retros tbody tr')];
+    expect(rows).toHaveLength(2);
+    const cells = (row: Element) => [...row.querySelectorAll('td')].map((c) => c.textContent);
+    expect(cells(rows[0]!).slice(0, 7)).toEqual(['bumpy', '01M8ZVK81M', 'Build', '12.4s', '$0.01', '15.6k', '1']);
+    expect(cells(rows[1]!).slice(0, 7)).toEqual(['no rating', '01M8ZVK81M', 'Deploy', '—', '$0.00', '0', '0']);
+    expect(rows[0]?.querySelector('a')?.getAttribute('href')).toBe(`#/runs/${RETRO.run_id}`);
+  });
+
+  it('the Retros list says so when there are none', async () => {
+    const page = await render(<RetrosScreen host={makeTestHost()} />);
+    expect(page.textContent).toContain('No retros yet');
+  });
+});
