@@ -13,6 +13,7 @@ import { LogsPanel } from '../logs/LogsPanel';
 import { RetroPanel } from '../retros/RetroPanel';
 import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
 import { EventsPanel } from './EventsPanel';
+import { BudgetWarnings } from './BudgetWarnings';
 import { RunHeader } from './RunHeader';
 import { StageDetail } from './StageDetail';
 import { TimelineView } from './Timeline';
@@ -144,6 +145,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   return (
     <div className="run" data-testid="run-screen" data-run-id={v.run.id}>
       <RunHeader host={host} view={v} failure={failure} live={live} now={now} onJumpToStage={select} onActed={reload} />
+      <BudgetWarnings events={events} />
       {route.question && !routed && <p className="error">This run has no question {route.question}.</p>}
       {questions.map((q, i) => (
         i === 0 ? <RunQuestion key={q.id} host={host} view={v} question={q} /> : null
