@@ -518,3 +518,38 @@ pub fn events(sb: &Sandbox, run_id: &str) -> Vec<serde_json::Value> {
 pub fn named<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {
     events.iter().filter(|e| e["event"] == name).collect()
 }
+
+/// The live (not zombie) processes whose environment holds `marker` (say
+/// `HOME=/tmp/x\0`, or a path only one test's processes are given): what a
+/// test started and must not leave behind.
+#[must_use]
+pub fn processes_with_env(marker: &str) -> Vec<String> {
+    let mut alive = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // A zombie has run its last instruction; only its parent's wait is left.
+        let zombie = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&environ).contains(marker) {
+            alive.push(pid);
+        }
+    }
+    alive
+}
+
+/// Waits until `done` holds, at most `timeout`, checking every 20 ms;
+/// panics naming `what` otherwise.
+pub fn wait_until(what: &str, timeout: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -86,32 +86,7 @@ fn model(work_dir: PathBuf) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'stat
 /// Processes still alive that were started with this `HOME` (the adapter,
 /// its Claude Code, anything they ran).
 fn processes_with_home(home: &Path) -> Vec<String> {
-    let marker = format!("HOME={}\0", home.display());
-    let mut alive = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = state
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&environ).contains(&marker) {
-            alive.push(pid);
-        }
-    }
-    alive
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    weft_tests::processes_with_env(&format!("HOME={}\0", home.display()))
 }
 
 fn read(path: &Path) -> String {
@@ -239,7 +214,7 @@ impl World {
     /// Once the run is over: no process started with Claude Code's home
     /// is left (the adapter, its Claude Code, whatever they ran).
     fn assert_nothing_left(&self) {
-        wait_until(
+        weft_tests::wait_until(
             "no adapter or Claude Code process to be left",
             Duration::from_secs(30),
             || processes_with_home(&self.claude_home).is_empty(),
@@ -258,7 +233,7 @@ fn claude_code_s_adapter_writes_a_file_in_an_acp_stage_against_the_fake_provider
         .weft_run(&["--json"])
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    wait_until("the run to end", RUN_TIMEOUT, || {
+    weft_tests::wait_until("the run to end", RUN_TIMEOUT, || {
         child.try_wait().ok().flatten().is_some()
     });
     let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
@@ -429,7 +404,7 @@ fn claude_code_s_permission_request_is_a_question_answered_from_another_client()
     assert_eq!(words[..2], ["weft", "answer"], "{command}");
     let answered = world.sb.run(&[words[1], words[2], "--label", "Yes"]);
     assert_eq!(answered.code, 0, "{answered:?}");
-    wait_until("the run to end", RUN_TIMEOUT, || {
+    weft_tests::wait_until("the run to end", RUN_TIMEOUT, || {
         follower.try_wait().ok().flatten().is_some()
     });
     let status = follower.wait().unwrap_or_else(|e| panic!("{e}"));

@@ -68,25 +68,7 @@ pub(crate) fn stage_dir(sb: &Sandbox, run_id: &str) -> std::path::PathBuf {
 /// Processes started for this sandbox's agent that are still alive (its
 /// script's path is in their environment). Shared with `cli_stages`.
 pub(crate) fn agents_alive(sb: &Sandbox) -> Vec<String> {
-    let marker = sb.path().join("script.json").display().to_string();
-    let mut alive = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // A zombie has run its last instruction; only its parent's wait is left.
-        let zombie = state
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&environ).contains(&marker) {
-            alive.push(pid);
-        }
-    }
-    alive
+    weft_tests::processes_with_env(&sb.path().join("script.json").display().to_string())
 }
 
 pub(crate) fn read(path: &Path) -> String {
@@ -495,12 +477,8 @@ fn start_detached(sb: &Sandbox) -> String {
 }
 
 /// Waits (bounded) until `done` holds.
-pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+pub(crate) fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    weft_tests::wait_until(what, std::time::Duration::from_secs(60), done);
 }
 
 pub(crate) fn has_event(sb: &Sandbox, run_id: &str, name: &str) -> bool {

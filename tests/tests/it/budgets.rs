@@ -375,3 +375,46 @@ fn a_prompt_node_past_the_token_limit_pauses_before_its_call() {
     assert_eq!(fake.requests(&key).len(), 2);
     assert_eq!(stored_budget(&sb, &run_id)["max_tokens"], 2000);
 }
+
+#[test]
+fn a_graph_s_budget_attributes_limit_its_runs_unless_a_flag_says_otherwise() {
+    let flow = r#"digraph P { graph [budget_max_tokens=1000]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=tab, prompt="One"]
+           second [shape=tab, prompt="Two"]
+           start -> first -> second -> exit }"#;
+    let fake = FakeLlm::start();
+    let graph_key = key("graph");
+    fake.script(&graph_key, [final_turn(1_500), final_turn(10)]);
+    let sb = Sandbox::new();
+    sb.write("p.fabro", flow);
+    let env = model_env(&fake, &graph_key);
+    let run_id = start(&sb, &env, "p.fabro", &["--model", "gpt-5.2"]);
+    let question = wait_for_question(&sb, &run_id);
+    assert!(
+        question.contains("Budget of 1.0k tokens reached"),
+        "{question}"
+    );
+    assert_eq!(
+        fake.requests(&graph_key).len(),
+        1,
+        "the second prompt waits"
+    );
+    answer(&sb, &run_id, "S");
+    wait_for_status(&home(&sb), &run_id, RunStatus::Cancelled);
+
+    // `--max-tokens` comes before the graph's attribute.
+    let flag_key = key("graph-flag");
+    fake.script(&flag_key, [final_turn(1_500), final_turn(10)]);
+    let sb = Sandbox::new();
+    sb.write("p.fabro", flow);
+    let env = model_env(&fake, &flag_key);
+    let run_id = start(
+        &sb,
+        &env,
+        "p.fabro",
+        &["--model", "gpt-5.2", "--max-tokens", "5000"],
+    );
+    wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
+    assert_eq!(fake.requests(&flag_key).len(), 2);
+}
