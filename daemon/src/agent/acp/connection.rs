@@ -328,12 +328,20 @@ impl AcpAgent {
             Choices::None => return Ok(false),
         };
         if !offered.iter().any(|v| v == value) {
+            // The agent's list is its own: name a few, not all of it.
+            const NAMED: usize = 20;
+            let mut named = offered
+                .iter()
+                .take(NAMED)
+                .map(|v| crate::util::text::truncate(v, 80))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if offered.len() > NAMED {
+                named.push_str(&format!(" and {} more", offered.len() - NAMED));
+            }
             return Err(AcpError {
                 kind: AcpErrorKind::Start,
-                message: format!(
-                    "the agent {name} has no {noun} `{value}`; it offers: {}",
-                    offered.join(", ")
-                ),
+                message: format!("the agent {name} has no {noun} `{value}`; it offers: {named}"),
             });
         }
         self.call(method, params, cancel)
