@@ -65,6 +65,7 @@ fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::Temp
         })),
         nesting: 0,
         agents: weft::engine::steering::RunningAgents::default(),
+        budget: None,
     };
     let request = RunRequest {
         source: std::fs::read_to_string(&path)?,

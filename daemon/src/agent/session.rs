@@ -295,14 +295,7 @@ impl<'a> Session<'a> {
             }
             // Before steering: a message sent while the run waited on its
             // budget reaches the next turn.
-            if let Some(gate) = self.gate {
-                gate.before_call(self.state.spend)
-                    .await
-                    .map_err(|message| SessionError {
-                        kind: SessionErrorKind::Cancelled,
-                        message,
-                    })?;
-            }
+            self.pass_gate().await?;
             self.deliver_steering(on_event);
             self.state.turns += 1;
             let turn = self.state.turns;
@@ -725,6 +718,22 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Asks the gate, if the session has one, whether it may call the
+    /// model having spent what it has; `Err` (cancelled) when it may not.
+    async fn pass_gate(&self) -> Result<(), SessionError> {
+        match self.gate {
+            Some(gate) => {
+                gate.before_call(self.state.spend)
+                    .await
+                    .map_err(|message| SessionError {
+                        kind: SessionErrorKind::Cancelled,
+                        message,
+                    })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Summarises older turns when the conversation nears the context
     /// window. A failed summary is reported and the session goes on.
     async fn compact_if_needed(
@@ -741,6 +750,8 @@ impl<'a> Session<'a> {
         let Some(at) = compaction::split_point(self.state.history.messages()) else {
             return Ok(());
         };
+        // A summary is a model call like any other: the budget may stop it.
+        self.pass_gate().await?;
         let files = self.files_touched();
         let old = &self.state.history.messages()[..at];
         let request = Request {

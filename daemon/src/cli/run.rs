@@ -222,6 +222,7 @@ fn execute(
         observer: Some(progress.observer()),
         nesting: 0,
         agents: crate::engine::steering::RunningAgents::default(),
+        budget: None,
     };
     super::block_on(async {
         let signals = tokio::spawn(forward_signals(cancel.clone()));

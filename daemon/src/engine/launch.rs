@@ -140,6 +140,10 @@ pub struct Services {
     /// The agent stages running now, for steering (`run.steer`): the
     /// daemon shares one among all its runs.
     pub agents: super::steering::RunningAgents,
+    /// The budget of the run these services start runs inside: a
+    /// sub-workflow's child run spends against its parent's limits.
+    /// `None` for a top-level run, which has a budget of its own.
+    pub budget: Option<super::handlers::budget::RunBudget>,
 }
 
 impl std::fmt::Debug for Services {
@@ -852,13 +856,18 @@ async fn execute(
     let budget_settings =
         super::handlers::budget::BudgetSettings::load(&services.home.settings_path())
             .map_err(EngineError::Config)?;
-    let budget = super::handlers::budget::RunBudget::new(
-        options
-            .budget
-            .or(graph_budget(graph).map_err(EngineError::Config)?),
-        &budget_settings,
-        services.cancel.clone(),
-    );
+    let own_budget = options
+        .budget
+        .or(graph_budget(graph).map_err(EngineError::Config)?);
+    let budget = match &services.budget {
+        Some(parent) => parent.clone(),
+        None => super::handlers::budget::RunBudget::new(
+            run_id,
+            own_budget,
+            &budget_settings,
+            services.cancel.clone(),
+        ),
+    };
     let env = RunEnv {
         budget,
         artifacts: std::sync::Arc::new(artifacts),
@@ -898,6 +907,14 @@ async fn execute(
         recorder.emit(
             EventKind::EnvWithheld {
                 names: split.withheld,
+            },
+            None,
+        )?;
+    }
+    if services.budget.is_some() && !own_budget.is_empty() {
+        recorder.emit(
+            EventKind::RunNotice {
+                message: "this workflow's budget_* attributes are not used here: as a sub-workflow it spends against the budget of the run that started it".into(),
             },
             None,
         )?;

@@ -29,4 +29,5 @@ pub mod run;
 pub(crate) mod run_git;
 pub mod steering;
 
+pub use handlers::budget::RunBudget;
 pub use launch::{Conclusion, EngineError, RunRequest, Services, StageSummary, resume, start};

@@ -270,6 +270,7 @@ impl Daemon {
             observer: None,
             nesting: 0,
             agents: self.agents.clone(),
+            budget: None,
         }
     }
 
@@ -419,6 +420,7 @@ impl Daemon {
             })),
             nesting: 0,
             agents: self.agents.clone(),
+            budget: None,
         };
         let result = match job {
             Job::Start(prepared, _) => prepared.run(&services).await,

@@ -147,6 +147,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX retros_by_created_at ON retros (created_at);
     ",
+    // 9: budgets across runs (docs/llm.md, "Budgets"). A run's budget
+    // counts its sub-workflows' child runs, found by their parent link
+    // before every model call; a daily limit raised at a budget pause
+    // holds for the rest of that (local) day.
+    r"
+    CREATE INDEX runs_by_parent ON runs (json_extract(options, '$.parent.run_id'));
+    CREATE TABLE day_budgets (
+        day        TEXT PRIMARY KEY NOT NULL,
+        max_cost   REAL,
+        max_tokens INTEGER
+    );
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

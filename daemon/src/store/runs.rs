@@ -193,6 +193,10 @@ const RUN_COLUMNS: &str = concat!(
 /// How many runs an ambiguous prefix lists.
 const AMBIGUOUS_LIST_MAX: usize = 10;
 
+/// How deep [`Store::spend_of_tree`] follows parent links: well past how
+/// deeply the engine nests runs, and a bound even on links made to loop.
+const MAX_TREE_DEPTH: i64 = 64;
+
 /// The fewest characters of a run id that `weft ps` shows (see
 /// [`Store::unique_prefix_lengths`]): more when that many are shared with
 /// another run, as they are for runs started in the same second.
@@ -324,6 +328,72 @@ impl Store {
             .optional()?
             .flatten();
         Ok(json.as_deref().and_then(spend_of).unwrap_or_default())
+    }
+
+    /// What the stages of `run_id` and of every run below it (its
+    /// sub-workflows' child runs, to any depth) spent: the spend a run's
+    /// budget is held against.
+    pub fn spend_of_tree(&self, run_id: &str) -> Result<RunSpend> {
+        let json: Option<String> = self
+            .conn
+            .prepare_cached(
+                "WITH RECURSIVE tree(id, depth) AS ( \
+                   SELECT ?1, 0 \
+                   UNION ALL \
+                   SELECT runs.id, tree.depth + 1 FROM runs JOIN tree \
+                     ON json_extract(runs.options, '$.parent.run_id') = tree.id \
+                   WHERE tree.depth < ?2) \
+                 SELECT json_object('calls', SUM(json_extract(s.outcome, '$.llm.calls')), \
+                   'input', SUM(json_extract(s.outcome, '$.llm.usage.input')), \
+                   'output', SUM(json_extract(s.outcome, '$.llm.usage.output')), \
+                   'cost', SUM(json_extract(s.outcome, '$.llm.cost'))) \
+                 FROM stages s JOIN tree ON s.run_id = tree.id \
+                 WHERE json_extract(s.outcome, '$.llm') IS NOT NULL",
+            )?
+            // Bounded even if the links were made to loop: runs nest at
+            // most MAX_NESTING deep.
+            .query_row(params![run_id, MAX_TREE_DEPTH], |row| row.get(0))
+            .optional()?
+            .flatten();
+        Ok(json.as_deref().and_then(spend_of).unwrap_or_default())
+    }
+
+    /// The daily limits raised today (local time), if any were.
+    pub fn day_budget(&self) -> Result<Option<crate::model::Budget>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT max_cost, max_tokens FROM day_budgets \
+                 WHERE day = date('now', 'localtime')",
+            )?
+            .query_row([], |row| {
+                Ok(crate::model::Budget {
+                    max_cost: row.get(0)?,
+                    max_tokens: row
+                        .get::<_, Option<i64>>(1)?
+                        .and_then(|n| u64::try_from(n).ok()),
+                    warn_at: None,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Records `budget` as today's daily limits (a raise at a budget
+    /// pause): every run of the home keeps them until local midnight.
+    pub fn raise_day_budget(&mut self, budget: &crate::model::Budget) -> Result<()> {
+        let tokens = budget
+            .max_tokens
+            .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        self.conn
+            .prepare_cached(
+                "INSERT INTO day_budgets (day, max_cost, max_tokens) \
+                 VALUES (date('now', 'localtime'), ?1, ?2) \
+                 ON CONFLICT (day) DO UPDATE SET \
+                   max_cost = COALESCE(excluded.max_cost, max_cost), \
+                   max_tokens = COALESCE(excluded.max_tokens, max_tokens)",
+            )?
+            .execute(params![budget.max_cost, tokens])?;
+        Ok(())
     }
 
     /// The nodes of `run_id` whose latest visit failed, in the order they

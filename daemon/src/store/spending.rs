@@ -425,6 +425,59 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_run_s_tree_spend_counts_its_children_and_grandchildren_only() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        let at = "2026-12-02T12:00:00.000Z";
+        for (id, parent) in [
+            ("P", None),
+            ("C", Some("P")),
+            ("G", Some("C")),
+            ("OTHER", None),
+        ] {
+            let mut run = new_run(id, "wf", "goal", at);
+            if let Some(parent) = parent {
+                run.options =
+                    serde_json::json!({"parent": {"run_id": parent, "node_id": "sub", "visit": 1}});
+            }
+            store.create_run(&run).expect("create");
+            let spent = llm("openai", "gpt-5", 1, 100, 10, Some(0.5));
+            spent_stage(&mut store, id, "ask", Some(spent), at);
+        }
+        let tree = store.spend_of_tree("P").expect("tree");
+        assert_eq!((tree.input_tokens, tree.output_tokens), (300, 30));
+        assert!((tree.cost - 1.5).abs() < 1e-9, "{}", tree.cost);
+        let child = store.spend_of_tree("C").expect("subtree");
+        assert_eq!(child.input_tokens, 200, "a child's tree is below it");
+        assert_eq!(
+            store.spend_of_tree("NONE").expect("unknown").input_tokens,
+            0
+        );
+    }
+
+    #[test]
+    fn a_raised_daily_limit_is_kept_for_the_day_and_raised_again_per_limit() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        assert_eq!(store.day_budget().expect("none yet"), None);
+        let cost = crate::model::Budget {
+            max_cost: Some(10.0),
+            ..crate::model::Budget::default()
+        };
+        store.raise_day_budget(&cost).expect("raise cost");
+        let tokens = crate::model::Budget {
+            max_tokens: Some(4_000),
+            ..crate::model::Budget::default()
+        };
+        store.raise_day_budget(&tokens).expect("raise tokens");
+        let today = store.day_budget().expect("read").expect("raised today");
+        assert_eq!(
+            (today.max_cost, today.max_tokens),
+            (Some(10.0), Some(4_000))
+        );
+    }
+
+    #[test]
     fn spending_sums_every_stage_that_called_a_model_by_day_model_run_and_stage() {
         let (_temp, home) = home();
         let mut store = Store::open(&home).expect("open");

@@ -825,6 +825,51 @@ async fn a_conversation_near_the_context_window_is_compacted() {
     );
 }
 
+/// A gate that lets `allowed` model calls through and refuses the rest, as
+/// a run's budget does once it is spent.
+struct CountingGate {
+    allowed: usize,
+    asked: Mutex<usize>,
+}
+
+impl weft::agent::CallGate for CountingGate {
+    fn before_call<'g>(
+        &'g self,
+        _spent: weft::model::Spend,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'g>> {
+        let mut asked = self.asked.lock().expect("count");
+        *asked += 1;
+        let verdict = if *asked > self.allowed {
+            Err("budget reached".to_string())
+        } else {
+            Ok(())
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+}
+
+#[tokio::test]
+async fn the_gate_is_asked_before_a_compaction_summary_too() {
+    let f = Fixture::new(Api::Compat);
+    let mut replies = big_reads(&f);
+    replies.push(Fake::Text("## Goal\nread the big files".into()));
+    replies.push(Fake::Text("all read".into()));
+    f.script(replies);
+    let mut config = f.config(true);
+    config.request.model = Some("tiny-context".into());
+    // Seven turns pass; the eighth call would be the summary.
+    let gate = CountingGate {
+        allowed: 7,
+        asked: Mutex::new(0),
+    };
+    let mut session = Session::new(config, &f.client, f.workspace()).gated(&gate);
+    let result = session.send("read every big file", &mut |_| {}).await;
+    let error = result.expect_err("the gate stops the summary");
+    assert_eq!(error.kind, SessionErrorKind::Cancelled, "{error}");
+    assert_eq!(error.message, "budget reached");
+    assert_eq!(f.requests().len(), 7, "no summary call was made");
+}
+
 // --- The transcript -------------------------------------------------------------
 
 #[tokio::test]

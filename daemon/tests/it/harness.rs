@@ -177,6 +177,7 @@ pub async fn run_in(
         })),
         nesting: 0,
         agents: weft::engine::steering::RunningAgents::default(),
+        budget: None,
     };
     let request = RunRequest {
         workflow_path: Some(path),

@@ -418,3 +418,204 @@ fn a_graph_s_budget_attributes_limit_its_runs_unless_a_flag_says_otherwise() {
     wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
     assert_eq!(fake.requests(&flag_key).len(), 2);
 }
+
+/// The one run of `sb`'s home whose parent is `parent`, once it exists.
+fn child_of(sb: &Sandbox, parent: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let children: Vec<String> = Store::open_read_only(&home(sb))
+            .and_then(|s| s.list_runs(&weft::store::RunFilter::default()))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.options["parent"]["run_id"] == parent)
+            .map(|r| r.id)
+            .collect();
+        if let [child] = children.as_slice() {
+            return child.clone();
+        }
+        assert!(Instant::now() < deadline, "run {parent} started no child");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_sub_workflow_s_child_run_spends_against_its_parent_s_budget() {
+    let fake = FakeLlm::start();
+    let key = key("child");
+    // The parent's prompt spends 1.5k of its 1k tokens; the child's prompt
+    // must wait, though the child has no budget of its own.
+    fake.script(&key, [final_turn(1_500), final_turn(10), final_turn(10)]);
+    let sb = Sandbox::new();
+    sb.write(
+        "parent.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=tab, prompt="One"]
+           sub [shape=house, stack.child_workflow="child.fabro"]
+           last [shape=tab, prompt="Three"]
+           start -> first -> sub -> last -> exit }"#,
+    );
+    sb.write(
+        "child.fabro",
+        r#"digraph C { start [shape=Mdiamond]; exit [shape=Msquare]
+           second [shape=tab, prompt="Two"]
+           start -> second -> exit }"#,
+    );
+    let env = model_env(&fake, &key);
+    let parent = start(
+        &sb,
+        &env,
+        "parent.fabro",
+        &["--model", "gpt-5.2", "--max-tokens", "1000"],
+    );
+    let child = child_of(&sb, &parent);
+    let question = wait_for_question(&sb, &child);
+    assert!(
+        question.contains("Budget of 1.0k tokens reached (1.5k tokens spent)"),
+        "{question}"
+    );
+    assert_eq!(fake.requests(&key).len(), 1, "the child's prompt waits");
+    answer(&sb, &child, "R");
+    // Raised to 2k for the whole run: the child's call and the parent's
+    // last one (1.51k spent) go through.
+    wait_for_status(&home(&sb), &parent, RunStatus::Succeeded);
+    assert_eq!(fake.requests(&key).len(), 3);
+    assert_eq!(
+        stored_budget(&sb, &parent)["max_tokens"],
+        2000,
+        "the raise is stored with the run that was started"
+    );
+}
+
+#[test]
+fn a_child_run_stopped_at_the_budget_stops_its_parent() {
+    let fake = FakeLlm::start();
+    let key = key("child-stop");
+    fake.script(&key, [final_turn(1_500), final_turn(10)]);
+    let sb = Sandbox::new();
+    sb.write(
+        "parent.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=tab, prompt="One"]
+           sub [shape=house, stack.child_workflow="child.fabro"]
+           start -> first -> sub -> exit }"#,
+    );
+    sb.write(
+        "child.fabro",
+        // Its own, looser budget is not used (and it is said so).
+        r#"digraph C { graph [budget_max_tokens=1000000]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           second [shape=tab, prompt="Two"]
+           start -> second -> exit }"#,
+    );
+    let env = model_env(&fake, &key);
+    let parent = start(
+        &sb,
+        &env,
+        "parent.fabro",
+        &["--model", "gpt-5.2", "--max-tokens", "1000"],
+    );
+    let child = child_of(&sb, &parent);
+    wait_for_question(&sb, &child);
+    answer(&sb, &child, "S");
+    wait_for_status(&home(&sb), &parent, RunStatus::Cancelled);
+    assert_eq!(fake.requests(&key).len(), 1);
+    let all = events(&sb, &child);
+    let said = named(&all, "run.notice");
+    assert!(
+        said.iter().any(|e| e["properties"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("budget_* attributes are not used here"))),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_daily_limit_raised_at_a_pause_holds_for_the_home_s_other_runs_that_day() {
+    let fake = FakeLlm::start();
+    let key = key("daily-raise");
+    fake.script(&key, [final_turn(1_500), final_turn(10), final_turn(10)]);
+    let sb = Sandbox::new();
+    std::fs::write(
+        home(&sb).settings_path(),
+        "[budget]\nmax_tokens_per_day = 1000\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    sb.write(
+        "p.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           ask [shape=tab, prompt="One"]
+           start -> ask -> exit }"#,
+    );
+    let env = model_env(&fake, &key);
+    let first = start(&sb, &env, "p.fabro", &["--model", "gpt-5.2"]);
+    wait_for_status(&home(&sb), &first, RunStatus::Succeeded);
+    let second = start(&sb, &env, "p.fabro", &["--model", "gpt-5.2"]);
+    let question = wait_for_question(&sb, &second);
+    assert!(
+        question.contains("Daily budget of 1.0k tokens reached"),
+        "{question}"
+    );
+    answer(&sb, &second, "R");
+    wait_for_status(&home(&sb), &second, RunStatus::Succeeded);
+    let said: Vec<String> = named(&events(&sb, &second), "run.notice")
+        .into_iter()
+        .filter_map(|e| e["properties"]["message"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        said.iter()
+            .any(|m| m == "daily budget raised to 2.0k tokens for today"),
+        "{said:?}"
+    );
+    // 1.51k spent today against the raised 2k: a third run asks nothing.
+    let third = start(&sb, &env, "p.fabro", &["--model", "gpt-5.2"]);
+    wait_for_status(&home(&sb), &third, RunStatus::Succeeded);
+    assert_eq!(fake.requests(&key).len(), 3);
+}
+
+#[test]
+fn a_budget_question_open_when_the_daemon_dies_is_asked_again_under_its_own_id() {
+    let fake = FakeLlm::start();
+    let key = key("restart");
+    fake.script(&key, [final_turn(1_500), final_turn(10)]);
+    let sb = Sandbox::new();
+    sb.write(
+        "p.fabro",
+        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+           first [shape=tab, prompt="One"]
+           second [shape=tab, prompt="Two"]
+           start -> first -> second -> exit }"#,
+    );
+    let env = model_env(&fake, &key);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut weftd = weft_tests::Weftd::start_with(&sb, &env_refs);
+    let run_id = start(
+        &sb,
+        &env,
+        "p.fabro",
+        &["--model", "gpt-5.2", "--max-tokens", "1000"],
+    );
+    wait_for_question(&sb, &run_id);
+    let pending = |sb: &Sandbox| -> Vec<String> {
+        Store::open_read_only(&home(sb))
+            .and_then(|s| s.questions(Some(&run_id), true))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|q| q.id)
+            .collect()
+    };
+    let asked = pending(&sb);
+    weftd.signal("-KILL");
+    let _ = weftd.child.wait();
+    drop(weftd);
+    // The new daemon resumes the run, whose second stage asks again.
+    let _weftd = weft_tests::Weftd::start_with(&sb, &env_refs);
+    weft_tests::wait_until(
+        "the resumed run asks again",
+        Duration::from_secs(120),
+        || named(&events(&sb, &run_id), "interview.started").len() == 2,
+    );
+    assert_eq!(pending(&sb), asked, "one question, under its first id");
+    answer(&sb, &run_id, "R");
+    wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
+    assert_eq!(fake.requests(&key).len(), 2);
+}

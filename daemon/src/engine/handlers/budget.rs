@@ -115,9 +115,18 @@ fn pause_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// The run's limits as they stand (raised ones included) and which
-/// warnings it has given; shared by its stages.
+/// warnings it has given; shared by its stages, and by the child runs of
+/// its sub-workflows: a workflow made of sub-workflows stays within the
+/// budget of the run that was started.
 #[derive(Clone, Default)]
-pub(crate) struct RunBudget(Arc<Mutex<Limits>>, Cancel);
+pub struct RunBudget {
+    limits: Arc<Mutex<Limits>>,
+    /// Stops the whole run at its budget (not only the branch or child run
+    /// that asked).
+    cancel: Cancel,
+    /// The run the limits belong to: its spend and its descendants' counts.
+    root: Arc<str>,
+}
 
 #[derive(Default)]
 struct Limits {
@@ -137,13 +146,18 @@ impl std::fmt::Debug for RunBudget {
 }
 
 impl RunBudget {
-    /// The run's budget (already resolved from flags, run configuration
-    /// and graph) over the home's settings; a stop at the budget cancels
-    /// `run` (the whole run, not only the parallel branch that asked).
+    /// The budget of run `run_id` (`run`, already resolved from flags, run
+    /// configuration and graph) over the home's settings; a stop at the
+    /// budget cancels `cancel`, the whole run's.
     #[must_use]
-    pub fn new(run: Budget, settings: &BudgetSettings, cancel: Cancel) -> RunBudget {
-        RunBudget(
-            Arc::new(Mutex::new(Limits {
+    pub(crate) fn new(
+        run_id: &str,
+        run: Budget,
+        settings: &BudgetSettings,
+        cancel: Cancel,
+    ) -> RunBudget {
+        RunBudget {
+            limits: Arc::new(Mutex::new(Limits {
                 run: run.or(settings.per_run()),
                 day: settings.per_day(),
                 pause_timeout: settings.pause_timeout(),
@@ -151,12 +165,13 @@ impl RunBudget {
                 unpriced: Vec::new(),
             })),
             cancel,
-        )
+            root: Arc::from(run_id),
+        }
     }
 
     /// True the first time `model` is named: its calls have no price.
     fn first_unpriced(&self, model: &str) -> bool {
-        let mut limits = lock(&self.0);
+        let mut limits = lock(&self.limits);
         // Without a limit, an unknown price changes nothing.
         if !(limits.run.limits() || limits.day.limits())
             || limits.unpriced.iter().any(|m| m == model)
@@ -256,26 +271,34 @@ pub(super) async fn check(cx: &StageCx<'_>, in_flight: &Spend) -> Result<(), Out
     // raises a limited number of times before the timeout stops the run.
     loop {
         let (run_budget, day_budget, timeout) = {
-            let limits = lock(&cx.run.budget.0);
+            let limits = lock(&cx.run.budget.limits);
             (limits.run, limits.day, limits.pause_timeout)
         };
         if !run_budget.limits() && !day_budget.limits() {
             return Ok(());
         }
-        let (recorded, today) = {
+        let (recorded, today, day_budget) = {
             let store = cx.recorder.store();
-            let recorded = store
-                .run(&cx.run.run_id)
-                .ok()
-                .flatten()
-                .and_then(|r| r.llm)
-                .unwrap_or_default();
-            let today = if day_budget.limits() {
-                store.spend_today().unwrap_or_default()
+            // The run's own stages and those of its sub-workflows' child
+            // runs (a sub-workflow stage does not count its child's spend
+            // itself, so nothing is counted twice).
+            let recorded = if run_budget.limits() {
+                store.spend_of_tree(&cx.run.budget.root).unwrap_or_default()
             } else {
                 RunSpend::default()
             };
-            (recorded, today)
+            let (today, day_budget) = if day_budget.limits() {
+                // A daily limit someone raised today holds for every run
+                // of the home until midnight.
+                let raised = store.day_budget().ok().flatten().unwrap_or_default();
+                (
+                    store.spend_today().unwrap_or_default(),
+                    higher(day_budget, raised),
+                )
+            } else {
+                (RunSpend::default(), day_budget)
+            };
+            (recorded, today, day_budget)
         };
         let flight_tokens = in_flight.usage.input.saturating_add(in_flight.usage.output);
         let mut all = readings(
@@ -311,7 +334,7 @@ pub(super) async fn check(cx: &StageCx<'_>, in_flight: &Spend) -> Result<(), Out
 /// The `budget.warning` of a limit, once per limit and value.
 fn warn(cx: &StageCx<'_>, reading: &Reading, share: f64) {
     {
-        let mut limits = lock(&cx.run.budget.0);
+        let mut limits = lock(&cx.run.budget.limits);
         let seen = (reading.key, reading.limit);
         if limits.warned.contains(&seen) {
             return;
@@ -352,12 +375,17 @@ async fn pause(cx: &StageCx<'_>, over: &Reading, timeout: Duration) -> Result<()
         text: text.to_string(),
         target: String::new(),
     };
+    let choices = vec![choice("R", &raise), choice("S", "Stop the run")];
+    let labels: Vec<String> = choices.iter().map(|c| c.label.clone()).collect();
+    let pending = still_pending(cx, &labels);
     let question = Question {
-        id: ulid::Ulid::generate().to_string(),
+        id: pending
+            .clone()
+            .unwrap_or_else(|| ulid::Ulid::generate().to_string()),
         node_id: cx.node.id.to_string(),
         text: text.clone(),
         context: None,
-        choices: vec![choice("R", &raise), choice("S", "Stop the run")],
+        choices,
         freeform: false,
         timeout_ms: u64::try_from(timeout.as_millis()).ok(),
         default_choice: None,
@@ -368,7 +396,7 @@ async fn pause(cx: &StageCx<'_>, over: &Reading, timeout: Duration) -> Result<()
         node_id: question.node_id.clone(),
         visit: cx.visit,
         text,
-        options: question.choices.iter().map(|c| c.label.clone()).collect(),
+        options: labels,
         freeform: false,
         status: QuestionStatus::Pending,
         answer: None,
@@ -376,7 +404,8 @@ async fn pause(cx: &StageCx<'_>, over: &Reading, timeout: Duration) -> Result<()
         answered_at: None,
         permission: None,
     };
-    let asked = super::ask::ask_recorded(cx, &question, Some(&record), Some(timeout)).await;
+    let new = pending.is_none().then_some(&record);
+    let asked = super::ask::ask_recorded(cx, &question, new, Some(timeout)).await;
     let settle = |status: QuestionStatus, answer: serde_json::Value| {
         let _ = cx
             .recorder
@@ -454,38 +483,92 @@ async fn pause(cx: &StageCx<'_>, over: &Reading, timeout: Duration) -> Result<()
         }
     };
     // Cancelled, not failed: the run is resumable with a higher budget.
-    cx.run.budget.1.cancel(CancelReason::User(why.clone()));
+    cx.run.budget.cancel.cancel(CancelReason::User(why.clone()));
     Err(Outcome::failed(FailureClass::Canceled, why))
 }
 
-/// Raises the limit `over` by its own size (doubling it), recording a raised
-/// run budget with the run so a resume keeps it.
+/// The id of this node's budget question left pending by a daemon that
+/// stopped while the run waited on it, when it offers `labels`: asked
+/// again under its own id, so an answer addressed to it (from the app or a
+/// notification) still lands. A pending one that offers something else
+/// (the limit changed meanwhile) is closed, so it does not wait forever in
+/// the inbox.
+fn still_pending(cx: &StageCx<'_>, labels: &[String]) -> Option<String> {
+    let mut store = cx.recorder.store();
+    let stale: Vec<QuestionRecord> = store
+        .questions(Some(&cx.run.run_id), true)
+        .ok()?
+        .into_iter()
+        // A budget question is the only kind an LLM stage asks besides an
+        // external agent's permission requests.
+        .filter(|q| *q.node_id == *cx.node.id && q.permission.is_none())
+        .collect();
+    let mut reused = None;
+    for question in stale {
+        if reused.is_none() && question.options == labels {
+            reused = Some(question.id);
+        } else {
+            let _ = store.answer_question(
+                &question.id,
+                QuestionStatus::Interrupted,
+                Some(&json!({ "interrupted": "the run was resumed" })),
+            );
+        }
+    }
+    reused
+}
+
+/// Raises the limit `over` by its own size (doubling it). A run's raised
+/// budget is stored with the run that was started, so a resume keeps it; a
+/// raised daily limit is stored for the day, so the home's other runs keep
+/// it until midnight.
 fn raise_limit(cx: &StageCx<'_>, over: &Reading) {
+    let raised = over.limit * 2.0;
     let stored = {
-        let mut limits = lock(&cx.run.budget.0);
+        let mut limits = lock(&cx.run.budget.limits);
         let target = if over.per_day() {
             &mut limits.day
         } else {
             &mut limits.run
         };
         if over.is_cost() {
-            target.max_cost = Some(over.limit * 2.0);
+            target.max_cost = Some(raised);
         } else {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let raised = (over.limit * 2.0) as u64;
-            target.max_tokens = Some(raised);
+            let count = raised as u64;
+            target.max_tokens = Some(count);
         }
-        (!over.per_day()).then_some(limits.run)
+        *target
     };
-    if let Some(budget) = stored {
-        let _ = cx.recorder.store().set_budget(&cx.run.run_id, &budget);
-    }
+    let mut store = cx.recorder.store();
+    let _ = if over.per_day() {
+        store.raise_day_budget(&stored)
+    } else {
+        store.set_budget(&cx.run.budget.root, &stored)
+    };
+    drop(store);
     cx.notice(format!(
         "{} raised to {}{}",
         over.name().to_lowercase(),
-        over.show(over.limit * 2.0),
-        if over.per_day() { " for this run" } else { "" }
+        over.show(raised),
+        if over.per_day() { " for today" } else { "" }
     ));
+}
+
+/// `budget` with each of its limits raised to `raised`'s where that is
+/// higher (a limit `budget` does not set stays unset).
+fn higher(budget: Budget, raised: Budget) -> Budget {
+    fn max<T: PartialOrd>(limit: Option<T>, raised: Option<T>) -> Option<T> {
+        match (limit, raised) {
+            (Some(limit), Some(raised)) if raised > limit => Some(raised),
+            (limit, _) => limit,
+        }
+    }
+    Budget {
+        max_cost: max(budget.max_cost, raised.max_cost),
+        max_tokens: max(budget.max_tokens, raised.max_tokens),
+        warn_at: budget.warn_at,
+    }
 }
 
 #[cfg(test)]
@@ -522,6 +605,7 @@ mod tests {
             },
         };
         let budget = RunBudget::new(
+            "01RUN",
             Budget {
                 max_cost: Some(5.0),
                 ..Budget::default()
@@ -529,7 +613,7 @@ mod tests {
             &settings,
             Cancel::new(),
         );
-        let limits = lock(&budget.0);
+        let limits = lock(&budget.limits);
         assert_eq!(limits.run.max_cost, Some(5.0));
         assert_eq!(limits.run.max_tokens, Some(10));
         assert_eq!(limits.pause_timeout, DEFAULT_PAUSE_TIMEOUT);

@@ -88,6 +88,7 @@ impl Runner<'_> {
             observer: self.recorder.observer(),
             nesting: self.nesting + 1,
             agents: self.env.agents.clone(),
+            budget: Some(self.env.budget.clone()),
         };
         let parent_context = self.state.context.values().clone();
         let stop_condition = node
@@ -148,8 +149,8 @@ impl Runner<'_> {
                     env: Some(self.env.models.env()),
                     env_policy: self.env.env_policy.clone(),
                     model: self.env.models.choice().clone(),
-                    // A child run has its own budget (the settings'
-                    // defaults and the per-day limit still apply to it).
+                    // A child run spends against its parent's budget
+                    // (`services.budget`); its graph's own is not used.
                     budget: crate::model::Budget::default(),
                     agent: self.env.agent.clone(),
                     // A child works in its parent's worktree; the parent's
