@@ -222,6 +222,7 @@ fn record_stage(
         outcome: serde_json::to_value(&outcome)?,
         events: closing,
         checkpoint: checkpoint.to_string(),
+        files: None,
     })?;
     Ok(outputs + 4)
 }

@@ -650,6 +650,13 @@ pub(crate) fn prepare_resume(
     let stages = lock(&services.store).stages(&run.id)?;
     reap_leftover_groups(&run_dir, &stages);
     lock(&services.store).interrupt_running_stages(&run.id)?;
+    // Committed stages whose files a crash kept from being written get
+    // them now, from their rows.
+    if let Ok(restored @ 1..) = lock(&services.store).restore_stage_files(&run.id, &run_dir) {
+        let _ = run_dir.append_log(&format!(
+            "restored {restored} stage files a stopped executor had not written"
+        ));
+    }
     let mut options = options;
     // Continue the random sequence differently from the first execution,
     // but deterministically for a given seed and progress.
@@ -1065,6 +1072,8 @@ fn conclude(
     finish: Finish,
     git: Option<&RunGit>,
 ) -> Result<Conclusion, EngineError> {
+    // Whoever sees the end finds every stage's files.
+    recorder.flush_files();
     let duration_ms = millis(started.elapsed());
     let failed_stages = recorder.store().failed_stages(run_id)?;
     let (status, reason, kind) = match &finish {

@@ -2,6 +2,8 @@
 //! directory (`progress.jsonl`, `live.json`) and an optional live observer
 //! (the CLI's progress display, later the daemon's subscribers).
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -9,7 +11,7 @@ use serde_json::json;
 
 use crate::model::{Event, EventKind};
 use crate::secrets::Redactor;
-use crate::store::{RunDir, StageCommit, Store, StoreError};
+use crate::store::{FileWriter, RunDir, StageCommit, StageFiles, Store, StoreError};
 use crate::util::lock::lock;
 
 /// Receives every event as soon as it is recorded.
@@ -32,6 +34,11 @@ pub(crate) struct Recorder {
     live_written: Mutex<Option<Instant>>,
     /// Takes secrets out of every event before it is recorded anywhere.
     redactor: Redactor,
+    /// Writes stages' own files after their commit, off the critical path.
+    files: FileWriter,
+    /// Files the running stages have named so far, by stage directory:
+    /// committed with the stage, then written.
+    pending: Mutex<HashMap<PathBuf, StageFiles>>,
 }
 
 /// live.json is rewritten at most this often (and always for the events
@@ -97,6 +104,36 @@ impl Recorder {
             gates_open: std::sync::atomic::AtomicU32::new(0),
             live_written: Mutex::new(None),
             redactor: Redactor::default(),
+            files: FileWriter::start(),
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Names a file of the stage whose directory is `dir` (`None`: an
+    /// empty file, unless output has filled it); it is committed with the
+    /// stage and written after ([`crate::store::FileWriter`]).
+    pub(crate) fn stage_file(&self, dir: &Path, name: &str, text: Option<String>) {
+        lock(&self.pending)
+            .entry(dir.to_path_buf())
+            .or_default()
+            .insert(name.to_string(), text);
+    }
+
+    /// The files named for the stage in `dir` so far, taken.
+    pub(crate) fn take_stage_files(&self, dir: &Path) -> StageFiles {
+        lock(&self.pending).remove(dir).unwrap_or_default()
+    }
+
+    /// Queues `files` to be written into `dir`.
+    pub(crate) fn write_stage_files(&self, dir: PathBuf, files: StageFiles) {
+        self.files.write(dir, files);
+    }
+
+    /// Waits until every stage file queued is written (someone may look
+    /// now: a gate opened, the run ends); what failed becomes a notice.
+    pub(crate) fn flush_files(&self) {
+        for message in self.files.flush() {
+            let _ = self.emit(EventKind::RunNotice { message }, None);
         }
     }
 

@@ -190,8 +190,9 @@ pub(crate) fn child_env(
 ///
 /// The script runs in `script.work_dir` with stdin closed, in a process
 /// group of its own. Each chunk of output is appended to `stdout_log` or
-/// `stderr_log` (both are created or truncated first, so they exist even
-/// when empty) and then passed to `on_output` as text. Chunks are split where
+/// `stderr_log` (created, or truncated, when the first output reaches it: a
+/// stream that prints nothing leaves no file, and empties the file an
+/// earlier attempt left) and then passed to `on_output` as text. Chunks are split where
 /// the pipe reads split them, except that a UTF-8 character is never split
 /// across two calls; invalid bytes become U+FFFD.
 ///
@@ -222,8 +223,8 @@ pub async fn run(
     on_output: impl FnMut(Stream, &str) + Send,
 ) -> io::Result<ProcessResult> {
     let mut capture = Capture {
-        stdout_log: create_log(stdout_log).await?,
-        stderr_log: create_log(stderr_log).await?,
+        stdout_log: Log::new(stdout_log),
+        stderr_log: Log::new(stderr_log),
         stdout_decoder: Utf8Decoder::default(),
         stderr_decoder: Utf8Decoder::default(),
         stdout: Tail::default(),
@@ -306,6 +307,8 @@ pub async fn run(
     let status = group.kill_and_reap().await;
     let stop = supervised?;
     let status = status?;
+    capture.stdout_log.finish()?;
+    capture.stderr_log.finish()?;
     Ok(ProcessResult {
         exit_code: status.code(),
         signal: status.signal(),
@@ -498,10 +501,52 @@ impl Drop for Group {
     }
 }
 
+/// A log file, created when the first output reaches it: a command that
+/// prints nothing (most stages of a run) costs the file system no file on
+/// its way (the engine adds the empty log after the stage, off the run's
+/// critical path).
+struct Log {
+    path: PathBuf,
+    file: Option<tokio::fs::File>,
+}
+
+impl Log {
+    fn new(path: &Path) -> Log {
+        Log {
+            path: path.to_path_buf(),
+            file: None,
+        }
+    }
+
+    /// Appends `bytes`, creating (or truncating) the file first.
+    async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(create_log(&self.path).await?),
+        };
+        // Flushed per chunk so that the log is on disk before the callback
+        // announces the chunk, and a write error surfaces here.
+        file.write_all(bytes).await?;
+        file.flush().await
+    }
+
+    /// At the end: a log that got no output holds none from an earlier
+    /// attempt either.
+    fn finish(&self) -> io::Result<()> {
+        if self.file.is_none() && self.path.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&self.path)?;
+        }
+        Ok(())
+    }
+}
+
 /// Where output goes: the log files, the callback and the result texts.
 struct Capture<F> {
-    stdout_log: tokio::fs::File,
-    stderr_log: tokio::fs::File,
+    stdout_log: Log,
+    stderr_log: Log,
     stdout_decoder: Utf8Decoder,
     stderr_decoder: Utf8Decoder,
     stdout: Tail,
@@ -517,10 +562,7 @@ impl<F: FnMut(Stream, &str) + Send> Capture<F> {
             Stream::Stdout => (&mut self.stdout_log, &mut self.stdout_decoder),
             Stream::Stderr => (&mut self.stderr_log, &mut self.stderr_decoder),
         };
-        // Flushed per chunk so that the log is on disk before the callback
-        // announces the chunk, and a write error surfaces here.
-        log.write_all(bytes).await?;
-        log.flush().await?;
+        log.write(bytes).await?;
         let text = decoder.decode(bytes);
         self.emit(stream, &text);
         Ok(())
@@ -1059,8 +1101,8 @@ mod tests {
         assert_eq!(result.exit_code, None);
         assert!(!dir.path().join("started").exists(), "the script never ran");
         assert!(
-            dir.path().join("stdout.log").exists(),
-            "the logs still exist"
+            !dir.path().join("stdout.log").exists(),
+            "nothing was printed, so no log was made"
         );
     }
 
@@ -1123,9 +1165,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_silent_stream_makes_no_log_and_empties_an_earlier_attempt_s() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("stderr.log"), "from attempt 1\n").expect("old log");
+        let script = shell("echo out", dir.path());
+        let (result, _) = run_collecting(&script, &Cancel::new(), dir.path()).await;
+        assert_eq!(result.expect("runs").exit_code, Some(0));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("stdout.log")).expect("stdout"),
+            "out\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("stderr.log")).expect("stderr"),
+            "",
+            "nothing of the earlier attempt is left"
+        );
+        let quiet = tempfile::tempdir().expect("temp dir");
+        let (result, _) =
+            run_collecting(&shell("true", quiet.path()), &Cancel::new(), quiet.path()).await;
+        assert_eq!(result.expect("runs").exit_code, Some(0));
+        assert!(!quiet.path().join("stdout.log").exists());
+        assert!(!quiet.path().join("stderr.log").exists());
+    }
+
+    #[tokio::test]
     async fn an_unwritable_log_is_an_error() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let script = shell("true", dir.path());
+        let script = shell("echo out", dir.path());
         let err = run(
             &script,
             &Cancel::new(),

@@ -482,6 +482,11 @@ impl Daemon {
                 let reason = "the process running it stopped";
                 let mut store = self.store();
                 store.interrupt_running_stages(&run.id)?;
+                // The dead executor's file writer may not have written
+                // every committed stage's files: write them from the rows
+                // (the run directory is whole even if nobody resumes it).
+                let _ =
+                    store.restore_stage_files(&run.id, &crate::store::RunDir::open(&run.run_dir));
                 store.append_event(
                     &run.id,
                     &EventKind::RunInterrupted {

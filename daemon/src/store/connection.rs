@@ -349,6 +349,7 @@ mod tests {
                                     outcome: serde_json::Value::Null,
                                     events: batch,
                                     checkpoint: format!("{{\"completed\":{stage}}}"),
+                                    files: None,
                                 })
                                 .expect("commit stage")
                         }

@@ -159,6 +159,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         max_tokens INTEGER
     );
     ",
+    // 10: a stage's own files in the run directory (status.json, a
+    // command's invocation and timing, its empty logs) as JSON, committed
+    // with the stage: a writer thread writes them off the critical path,
+    // and a resume restores any a crash kept it from writing.
+    r"
+    ALTER TABLE stages ADD COLUMN files TEXT;
+    ",
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -20,6 +20,7 @@ mod run_dir;
 mod runs;
 mod spending;
 mod sql;
+mod stage_files;
 mod stages;
 mod timeline;
 pub mod wal;
@@ -43,6 +44,8 @@ pub use spending::{
     DaySpend, ModelSpend, RunSpendLine, SPENDING_DAYS_MAX, SPENDING_ROWS_MAX, SpendFigures,
     Spending, SpendingQuery, StageSpend,
 };
+pub(crate) use stage_files::FileWriter;
+pub use stage_files::StageFiles;
 pub use stages::{StageCommit, StageRecord};
 pub use timeline::TimelineEntry;
 

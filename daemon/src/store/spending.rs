@@ -362,6 +362,7 @@ pub(crate) mod tests {
                 outcome,
                 events: Vec::new(),
                 checkpoint: "{}".into(),
+                files: None,
             })
             .expect("commit");
         backdate_stage(store, run_id, node, finished_at);

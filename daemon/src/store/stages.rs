@@ -51,6 +51,9 @@ pub struct StageCommit<'a> {
     pub events: Vec<(EventKind, Option<(&'a str, u32)>)>,
     /// The checkpoint JSON that names the next node.
     pub checkpoint: String,
+    /// The stage's own files for the run directory
+    /// ([`super::stage_files`]); `None` when it has none.
+    pub files: Option<&'a super::StageFiles>,
 }
 
 /// The `stages` columns in the order [`StageRow::read`] expects.
@@ -152,13 +155,24 @@ impl Store {
                 commit.node_id, commit.visit, commit.run_id
             )
         })?;
+        let files = commit
+            .files
+            .map(|files| {
+                to_json(files, || {
+                    format!(
+                        "files of {}@{} in run {}",
+                        commit.node_id, commit.visit, commit.run_id
+                    )
+                })
+            })
+            .transpose()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let changed = tx
             .prepare_cached(
                 "UPDATE stages SET status = ?4, attempts = ?5, finished_at = ?6, \
-                 duration_ms = ?7, failure_reason = ?8, outcome = ?9 \
+                 duration_ms = ?7, failure_reason = ?8, outcome = ?9, files = ?10 \
                  WHERE run_id = ?1 AND node_id = ?2 AND visit = ?3",
             )?
             .execute(params![
@@ -171,6 +185,7 @@ impl Store {
                 U64(commit.duration_ms),
                 commit.failure_reason,
                 outcome,
+                files,
             ])?;
         expect_stage(changed, commit.run_id, commit.node_id, commit.visit)?;
         let events = insert_events(&tx, commit.run_id, &now, &commit.events)?;
@@ -281,6 +296,12 @@ mod tests {
             .expect("attempts");
         let outcome = Outcome::succeeded();
         let checkpoint = r#"{"next_node":"build","completed":1}"#;
+        let files: super::super::StageFiles = [
+            ("status.json".to_string(), Some("{}".to_string())),
+            ("stdout.log".to_string(), None),
+        ]
+        .into_iter()
+        .collect();
         let events = store
             .commit_stage(&StageCommit {
                 run_id: "R1",
@@ -311,9 +332,28 @@ mod tests {
                     ),
                 ],
                 checkpoint: checkpoint.into(),
+                files: Some(&files),
             })
             .expect("commit");
         assert_eq!(seqs(&events), [2, 3]);
+
+        // The stage's files, committed with it, are restored where missing.
+        let run_dir = crate::store::RunDir::open(home.runs_dir().join("R1"));
+        assert_eq!(
+            store.restore_stage_files("R1", &run_dir).expect("restore"),
+            2
+        );
+        let dir = run_dir.node_dir("plan", 1);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("status.json")).expect("status"),
+            "{}"
+        );
+        std::fs::write(dir.join("stdout.log"), "output\n").expect("log");
+        assert_eq!(store.restore_stage_files("R1", &run_dir).expect("again"), 0);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("stdout.log")).expect("log"),
+            "output\n"
+        );
 
         let stages = store.stages("R1").expect("stages");
         assert_eq!(stages.len(), 1);
@@ -364,6 +404,7 @@ mod tests {
                 outcome: serde_json::Value::Null,
                 events: vec![(notice(1), None)],
                 checkpoint: "{}".into(),
+                files: None,
             })
             .expect_err("not started");
         assert_eq!(error.code(), "stage.not_found");

@@ -65,6 +65,7 @@ fn stage(store: &mut Store, home: &Home, run_id: &str, node: &str, visit: u32, s
                 Some((node, visit)),
             )],
             checkpoint: "{}".into(),
+            files: None,
         })
         .expect("commit");
 }

@@ -42,6 +42,9 @@ pub(super) async fn ask_recorded(
             let _ = store.set_status(&cx.run.run_id, RunStatus::Blocked, None);
         }
     }
+    // The run pauses here: its stages' files are all on disk for whoever
+    // looks while it waits.
+    cx.recorder.flush_files();
     // Announced only once recorded: whoever reacts to the event (the app,
     // `weft answer`) finds the question and the blocked run.
     let _ = cx.recorder.emit(

@@ -60,7 +60,11 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         "work_dir": cx.run.work_dir,
         "attempt": cx.attempt,
     });
-    cx.write_file("script_invocation.json", pretty(&invocation).as_bytes());
+    cx.stage_file("script_invocation.json", Some(pretty(&invocation)));
+    // The logs exist when the stage's files are written, empty if nothing
+    // was printed (the process creates them at the first output).
+    cx.stage_file("stdout.log", None);
+    cx.stage_file("stderr.log", None);
 
     let mut env = vec![
         ("WEFT_RUN_ID".into(), cx.run.run_id.clone()),
@@ -139,7 +143,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         "signal": result.signal,
         "timed_out": result.timed_out,
     });
-    cx.write_file("script_timing.json", pretty(&timing).as_bytes());
+    cx.stage_file("script_timing.json", Some(pretty(&timing)));
 
     // Command output always goes to the blob store (without secrets: see
     // docs/engine.md); the context holds refs to the end of each stream (the

@@ -113,6 +113,12 @@ impl StageCx<'_> {
         }
     }
 
+    /// Names one of the stage's own files (see [`Recorder::stage_file`]):
+    /// written after the stage is committed, off the run's critical path.
+    pub fn stage_file(&self, name: &str, text: Option<String>) {
+        self.recorder.stage_file(self.dir, name, text);
+    }
+
     /// Records a `run.notice` for this stage.
     pub fn notice(&self, message: String) {
         let _ = self

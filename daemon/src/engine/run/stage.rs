@@ -68,6 +68,9 @@ impl Runner<'_> {
             self.recorder
                 .store()
                 .interrupt_running_stages(self.recorder.run_id())?;
+            // Not committed, but what the stage wrote so far is shown.
+            let files = self.recorder.take_stage_files(&dir);
+            self.recorder.write_stage_files(dir, files);
             return Ok(Step::Finish(cancelled(reason)));
         }
         self.take_outcome(&mut outcome);
@@ -83,11 +86,11 @@ impl Runner<'_> {
         self.commit(
             node,
             visit,
+            &dir,
             &mut ran,
             leaving.events,
             leaving.next.as_deref(),
         )?;
-        self.write_status_file(node, visit, &dir, &ran);
         Ok(match (leaving.finish, leaving.next) {
             (Some(finish), _) => Step::Finish(finish),
             (None, Some(target)) => Step::Next(target),
@@ -425,6 +428,7 @@ impl Runner<'_> {
         &mut self,
         node: &'n Node,
         visit: u32,
+        dir: &Path,
         ran: &mut Ran,
         mut events: Events<'n>,
         next: Option<&str>,
@@ -476,6 +480,8 @@ impl Runner<'_> {
         }
         let outcome_json = serde_json::to_value(outcome).unwrap_or(Value::Null);
         events.push(checkpoint_event(&checkpoint));
+        let mut files = self.recorder.take_stage_files(dir);
+        files.insert("status.json".into(), Some(status_file(ran)));
         self.recorder.commit_stage(&StageCommit {
             run_id: self.recorder.run_id(),
             node_id: id,
@@ -487,8 +493,11 @@ impl Runner<'_> {
             outcome: outcome_json,
             events,
             checkpoint: checkpoint.to_json(),
+            files: Some(&files),
         })?;
         drop(progress_guard);
+        // Committed: the files can follow while the next stage runs.
+        self.recorder.write_stage_files(dir.to_path_buf(), files);
         self.write_checkpoint_file(&checkpoint);
         Ok(())
     }
@@ -537,40 +546,6 @@ impl Runner<'_> {
                 node.id
             )),
         })
-    }
-
-    /// Writes the stage's status.json (outcome, attempts, duration) for
-    /// people and tools; a failure is a notice, as the stage is committed.
-    fn write_status_file(&self, node: &Node, visit: u32, dir: &Path, ran: &Ran) {
-        let outcome = &ran.outcome;
-        let mut status_file = json!({
-            "status": outcome.status,
-            "notes": outcome.notes,
-            "failure_reason": outcome.failure_reason(),
-            "failure_class": outcome.failure.as_ref().map(|f| f.class),
-            "preferred_label": outcome.preferred_label,
-            "suggested_next_ids": outcome.suggested_next_ids,
-            "context_updates": outcome.context_updates,
-            "files_touched": outcome.files_touched,
-            "attempts": ran.attempts,
-            "duration_ms": ran.duration_ms,
-            "timestamp": crate::store::timestamp(),
-        });
-        // In git checkpoint mode: the stage's commit (null when it changed
-        // nothing) and whether its diff.patch is whole.
-        if let (Some(Ok(git)), Some(fields)) = (&ran.git, status_file.as_object_mut()) {
-            fields.insert("git_commit_sha".into(), json!(git.commit));
-            fields.insert("patch_complete".into(), json!(git.patch_complete));
-        }
-        let bytes = serde_json::to_vec_pretty(&status_file).unwrap_or_default();
-        if let Err(e) = crate::store::write_atomic(&dir.join("status.json"), &bytes) {
-            let _ = self.recorder.emit(
-                EventKind::RunNotice {
-                    message: format!("could not write status.json: {e}"),
-                },
-                Some((&node.id, visit)),
-            );
-        }
     }
 
     /// Captures the files `[run.artifacts] include` names, after a stage.
@@ -758,4 +733,30 @@ impl Runner<'_> {
         }
         Some(resolved)
     }
+}
+
+/// The stage's status.json (outcome, attempts, duration, and in git
+/// checkpoint mode its commit), for people and tools.
+fn status_file(ran: &Ran) -> String {
+    let outcome = &ran.outcome;
+    let mut status_file = json!({
+        "status": outcome.status,
+        "notes": outcome.notes,
+        "failure_reason": outcome.failure_reason(),
+        "failure_class": outcome.failure.as_ref().map(|f| f.class),
+        "preferred_label": outcome.preferred_label,
+        "suggested_next_ids": outcome.suggested_next_ids,
+        "context_updates": outcome.context_updates,
+        "files_touched": outcome.files_touched,
+        "attempts": ran.attempts,
+        "duration_ms": ran.duration_ms,
+        "timestamp": crate::store::timestamp(),
+    });
+    // In git checkpoint mode: the stage's commit (null when it changed
+    // nothing) and whether its diff.patch is whole.
+    if let (Some(Ok(git)), Some(fields)) = (&ran.git, status_file.as_object_mut()) {
+        fields.insert("git_commit_sha".into(), json!(git.commit));
+        fields.insert("patch_complete".into(), json!(git.patch_complete));
+    }
+    serde_json::to_string_pretty(&status_file).unwrap_or_default()
 }
