@@ -29,12 +29,19 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
      beside the app): while its `shell` call runs, the stage panel shows
      the call running, and a steering message typed in the panel reaches
      the model's next request and shows in the transcript,
+  6c. runs a prompt stage on an OpenAI model against the same fake LLM
+     server with `--retro` (the retro narrated by the fake too), then opens
+     the Spending page, whose totals and per-model rows (the agent's
+     Anthropic model and this OpenAI one) must match `weft cost --json`
+     figure for figure, the Retros page, whose row must match `weft retro
+     --json`, and the run's Retro section,
   7. stops weftd and checks that the run's header, graph and a stage's log
      still show, and that an action says the daemon is not running.
 
 On the way it screenshots every screen into docs/screenshots/ (run-gate,
-run, runs, gates, launch, run-artifacts, run-changes, run-apply, run-agent, run-offline). Assertions are on DOM text, never on
-pixels.
+run, runs, gates, launch, run-artifacts, run-changes, run-apply, run-agent,
+spending, retros, run-retro, run-offline). Assertions are on DOM text, never
+on pixels.
 
 Usage (needs a display and a session bus; `make test-app` runs it so):
 
@@ -72,7 +79,7 @@ from driver import (  # noqa: E402  (the helper lives beside this file)
 
 REPO = Path(__file__).resolve().parents[2]
 
-TEST_DEADLINE_S = 180  # the whole test, whatever hangs
+TEST_DEADLINE_S = 240  # the whole test, whatever hangs
 DAEMON_TIMEOUT_S = 15  # weftd answering `weft daemon status`
 CLI_TIMEOUT_S = 10  # any single `weft` command
 UI_TIMEOUT_S = 20  # a screen showing what it should
@@ -181,6 +188,54 @@ AGENT_SCRIPT = [
 ]
 STEER_TEXT = "Leave the first line of the notes alone."
 
+# A prompt stage on an OpenAI model, then the run's retro, both answered by
+# the fake LLM server: the Spending page's second model and the Retros
+# page's row.
+RETRO_KEY = "sk-e2e-retro"
+RETRO_MODEL = "gpt-5.2"
+RETRO_WORKFLOW = """\
+digraph Triage {
+    graph [goal="Triage the open checkout bug reports"]
+    start  [shape=Mdiamond]
+    exit   [shape=Msquare]
+    triage [shape=tab, label="Triage", prompt="Sort these bug reports by severity: {{ goal }}"]
+    start -> triage -> exit
+}
+"""
+RETRO_OUTCOME = "Three reports were sorted by severity; the coupon rounding bug comes first"
+RETRO_FRICTION = "two reports describe the same timeout in different words"
+RETRO_SCRIPT = [
+    {"turn": {
+        "text": "1. Coupon totals are off by a cent (high).\n2. Checkout times out under load (medium).",
+        "usage": {"input": 4300, "output": 780},
+    }},
+    {"turn": {
+        "text": json.dumps({
+            "smoothness": "smooth",
+            "intent": "Triage the open checkout bug reports",
+            "outcome": RETRO_OUTCOME,
+            "learnings": [{"category": "code", "text": "coupon totals are rounded per line, not per order"}],
+            "friction_points": [{"kind": "ambiguity", "description": RETRO_FRICTION, "stage": "triage"}],
+            "open_items": [{"kind": "test_gap", "description": "no test covers a coupon on a multi-line order"}],
+        }),
+        "usage": {"input": 1600, "output": 240},
+    }},
+]
+
+
+def dollars(cost: float) -> str:
+    """A cost as the app shows one without unpriced calls (ui/src/format.ts)."""
+    return f"${cost:.4f}" if 0 < cost < 0.01 else f"${cost:.2f}"
+
+
+def tokens(n: int) -> str:
+    """A token count as the app shows it (ui/src/format.ts formatTokens)."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
 # A stand-in for xdg-open: records its arguments, one call per line.
 FAKE_XDG_OPEN = """\
 #!/bin/sh
@@ -210,6 +265,7 @@ class E2E:
         self.session: Session | None = None
         self.run_id: str | None = None
         self.fakellm: subprocess.Popen | None = None
+        self.fake_url: str | None = None
         self.xdg_log = scratch / "xdg-open.log"
 
     # ---- processes -----------------------------------------------------------------
@@ -607,14 +663,8 @@ class E2E:
         if not line.startswith("listening on "):
             raise Failure(f"weft-fakellm did not start: {line!r}")
         url = line.removeprefix("listening on ").strip()
-
-        def fake_call(method: str, path: str, body: object | None = None) -> object:
-            data = None if body is None else json.dumps(body).encode()
-            request = urllib.request.Request(f"{url}{path}", data=data, method=method,
-                                             headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=CLI_TIMEOUT_S) as answer:
-                return json.loads(answer.read() or b"null")
-
+        self.fake_url = url
+        fake_call = self.fake_call
         fake_call("POST", f"/_fake/script/{AGENT_KEY}", AGENT_SCRIPT)
         (self.work / "tidy.fabro").write_text(AGENT_WORKFLOW)
         env = {**self.env, "ANTHROPIC_API_KEY": AGENT_KEY, "ANTHROPIC_BASE_URL": url}
@@ -655,9 +705,108 @@ class E2E:
         if self.s.execute("return document.querySelectorAll('[data-testid=steer-box]').length;") != 0:
             raise Failure("the steering box still shows after the stage ended")
         self.shot("run-agent.png")
-        assert fake.stdin is not None
-        fake.stdin.close()
-        fake.wait(timeout=CLI_TIMEOUT_S)
+
+    def fake_call(self, method: str, path: str, body: object | None = None) -> object:
+        """A call to the fake LLM server's control API (`/_fake/...`)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.fake_url}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=CLI_TIMEOUT_S) as answer:
+            return json.loads(answer.read() or b"null")
+
+    def cli_json(self, *args: str) -> object:
+        done = self.weft_cli(*args)
+        if done.returncode != 0:
+            raise Failure(f"`weft {' '.join(args)}` failed ({done.returncode}): {done.stderr.strip()}")
+        return json.loads(done.stdout)
+
+    def step_spending_and_retros(self) -> None:
+        # A prompt stage on an OpenAI model and its run's retro, both on the
+        # fake LLM server step_agent started.
+        if self.fakellm is None or self.fake_url is None:
+            raise Failure("the fake LLM server of the agent step is not running")
+        self.fake_call("POST", f"/_fake/script/{RETRO_KEY}", RETRO_SCRIPT)
+        (self.work / "triage.fabro").write_text(RETRO_WORKFLOW)
+        env = {**self.env, "OPENAI_API_KEY": RETRO_KEY, "OPENAI_BASE_URL": f"{self.fake_url}/v1"}
+        ran = subprocess.run(
+            [str(self.weft), "run", "--json", "triage.fabro", "--model", RETRO_MODEL, "--retro"],
+            env=env, cwd=self.work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+        )
+        if ran.returncode != 0:
+            raise Failure(f"`weft run triage.fabro --retro` failed ({ran.returncode}): {ran.stderr.strip()}")
+        run_id = json.loads(ran.stdout)["run_id"]
+        # weftd makes the retro after the run's end, which `weft run` returns at.
+        wait_until(
+            f"`weft retro {run_id}` finding the retro",
+            lambda: self.weft_cli("retro", run_id, "--json").returncode == 0,
+            RUN_TIMEOUT_S,
+        )
+        retro = self.cli_json("retro", run_id, "--json")
+        if (retro.get("narrative") or {}).get("smoothness") != "smooth":
+            raise Failure(f"the retro has no narrative rated smooth: {json.dumps(retro)[:600]}")
+
+        # The Spending page's default window is the last 30 days: the CLI's
+        # figures for the same window.
+        cost = self.cli_json("cost", "--json", "--since", "30d")
+        models = cost["models"]
+        if {m["provider"] for m in models} != {"anthropic", "openai"}:
+            raise Failure(f"`weft cost` should name an Anthropic and an OpenAI model: {models!r}")
+        self.nav("Spending")
+        total = cost["total"]
+        self.wait_text("the Spending page's total cost", "[data-testid=spending-cost]", dollars(total["cost"]))
+        shown_total = (self.s.text_of("[data-testid=spending-total]") or "")
+        want_tokens = f"{tokens(total['input_tokens'])} in / {tokens(total['output_tokens'])} out"
+        plural = lambda n, word: f"{n} {word}" if n == 1 else f"{n} {word}s"  # noqa: E731
+        want_calls = f"{total['calls']} in {plural(total['stages'], 'stage')} of {plural(cost['runs_total'], 'run')}"
+        for wanted in (want_tokens, want_calls):
+            if wanted not in shown_total:
+                raise Failure(f"the Spending totals lack {wanted!r} (`weft cost`): {shown_total!r}")
+        rows = self.s.execute(
+            "return [...document.querySelectorAll('[data-testid=spending-models] tbody tr')]"
+            ".map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));"
+        )
+        want_rows = [
+            [m["model"], m["provider"], str(m["calls"]),
+             f"{tokens(m['input_tokens'])} in / {tokens(m['output_tokens'])} out", dollars(m["cost"])]
+            for m in models
+        ]
+        if rows != want_rows:
+            raise Failure(f"the Spending page's models {rows!r} differ from `weft cost --json`'s {want_rows!r}")
+        runs = self.s.execute(
+            "return [...document.querySelectorAll('[data-testid=spending-runs] tbody tr')]"
+            ".map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));"
+        )
+        want_runs = [[r["run_id"][:10], r["workflow_name"], str(r["calls"]), dollars(r["cost"])] for r in cost["runs"]]
+        if [[r[0], r[1], r[3], r[5]] for r in runs] != want_runs:
+            raise Failure(f"the Spending page's runs {runs!r} differ from `weft cost --json`'s {want_runs!r}")
+        self.shot("spending.png")
+
+        self.nav("Retros")
+        row = f"table.retros tr[data-run-id='{run_id}']"
+        self.wait_text("the run's row on the Retros page", row, "Triage")
+        cells = self.s.execute(
+            f"return [...document.querySelectorAll(\"{row} td\")].map((td) => td.textContent);"
+        )
+        t = retro["totals"]
+        want = ["smooth", run_id[:10], "Triage", dollars(t["cost"]), tokens(t["tokens"]),
+                str(len(retro["narrative"]["friction_points"]))]
+        if [cells[0], cells[1], cells[2], cells[4], cells[5], cells[6]] != want:
+            raise Failure(f"the Retros row {cells!r} differs from `weft retro --json`'s {want!r}")
+        self.shot("retros.png")
+
+        self.s.click(self.s.find(f"{row} a"))
+        self.wait_text("the run's Retro section", "section[aria-label=Retro] [data-testid=retro]", RETRO_OUTCOME)
+        self.wait_text("the retro's friction point", "section[aria-label=Retro]", RETRO_FRICTION)
+        summary = self.s.text_of("section[aria-label=Retro] .retro__summary") or ""
+        wanted = f"{dollars(t['cost'])} · {tokens(t['tokens'])} tokens"
+        if wanted not in summary:
+            raise Failure(f"the Retro section's figures {summary!r} lack {wanted!r} (`weft retro --json`)")
+        self.s.execute("document.querySelector('section[aria-label=Retro]').scrollIntoView({block: 'start'});")
+        self.shot("run-retro.png")
+
+        assert self.fakellm.stdin is not None
+        self.fakellm.stdin.close()
+        self.fakellm.wait(timeout=CLI_TIMEOUT_S)
 
     def step_offline(self) -> None:
         # weftd is our child: reap it while `weft daemon stop` waits for it to
@@ -729,6 +878,7 @@ def run_steps(test: E2E) -> tuple[int, int]:
         ("Fork from here opens a new run that resumes to the end", test.step_fork),
         ("a second start hands its question to the open window", test.step_second_start),
         ("an agent stage shows its transcript live and takes a steering message", test.step_agent),
+        ("Spending and Retros show what `weft cost` and `weft retro` say", test.step_spending_and_retros),
         ("with weftd stopped the run's details and logs still show", test.step_offline),
     ]
     passed = failed = 0

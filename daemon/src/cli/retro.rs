@@ -70,10 +70,13 @@ fn generate(args: &RetroArgs) -> Result<Retro, CliError> {
     if args.provider.is_some() {
         choice.provider.clone_from(&args.provider);
     }
+    let timeout = crate::engine::retro::RetroSettings::load(&home.settings_path())
+        .and_then(|s| s.timeout())
+        .map_err(CliError::Usage)?;
     let models = crate::engine::models::Models::new(choice, None, home.settings_path());
     let store = Arc::new(Mutex::new(store));
     super::block_on(async {
-        crate::engine::retro::make(&store, &record.id, &models)
+        crate::engine::retro::make(&store, &record.id, &models, timeout)
             .await
             .map(|_| std::process::ExitCode::SUCCESS)
             .map_err(|e| CliError::Usage(format!("cannot record the retro: {e}")))

@@ -863,6 +863,10 @@ async fn execute(
     let budget_settings =
         super::handlers::budget::BudgetSettings::load(&services.home.settings_path())
             .map_err(EngineError::Config)?;
+    // Read before the run starts, so that an invalid `retro_timeout` stops
+    // it at once rather than surfacing only at its end.
+    let retro_settings = super::retro::RetroSettings::load(&services.home.settings_path())
+        .map_err(EngineError::Config)?;
     let own_budget = options
         .budget
         .or(graph_budget(graph).map_err(EngineError::Config)?);
@@ -1015,14 +1019,17 @@ async fn execute(
         env.git.as_deref(),
     )?;
     // After the end is recorded: a crash or hang here loses nothing of the
-    // run, and the run's slot is held at most RETRO_TIMEOUT longer.
+    // run, and the run's slot is held at most the retro's time limit longer.
     if services.nesting == 0
         && options.parent.is_none()
         && !options.dry_run
         && super::retro::ends_with_retro(conclusion.status)
-        && super::retro::enabled(options.retro, &services.home.settings_path())
+        && retro_settings.enabled(options.retro)
     {
-        let making = super::retro::make(&services.store, run_id, &env.models);
+        let timeout = retro_settings
+            .timeout()
+            .unwrap_or(super::retro::DEFAULT_RETRO_TIMEOUT);
+        let making = super::retro::make(&services.store, run_id, &env.models, timeout);
         // A run a stall failed is already cancelled; only a cancel that
         // comes during the retro (the daemon stopping) abandons it.
         let made = if env.cancel.reason().is_some() {

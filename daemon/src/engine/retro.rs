@@ -9,7 +9,8 @@
 //! the same check and repair turns as a prompt node's `output_schema`.
 //!
 //! A retro never touches the run's status: it is made after the run's end
-//! is recorded, within [`RETRO_TIMEOUT`]; one whose narrative cannot be
+//! is recorded, within its time limit (settings.toml's `retro_timeout`,
+//! [`DEFAULT_RETRO_TIMEOUT`] unless set); one whose narrative cannot be
 //! produced (no model, a failed call, a reply still invalid after the
 //! repairs, the time limit) is written with its figures and an `error`.
 
@@ -29,8 +30,9 @@ use crate::store::{RunDir, RunRecord, StageRecord, Store, StoreError};
 use crate::util::lock::lock;
 use crate::util::text::truncate;
 
-/// How long the narrative may take, repair turns included.
-pub const RETRO_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long the narrative may take, repair turns included, when
+/// settings.toml's `retro_timeout` does not say.
+pub const DEFAULT_RETRO_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Repair turns after a reply that fails the schema.
 const REPAIR_TURNS: u32 = 2;
@@ -44,33 +46,67 @@ const RESPONSE_BUDGET: usize = 1_500;
 const MAX_STAGES_IN_SUMMARY: usize = 200;
 
 /// The part of settings.toml retros read: `retros = true` makes a retro
-/// for every run that does not say otherwise.
+/// for every run that does not say otherwise; `retro_timeout` bounds its
+/// model call (`"3m"`, `"90s"`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct RetroSettings {
     pub retros: bool,
+    pub retro_timeout: Option<String>,
 }
 
-/// Whether a run makes a retro: its own choice (`--retro`, `--no-retro`,
-/// `[run] retros`), else settings.toml's `retros`, else not.
-#[must_use]
-pub(crate) fn enabled(choice: Option<bool>, settings: &Path) -> bool {
-    choice.unwrap_or_else(|| {
-        crate::config::read(settings)
-            .ok()
-            .flatten()
-            .and_then(|text| crate::config::parse::<RetroSettings>(&text).ok())
-            .is_some_and(|(s, _)| s.retros)
-    })
+impl RetroSettings {
+    /// Reads the retro keys of the settings file; a missing file means
+    /// retros off and the default time limit.
+    ///
+    /// # Errors
+    /// An unreadable or invalid file, or a `retro_timeout` that is not a
+    /// duration, naming the file and the key.
+    pub fn load(path: &Path) -> Result<RetroSettings, String> {
+        let Some(text) = crate::config::read(path)? else {
+            return Ok(RetroSettings::default());
+        };
+        let (settings, _): (RetroSettings, _) =
+            crate::config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        settings
+            .timeout()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(settings)
+    }
+
+    /// Whether a run makes a retro: its own choice (`--retro`,
+    /// `--no-retro`, `[run] retros`), else `retros`, else not.
+    #[must_use]
+    pub fn enabled(&self, choice: Option<bool>) -> bool {
+        choice.unwrap_or(self.retros)
+    }
+
+    /// How long the retro's model call may take, repairs included.
+    ///
+    /// # Errors
+    /// A `retro_timeout` that is not a positive duration, naming the key.
+    pub fn timeout(&self) -> Result<Duration, String> {
+        let Some(text) = &self.retro_timeout else {
+            return Ok(DEFAULT_RETRO_TIMEOUT);
+        };
+        crate::lang::value::Duration::parse(text)
+            .map(crate::lang::value::Duration::to_std)
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                format!("retro_timeout = \"{text}\" is not a duration (write e.g. \"3m\")")
+            })
+    }
 }
 
-/// Makes the retro of run `run_id` (which has ended), writes retro.json
-/// into its run directory and records it. Errs only when the store cannot
-/// be read or written; every other problem is the retro's `error`.
+/// Makes the retro of run `run_id` (which has ended), its model call
+/// bounded by `timeout`, writes retro.json into its run directory and
+/// records it. Errs only when the store cannot be read or written; every
+/// other problem is the retro's `error`.
 pub(crate) async fn make(
     store: &Arc<Mutex<Store>>,
     run_id: &str,
     models: &Models,
+    timeout: Duration,
 ) -> Result<Retro, StoreError> {
     let (run, stages) = {
         let store = lock(store);
@@ -80,7 +116,7 @@ pub(crate) async fn make(
     };
     let (stage_rows, totals) = derive(&run, &stages);
     let summary = summary(&run, &stages, &stage_rows, &totals);
-    let narrated = tokio::time::timeout(RETRO_TIMEOUT, narrate(models, &summary)).await;
+    let narrated = tokio::time::timeout(timeout, narrate(models, &summary)).await;
     let (narrative, llm, error) = match narrated {
         Ok(Ok((narrative, llm))) => (Some(narrative), llm, None),
         Ok(Err((why, llm))) => (None, llm, Some(why)),
@@ -89,7 +125,7 @@ pub(crate) async fn make(
             None,
             Some(format!(
                 "the retro's model call took longer than {}",
-                crate::util::duration::setting(RETRO_TIMEOUT)
+                crate::util::duration::setting(timeout)
             )),
         ),
     };
@@ -436,13 +472,34 @@ mod tests {
     #[test]
     fn the_runs_choice_wins_over_settings_which_default_to_off() {
         let dir = tempfile::tempdir().expect("dir");
-        let settings = dir.path().join("settings.toml");
-        assert!(!enabled(None, &settings), "no settings file: off");
-        std::fs::write(&settings, "retros = true\n").expect("write");
-        assert!(enabled(None, &settings));
-        assert!(!enabled(Some(false), &settings), "--no-retro wins");
-        std::fs::write(&settings, "max_concurrent_runs = 2\n").expect("write");
-        assert!(!enabled(None, &settings));
-        assert!(enabled(Some(true), &settings), "--retro wins");
+        let path = dir.path().join("settings.toml");
+        let enabled = |choice| RetroSettings::load(&path).expect("loads").enabled(choice);
+        assert!(!enabled(None), "no settings file: off");
+        std::fs::write(&path, "retros = true\n").expect("write");
+        assert!(enabled(None));
+        assert!(!enabled(Some(false)), "--no-retro wins");
+        std::fs::write(&path, "max_concurrent_runs = 2\n").expect("write");
+        assert!(!enabled(None));
+        assert!(enabled(Some(true)), "--retro wins");
+    }
+
+    #[test]
+    fn the_time_limit_is_three_minutes_unless_settings_name_a_duration() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("settings.toml");
+        let timeout = || RetroSettings::load(&path).and_then(|s| s.timeout());
+        assert_eq!(timeout(), Ok(Duration::from_secs(180)), "no settings file");
+        std::fs::write(&path, "retros = true\nretro_timeout = \"90s\"\n").expect("write");
+        assert_eq!(timeout(), Ok(Duration::from_secs(90)));
+        std::fs::write(&path, "retro_timeout = \"10m\"\n").expect("write");
+        assert_eq!(timeout(), Ok(Duration::from_secs(600)));
+        for bad in ["\"soon\"", "\"0s\"", "\"-1m\"", "180"] {
+            std::fs::write(&path, format!("retro_timeout = {bad}\n")).expect("write");
+            let error = RetroSettings::load(&path).expect_err(bad);
+            assert!(
+                error.contains("retro_timeout") && error.contains("settings.toml"),
+                "{bad}: {error}"
+            );
+        }
     }
 }

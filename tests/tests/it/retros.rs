@@ -301,3 +301,44 @@ fn weft_retro_generate_makes_one_for_an_ended_run() {
     assert_eq!(retro_of(&sb, &id), retro, "recorded for later");
     assert!(retro_dir(&sb, &id).join("retro.json").is_file());
 }
+
+#[test]
+fn settings_retro_timeout_bounds_the_model_call_and_an_invalid_one_stops_the_run() {
+    let fake = FakeLlm::start();
+    let key = key("slow");
+    fake.script(&key, [Reply::Hang]);
+    let sb = Sandbox::new();
+    sb.write("home/settings.toml", "retro_timeout = \"1s\"\n");
+    sb.write("build.fabro", WORKFLOW);
+    let run = weft(
+        &sb,
+        Some((&fake, &key)),
+        &["run", "build.fabro", "--json", "--retro", "--no-daemon"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("unknown key"),
+        "`retro_timeout` is a known setting: {}",
+        run.stderr
+    );
+    let retro = retro_of(&sb, &run_id(&run));
+    assert!(retro.get("narrative").is_none(), "{retro}");
+    assert_eq!(
+        retro["error"], "the retro's model call took longer than 1s",
+        "{retro}"
+    );
+    assert_eq!(retro["run_status"], "succeeded", "the run keeps its status");
+
+    sb.write("home/settings.toml", "retro_timeout = \"soon\"\n");
+    let refused = weft(
+        &sb,
+        Some((&fake, &key)),
+        &["run", "build.fabro", "--json", "--retro", "--no-daemon"],
+    );
+    assert_ne!(refused.code, 0, "{refused:?}");
+    let said = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(
+        said.contains("retro_timeout") && said.contains("settings.toml"),
+        "the error names the key and the file: {said}"
+    );
+}

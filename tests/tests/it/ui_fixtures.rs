@@ -6,7 +6,8 @@
 //!
 //! With `WEFT_UPDATE_FIXTURES=1` the file is rewritten; otherwise the test
 //! checks that the committed file still has the same shape (the same runs by
-//! workflow and status, the same JSON keys in each view). Ids and times
+//! workflow and status, the same JSON keys in each view, the same spending
+//! and retros). Ids and times
 //! differ on every recording, so bytes are not compared.
 
 use std::collections::BTreeSet;
@@ -136,7 +137,16 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
            start -> push -> smoke -> exit
            smoke [shape=parallelogram, script="echo smoke tests"] }"#,
     );
-    let c = run_here(weft(sb), "deploy.fabro", &["--label", "staging"], 1);
+    // Its retro (`--retro`), narrated by the fake OpenAI server: a run
+    // that failed, rated so.
+    let key = format!("sk-ui-fixtures-deploy-{}", std::process::id());
+    fake.script(&key, [narrative(DEPLOY_RETRO, 2_100, 310)]);
+    let c = run_here(
+        openai(weft(sb), fake, &key),
+        "deploy.fabro",
+        &["--label", "staging", "--retro", "--model", "gpt-5-mini"],
+        1,
+    );
     assert_eq!(c["status"], "failed", "{c}");
 
     // A prompt node against the fake Anthropic server: usage and cost.
@@ -174,6 +184,10 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
         0,
     );
     assert_eq!(c["status"], "succeeded", "{c}");
+
+    // A prompt node on an OpenAI model (the spending's second model), with
+    // a retro made by the same model once the run has succeeded.
+    record_triage_with_retro(sb, fake);
 
     // An agent stage against the fake Anthropic server: it reads a file,
     // has a write refused (read-before-write), rewrites the file it read,
@@ -268,6 +282,85 @@ printf 'shop-1.4.2.tar.gz 1834 KiB\n' > reports/package.txt
                 .as_array()
                 .is_some_and(|a| a.iter().any(|q| q["node_id"] == "approve"))
     });
+}
+
+/// The narrative the fake provider gives the failed deploy's retro.
+const DEPLOY_RETRO: &str = r#"{"smoothness": "failed",
+    "intent": "Deploy the shop to staging",
+    "outcome": "The push could not reach staging.internal, so nothing was deployed and the smoke tests never ran",
+    "learnings": [{"category": "workflow", "text": "the deploy has no reachability check before it pushes"}],
+    "friction_points": [{"kind": "tool_failure", "description": "staging.internal was unreachable", "stage": "push"}],
+    "open_items": [{"kind": "investigation", "description": "find out why staging.internal stopped answering"}]}"#;
+
+/// The narrative the fake provider gives the triage run's retro.
+const TRIAGE_RETRO: &str = r#"Looking back at the run: {"smoothness": "smooth",
+    "intent": "Triage the open checkout bug reports",
+    "outcome": "Three reports were sorted by severity; the coupon rounding bug comes first",
+    "learnings": [{"category": "code", "text": "coupon totals are rounded per line, not per order"}],
+    "friction_points": [{"kind": "ambiguity", "description": "two reports describe the same timeout in different words", "stage": "triage"}],
+    "open_items": [{"kind": "test_gap", "description": "no test covers a coupon on a multi-line order"},
+                   {"kind": "follow_up", "description": "merge the duplicate timeout reports"}]}"#;
+
+/// A reply carrying a retro's narrative, with its usage.
+fn narrative(text: &str, input: u64, output: u64) -> Reply {
+    Reply::Turn {
+        text: Some(text.into()),
+        tool_calls: Vec::new(),
+        usage: Some(Usage {
+            input,
+            output,
+            ..Usage::default()
+        }),
+        finish: None,
+    }
+}
+
+/// `cmd` with the fake OpenAI server as its provider, under `key`.
+fn openai(mut cmd: Command, fake: &FakeLlm, key: &str) -> Command {
+    cmd.env("OPENAI_API_KEY", key)
+        .env("OPENAI_BASE_URL", format!("{}/v1", fake.url()));
+    cmd
+}
+
+/// A prompt node answered as `gpt-5.2` by the fake OpenAI server, then the
+/// run's retro (`--retro`, made in this process before `weft run` returns)
+/// by the same model: the Retro section's and Retros page's data.
+fn record_triage_with_retro(sb: &Sandbox, fake: &FakeLlm) {
+    let key = format!("sk-ui-fixtures-triage-{}", std::process::id());
+    fake.script(
+        &key,
+        [
+            Reply::Turn {
+                text: Some(
+                    "1. Coupon totals are off by a cent on multi-line orders (high).\n2. Checkout times out under load (medium; reported twice).\n3. The receipt e-mail has a typo (low)."
+                        .into(),
+                ),
+                tool_calls: Vec::new(),
+                usage: Some(Usage {
+                    input: 4_300,
+                    output: 780,
+                    ..Usage::default()
+                }),
+                finish: None,
+            },
+            narrative(TRIAGE_RETRO, 1_600, 240),
+        ],
+    );
+    sb.write(
+        "triage.fabro",
+        r#"digraph Triage { graph [goal="Triage the open checkout bug reports"]
+           start [shape=Mdiamond]; exit [shape=Msquare]
+           triage [shape=tab, prompt="Sort these bug reports by severity: {{ goal }}"]
+           start -> triage -> exit }"#,
+    );
+    let c = run_here(
+        openai(weft(sb), fake, &key),
+        "triage.fabro",
+        &["--model", "gpt-5.2", "--retro", "--label", "bugs"],
+        0,
+    );
+    assert_eq!(c["status"], "succeeded", "{c}");
+    assert_eq!(fake.requests(&key).len(), 2, "the prompt and the retro");
 }
 
 /// An external agent (`backend="acp"`, the scripted `weft-acp-agent` in
@@ -585,7 +678,18 @@ fn dump(home: &Home) -> Value {
             ..SpendingQuery::default()
         })
         .unwrap_or_else(|e| panic!("{e}"));
+    // The Retros page's list, and each retro the Retro section shows.
+    let retros = views.retros().unwrap_or_else(|e| panic!("{e}"));
+    let mut retro = Map::new();
+    for summary in &retros {
+        let made = views
+            .retro(&summary.run_id)
+            .unwrap_or_else(|e| panic!("{e}"));
+        retro.insert(summary.run_id.clone(), json!(made));
+    }
     json!({
+        "retros": retros,
+        "retro": retro,
         "spending": spending,
         "views": run_views,
         "events": events,
@@ -618,6 +722,31 @@ fn spending_of(fixtures: &Value) -> Vec<String> {
         lines.push(line(format!("run of {}", run["workflow_name"]), run));
     }
     lines
+}
+
+/// The recorded retros list, newest first: workflow, run status, rating,
+/// friction points and whether it has an error (ids and times differ
+/// between recordings, these do not).
+fn retros_of(fixtures: &Value) -> Vec<String> {
+    fixtures["retros"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            format!(
+                "{} {} {} {} friction {}",
+                r["workflow_name"],
+                r["run_status"],
+                r["smoothness"],
+                r["friction_count"],
+                if r["error"].is_string() {
+                    "error"
+                } else {
+                    "no error"
+                }
+            )
+        })
+        .collect()
 }
 
 /// Replaces the sandbox's temp paths with placeholders, everywhere.
@@ -711,6 +840,9 @@ fn shape(fixtures: &Value) -> Vec<(String, BTreeSet<String>)> {
                     }
                 }
             }
+            if !fixtures["retro"][id].is_null() {
+                keys(&fixtures["retro"][id], "retro", &mut paths);
+            }
             if let Some(questions) = fixtures["questions"].as_array() {
                 for q in questions.iter().filter(|q| q["run_id"] == id) {
                     keys(q, "questions[]", &mut paths);
@@ -760,13 +892,14 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         "\"Refactor\" \"succeeded\"",
         "\"Deploy\" \"failed\"",
         "\"Release\" \"succeeded\"",
+        "\"Triage\" \"succeeded\"",
     ] {
         assert!(
             runs.iter().any(|r| r == expected),
             "the history has {expected}: {runs:?}"
         );
     }
-    assert_eq!(runs.len(), 10, "one view per run: {runs:?}");
+    assert_eq!(runs.len(), 11, "one view per run: {runs:?}");
     let states: BTreeSet<&str> = fixtures["changes"]
         .as_object()
         .map(|c| c.values().filter_map(|c| c["state"].as_str()).collect())
@@ -819,6 +952,33 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         "the spending names each model that answered and each run that called one: {spent:?}"
     );
 
+    let models: BTreeSet<&str> = fixtures["spending"]["models"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["provider"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        models,
+        BTreeSet::from(["anthropic", "openai"]),
+        "the spending has a model of each provider the runs used"
+    );
+    let retros = retros_of(&fixtures);
+    assert_eq!(
+        retros,
+        [
+            "\"Triage\" \"succeeded\" \"smooth\" 1 friction no error",
+            "\"Deploy\" \"failed\" \"failed\" 1 friction no error",
+        ],
+        "the two runs made with --retro have their retros, newest first"
+    );
+    let triage = fixtures["retros"][0]["run_id"].as_str().unwrap_or_default();
+    let retro = &fixtures["retro"][triage];
+    assert_eq!(retro["llm"]["model"], "gpt-5.2", "{retro}");
+    assert_eq!(
+        retro["totals"]["tokens"],
+        4_300 + 780,
+        "the retro's figures count the run's own stages, not its own call: {retro}"
+    );
+
     let path = fixtures_path();
     if std::env::var_os("WEFT_UPDATE_FIXTURES").is_some_and(|v| v == "1") {
         let mut text = serde_json::to_string_pretty(&fixtures).unwrap_or_else(|e| panic!("{e}"));
@@ -846,6 +1006,11 @@ fn recorded_ui_fixtures_match_what_the_engine_produces() {
         spending_of(&committed),
         spent,
         "{STALE} (the recorded spending differs)"
+    );
+    assert_eq!(
+        retros_of(&committed),
+        retros,
+        "{STALE} (the recorded retros differ)"
     );
     for ((run, want_keys), (_, have_keys)) in want.iter().zip(&have) {
         let missing: Vec<_> = want_keys.difference(have_keys).collect();

@@ -16,6 +16,7 @@ describe('the recorded fixtures', () => {
       'Checks succeeded',
       'Refactor succeeded',
       'Fix succeeded',
+      'Triage succeeded',
       'Summarize succeeded',
       'Deploy failed',
       'Release succeeded',

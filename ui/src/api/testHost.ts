@@ -114,9 +114,13 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
         files ?? { prompt: null, response: null, stdout: null, stderr: null, status: null, script: null, truncated: [] },
       );
     },
-    // The recorded fixtures hold no retros (retros are off by default).
-    runRetro: (run) => (find(run) ? Promise.resolve(null) : notFound(run)),
-    retros: () => Promise.resolve([]),
+    // The recorded retros (of the runs recorded with `--retro`); the other
+    // runs have none, as retros are off by default.
+    runRetro: (run) => {
+      const view = find(run);
+      return view ? Promise.resolve(fixtures.retro?.[view.run.id] ?? null) : notFound(run);
+    },
+    retros: () => Promise.resolve(fixtures.retros ?? []),
     searchLogs: (run, query) => {
       const view = find(run);
       if (!view) return notFound(run);

@@ -74,8 +74,10 @@ describe('the launch form', () => {
     const list = div.querySelector('[data-testid=launch-models]');
     expect(input?.getAttribute('list')).toBe(list?.id);
     const options = [...(list?.querySelectorAll('option') ?? [])].map((o) => o.getAttribute('value'));
-    // The recorded history's prompt run asked for claude-haiku-4-5.
-    expect(options).toEqual(['claude-haiku-4-5']);
+    // The recorded history's runs asked for claude-haiku-4-5 (the prompt
+    // and agent runs), gpt-5.2 (the triage run) and gpt-5-mini (the
+    // deploy's retro).
+    expect(options).toEqual(['claude-haiku-4-5', 'gpt-5-mini', 'gpt-5.2']);
     root.unmount();
   });
 

@@ -4,8 +4,10 @@ import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Host, Retro, RetroSummary } from '../api';
+import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
-import { RetroPanel } from './RetroPanel';
+import { formatTokens } from '../format';
+import { dollars, RetroPanel } from './RetroPanel';
 import { RetrosScreen } from './RetrosScreen';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -129,6 +131,57 @@ describe('retros in the app', () => {
     expect(cells(rows[0]!).slice(0, 7)).toEqual(['bumpy', '01M8ZVK81M', 'Build', '12.4s', '$0.01', '15.6k', '1']);
     expect(cells(rows[1]!).slice(0, 7)).toEqual(['no rating', '01M8ZVK81M', 'Deploy', '—', '$0.00', '0', '0']);
     expect(rows[0]?.querySelector('a')?.getAttribute('href')).toBe(`#/runs/${RETRO.run_id}`);
+  });
+
+  it('the Retros page lists the recorded retros, newest first, figure for figure', async () => {
+    const retros = recorded.retros ?? [];
+    // Recorded with `--retro`: the triage run (smooth) after the failed deploy.
+    expect(retros.map((r) => `${r.workflow_name} ${r.smoothness}`)).toEqual(['Triage smooth', 'Deploy failed']);
+    const page = await render(<RetrosScreen host={makeTestHost(recorded)} />);
+    const rows = [...page.querySelectorAll('table.retros tbody tr')];
+    const cells = (row: Element) => [...row.querySelectorAll('td')].map((c) => c.textContent);
+    expect(rows.map((r) => cells(r).slice(0, 7))).toEqual(
+      retros.map((r) => [
+        r.smoothness,
+        r.run_id.slice(0, 10),
+        r.workflow_name,
+        `${((r.duration_ms ?? 0) / 1000).toFixed(1)}s`,
+        dollars(r.cost),
+        formatTokens(r.tokens),
+        String(r.friction_count),
+      ]),
+    );
+    // The triage run's own figures: its prompt stage's 4,300 + 780 tokens on gpt-5.2.
+    expect(cells(rows[0]!)[4]).toBe('$0.02');
+    expect(cells(rows[0]!)[5]).toBe('5.1k');
+    expect(rows[1]?.querySelector('a')?.getAttribute('href')).toBe(`#/runs/${retros[1]?.run_id}`);
+  });
+
+  it('the Retro section shows a recorded run\'s retro, and a recorded run without one says so', async () => {
+    const summary = recorded.retros?.[0];
+    if (!summary) throw new Error('the recorded fixtures hold a retro');
+    const retro = recorded.retro?.[summary.run_id];
+    if (!retro?.narrative) throw new Error('the triage run has its retro with a narrative');
+    const host = makeTestHost(recorded);
+    const page = await render(<RetroPanel host={host} runId={summary.run_id} />);
+    expect(page.querySelector('.retro-badge')?.getAttribute('data-rating')).toBe('smooth');
+    const text = page.textContent ?? '';
+    expect(text).toContain(retro.narrative.outcome);
+    expect(text).toContain('coupon totals are rounded per line, not per order');
+    expect(text).toContain('two reports describe the same timeout in different words (stage triage)');
+    expect(text).toContain('merge the duplicate timeout reports');
+    expect(text).toContain(`${dollars(retro.totals.cost)} · ${formatTokens(retro.totals.tokens)} tokens`);
+    const rows = [...page.querySelectorAll('.retro__stages tbody tr')];
+    expect(rows.map((r) => r.querySelector('td')?.textContent)).toEqual(retro.stages.map((s) => `${s.node_id}@${s.visit}`));
+    const triage = rows.find((r) => r.querySelector('td')?.textContent === 'triage@1');
+    expect(triage?.querySelectorAll('td')[4]?.textContent).toBe('5.1k');
+    act(() => root?.unmount());
+    container?.remove();
+
+    const other = recorded.views.find((v) => v.run.workflow_name === 'Release');
+    if (!other) throw new Error('the recorded fixtures hold the release run');
+    const none = await render(<RetroPanel host={host} runId={other.run.id} />);
+    expect(none.querySelector('[data-testid="retro-none"]')).not.toBeNull();
   });
 
   it('the Retros list says so when there are none', async () => {

@@ -46,6 +46,7 @@ describe('RunsScreen', () => {
       'Checks',
       'Refactor',
       'Fix',
+      'Triage',
       'Summarize',
       'Deploy',
       'Release',
@@ -69,7 +70,7 @@ describe('RunsScreen', () => {
   it('offers the workflows of the pages read when the store cannot list them', async () => {
     const el = await render(makeTestHost(recorded));
     const options = [...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent);
-    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Publish', 'Refactor', 'Release', 'Ship', 'Summarize', 'Tidy']);
+    expect(options).toEqual(['All workflows', 'Checks', 'Deploy', 'Fix', 'Migrate', 'Publish', 'Refactor', 'Release', 'Ship', 'Summarize', 'Tidy', 'Triage']);
   });
 
   it('takes the first page asked for before it mounted instead of asking again', async () => {

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Host, Spending, SpendingQuery } from '../api/host';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
+import { formatCost, formatTokens } from '../format';
 import { dayBars } from './chart';
 import { SpendingScreen } from './SpendingScreen';
 
@@ -131,6 +132,37 @@ describe('SpendingScreen', () => {
     expect(el.querySelector('[data-testid=spending-cost]')?.textContent).toBe(
       spending.total.cost < 0.01 ? `$${spending.total.cost.toFixed(4)}` : `$${spending.total.cost.toFixed(2)}`,
     );
+  });
+
+  it('shows a row per model of the recorded runs, an Anthropic and an OpenAI one, each with its own figures', async () => {
+    const spending = recorded.spending;
+    if (!spending) throw new Error('the recorded fixtures hold spending');
+    // Recorded from prompt and agent stages on claude-haiku-4-5 and a prompt
+    // stage on gpt-5.2 (tests/tests/it/ui_fixtures.rs).
+    expect(spending.models.map((m) => m.provider).sort()).toEqual(['anthropic', 'openai']);
+    const el = await render(makeTestHost(recorded), new Date());
+    const rows = [...el.querySelectorAll('[data-testid=spending-models] tbody tr')].map((r) =>
+      [...r.querySelectorAll('td')].map((c) => c.textContent),
+    );
+    expect(rows).toEqual(
+      spending.models.map((m) => [
+        m.model,
+        m.provider,
+        String(m.calls),
+        `${formatTokens(m.input_tokens)} in / ${formatTokens(m.output_tokens)} out`,
+        formatCost(m),
+      ]),
+    );
+    const gpt = rows.find((r) => r[0] === 'gpt-5.2');
+    // 4,300 tokens in and 780 out at $1.80 and $14.00 per million.
+    expect(gpt).toEqual(['gpt-5.2', 'openai', '1', '4.3k in / 780 out', '$0.02']);
+    // The total is the models' sum, as `weft cost` prints it.
+    const sum = spending.models.reduce((a, m) => a + m.cost, 0);
+    expect(spending.total.cost).toBeCloseTo(sum, 10);
+    expect(el.querySelector('[data-testid=spending-cost]')?.textContent).toBe(formatCost(spending.total));
+    const runs = [...el.querySelectorAll('[data-testid=spending-runs] tbody tr')].map((r) => r.querySelectorAll('td')[1]?.textContent);
+    expect(runs).toEqual(spending.runs.map((r) => r.workflow_name));
+    expect(runs).toContain('Triage');
   });
 
   it('says when nothing was spent, and why a read failed', async () => {

@@ -53,18 +53,18 @@ await suite(
       'recorded runs: newest first, status chips with text, gates badge and banner, absolute time on hover',
       async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 10');
+        await waitForTotal(page, 'n === 11');
         const rows = await rowsOf(page);
         check(
           JSON.stringify(rows.map((r) => r.workflow)) ===
-            JSON.stringify(['Ship', 'Publish', 'Tidy', 'Migrate', 'Checks', 'Refactor', 'Fix', 'Summarize', 'Deploy', 'Release']),
+            JSON.stringify(['Ship', 'Publish', 'Tidy', 'Migrate', 'Checks', 'Refactor', 'Fix', 'Triage', 'Summarize', 'Deploy', 'Release']),
           `the recorded runs should be listed newest first, got ${rows.map((r) => r.workflow)}`,
         );
         for (const r of rows) {
           check(r.chip?.includes(r.status ?? '?'), `the ${r.workflow} chip should say its status in words (${r.chip})`);
         }
         check(
-          rows[0]?.status === 'blocked' && rows[1]?.status === 'blocked' && rows[8]?.status === 'failed',
+          rows[0]?.status === 'blocked' && rows[1]?.status === 'blocked' && rows[9]?.status === 'failed',
           'Ship and Publish are blocked and Deploy failed',
         );
 
@@ -94,7 +94,7 @@ await suite(
       'filter by status, filter by workflow, search a goal word',
       async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 10');
+        await waitForTotal(page, 'n === 11');
         await page.getByTestId('runs-status').selectOption('failed');
         await waitForTotal(page, 'n === 1');
         let rows = await rowsOf(page);
@@ -102,13 +102,13 @@ await suite(
         await page.screenshot({ path: join(resultsDir, 'runs-failed.png') });
 
         await page.getByTestId('runs-status').selectOption('');
-        await waitForTotal(page, 'n === 10');
+        await waitForTotal(page, 'n === 11');
         await page.getByTestId('runs-workflow').selectOption('Release');
         await waitForTotal(page, 'n === 1');
         rows = await rowsOf(page);
         check(rows[0]?.workflow === 'Release', `the workflow filter keeps Release only: ${JSON.stringify(rows)}`);
         await page.getByTestId('runs-workflow').selectOption('');
-        await waitForTotal(page, 'n === 10');
+        await waitForTotal(page, 'n === 11');
 
         await page.getByTestId('runs-search').fill('orders');
         await waitForTotal(page, 'n === 1');
@@ -124,14 +124,14 @@ await suite(
       'clicking a row, and Enter on the keyboard selection, opens the run',
       async (page, base, errors) => {
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 10');
+        await waitForTotal(page, 'n === 11');
         const row = page.locator('[data-testid=run-row]', { hasText: 'Deploy' });
         const id = await row.getAttribute('data-run-id');
         await row.click();
         await page.waitForFunction((want) => window.location.hash === want, `#/runs/${id}`);
 
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
-        await waitForTotal(page, 'n === 10');
+        await waitForTotal(page, 'n === 11');
         await page.getByTestId('runs-list').focus();
         await page.keyboard.press('ArrowDown');
         await page.keyboard.press('ArrowDown');
