@@ -1,8 +1,9 @@
 //! The crash harness over the real binaries: kill -9 of `weft run
 //! --no-daemon` and of weftd, then what must hold — no stage process
 //! outlives the process that ran it, a resume right after a daemon crash
-//! continues the run (the killed daemon still a zombie), and a resume that
-//! cannot start leaves the run as it was and says why.
+//! continues the run (the killed daemon still a zombie) with every
+//! committed stage's files in the run directory, and a resume that cannot
+//! start leaves the run as it was and says why.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -397,6 +398,20 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
         if record(&sb, &run_id).is_some_and(|r| r.status != RunStatus::Succeeded) {
             interrupted += 1;
         }
+        // As if the writer had not got to a committed stage's files yet.
+        let run_dir = record(&sb, &run_id)
+            .map(|r| r.run_dir)
+            .unwrap_or_else(|| panic!("seed {seed}: the run is recorded"));
+        if let Some(done) = before
+            .iter()
+            .rev()
+            .find(|s| s.status == "succeeded" && s.node_id.starts_with('n'))
+        {
+            let dir = run_dir.join("nodes").join(&done.node_id);
+            for name in ["status.json", "script_timing.json", "stderr.log"] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+        }
         let resumed = run_within(
             &sb,
             &["resume", &run_id, "--json"],
@@ -417,6 +432,28 @@ fn weftd_killed_then_resumed_at_once_finishes_the_run_without_repeating_committe
             assert_eq!(resumed.code, 0, "seed {seed}: {}", resumed.stderr);
         }
         assert_eq!(status, Some(RunStatus::Succeeded), "seed {seed}");
+        // Every stage's own files are in the run directory, whether the
+        // writer wrote them or the resume restored them from the rows.
+        for i in 0..NODES {
+            let dir = run_dir.join("nodes").join(format!("n{i}"));
+            for name in [
+                "status.json",
+                "script_invocation.json",
+                "script_timing.json",
+                "stdout.log",
+                "stderr.log",
+            ] {
+                assert!(
+                    dir.join(name).is_file(),
+                    "seed {seed}: n{i} has no {name} after the resume"
+                );
+            }
+            let status: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.join("status.json")).unwrap_or_default(),
+            )
+            .unwrap_or_else(|e| panic!("seed {seed}: n{i}'s status.json: {e}"));
+            assert_eq!(status["status"], "succeeded", "seed {seed}: n{i}");
+        }
         let side = side_lines(sb.path());
         for i in 0..NODES {
             let node = format!("n{i}");
