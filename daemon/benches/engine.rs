@@ -3,8 +3,16 @@
 //! difference, divided by N, is what Weft adds per stage: routing, the
 //! SQLite transaction, events, the run directory's files.
 //!
+//! Two ways: in-process (the engine called directly) and through the daemon
+//! (`weft run` against a weftd, what users do), each with `WEFT_HOME` on the
+//! temp dir's disk and on a RAM file system, at 1,000 stages (three runs)
+//! and 10,000 (one). A Python loop creating the same directory and files
+//! per stage gives the file system's floor on each.
+//!
 //! `cargo bench -p weft --bench engine` prints a Markdown table (see
-//! docs/performance.md). `--quick` runs 1,000 nodes only, once.
+//! docs/performance.md). `--quick` runs 1,000 nodes only, once;
+//! `--in-process` or `--daemon` one way only; `--weft PATH` runs the daemon
+//! rows with another build (its `weftd` beside it), for before/after.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -137,6 +145,61 @@ fn rss_of_run(n: usize) -> anyhow::Result<u64> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
 }
 
+/// One run of the N-node chain through weftd, as users run it: a daemon
+/// on a fresh home (started before the clock starts), then `weft run`
+/// following the run to its end. Returns the wall time of `weft run`.
+fn daemon_run(n: usize, base: &Path, weft: &Path) -> anyhow::Result<(Duration, tempfile::TempDir)> {
+    let dir = tempfile::tempdir_in(base)?;
+    std::fs::write(dir.path().join("bench.fabro"), chain(n))?;
+    let home = dir.path().join("home");
+    let weft_cmd = || {
+        let mut c = std::process::Command::new(weft);
+        c.env("WEFT_HOME", &home)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null());
+        c
+    };
+    let started_daemon = weft_cmd().args(["daemon", "start"]).output()?;
+    anyhow::ensure!(
+        started_daemon.status.success(),
+        "weft daemon start failed: {}",
+        String::from_utf8_lossy(&started_daemon.stderr)
+    );
+    let started = Instant::now();
+    let out = weft_cmd().args(["run", "bench.fabro"]).output()?;
+    let elapsed = started.elapsed();
+    let _ = weft_cmd().args(["daemon", "stop"]).output();
+    anyhow::ensure!(
+        out.status.success(),
+        "weft run through the daemon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((elapsed, dir))
+}
+
+/// What the file system alone charges for a stage's run directory entries
+/// (a directory and five small files), created by a plain Python loop in a
+/// fresh directory on `base`: the floor no runner that writes the
+/// reference's run directory goes below. Milliseconds per stage.
+fn python_floor(n: usize, base: &Path) -> anyhow::Result<(f64, tempfile::TempDir)> {
+    let dir = tempfile::tempdir_in(base)?;
+    let script = "import os, sys, time\n\
+root, n = sys.argv[1], int(sys.argv[2])\n\
+t = time.perf_counter()\n\
+for i in range(n):\n\
+    d = os.path.join(root, 'n%d' % i)\n\
+    os.mkdir(d)\n\
+    for f in ('status.json', 'stdout.log', 'stderr.log', 'script_invocation.json', 'script_timing.json'):\n\
+        with open(os.path.join(d, f), 'w') as h:\n\
+            h.write('{}')\n\
+print((time.perf_counter() - t) * 1000 / n)\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &dir.path().to_string_lossy(), &n.to_string()])
+        .output()?;
+    anyhow::ensure!(out.status.success(), "python3 failed");
+    Ok((String::from_utf8_lossy(&out.stdout).trim().parse()?, dir))
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--rss") {
@@ -147,10 +210,20 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let quick = args.iter().any(|a| a == "--quick");
-    let (sizes, runs): (&[usize], usize) = if quick {
-        (&[1000], 1)
+    // `--weft PATH` measures the daemon rows with another build's `weft`
+    // (its `weftd` beside it), to compare two versions side by side.
+    let weft = args
+        .iter()
+        .position(|a| a == "--weft")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_weft")), PathBuf::from);
+    let in_process_only = args.iter().any(|a| a == "--in-process");
+    let daemon_only = args.iter().any(|a| a == "--daemon");
+    // Three runs at 1,000 stages (medians), one at 10,000.
+    let sizes: &[(usize, usize)] = if quick {
+        &[(1000, 1)]
     } else {
-        (&[1000, 3000], 3)
+        &[(1000, 3), (10_000, 1)]
     };
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     // The run directory's files cost what the file system charges for
@@ -160,68 +233,82 @@ fn main() -> anyhow::Result<()> {
     if Path::new("/dev/shm").is_dir() {
         places.push(("tmpfs", PathBuf::from("/dev/shm")));
     }
+    let mut modes = Vec::new();
+    if !daemon_only {
+        modes.push("in-process");
+    }
+    if !in_process_only {
+        modes.push("weft run (daemon)");
+    }
     println!(
-        "| N | WEFT_HOME on | engine run | spawn loop | overhead per stage | last/first tenth per stage | engine peak RSS growth |"
+        "| N | WEFT_HOME on | how | run | spawn loop | overhead per stage | last/first tenth per stage | engine peak RSS growth |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|");
     let mut per_stage = Vec::new();
-    let mut totals = Vec::new();
     let mut homes = Vec::new();
     for (place, base) in &places {
-        for &n in sizes {
-            // Warm up the page cache and bash once.
-            let _ = spawn_loop(20)?;
-            let mut engine = Vec::new();
-            let mut spawns = Vec::new();
-            let mut drift = Vec::new();
-            for _ in 0..runs {
-                // Alternate so that a burst of load hits both alike.
-                let (time, home, ratio) = engine_run(n, base)?;
-                engine.push(time);
-                drift.push(ratio);
-                homes.push(home);
-                spawns.push(spawn_loop(n)?);
+        for &(n, runs) in sizes {
+            for how in &modes {
+                // Warm up the page cache and bash once.
+                let _ = spawn_loop(20)?;
+                let mut times = Vec::new();
+                let mut spawns = Vec::new();
+                let mut drift = Vec::new();
+                for _ in 0..runs {
+                    // Alternate so that a burst of load hits both alike.
+                    if *how == "in-process" {
+                        let (time, home, ratio) = engine_run(n, base)?;
+                        times.push(time);
+                        drift.push(ratio);
+                        homes.push(home);
+                    } else {
+                        let (time, home) = daemon_run(n, base, &weft)?;
+                        times.push(time);
+                        homes.push(home);
+                    }
+                    spawns.push(spawn_loop(n)?);
+                }
+                let (t, s) = (median(times), median(spawns));
+                let overhead = t.saturating_sub(s).as_secs_f64() * 1000.0 / n as f64;
+                let (drift, rss) = if *how == "in-process" {
+                    drift.sort_by(f64::total_cmp);
+                    (
+                        format!("{:.2}×", drift[drift.len() / 2]),
+                        format!("{:.1} MB", rss_of_run(n)? as f64 / 1024.0),
+                    )
+                } else {
+                    ("".into(), "".into())
+                };
+                println!(
+                    "| {n} | {place} | {how} | {:.0} ms | {:.0} ms | {overhead:.3} ms | {drift} | {rss} |",
+                    t.as_secs_f64() * 1000.0,
+                    s.as_secs_f64() * 1000.0,
+                );
+                per_stage.push((*place, *how, n, overhead));
             }
-            let (e, s) = (median(engine), median(spawns));
-            let overhead = e.saturating_sub(s).as_secs_f64() * 1000.0 / n as f64;
-            let rss = rss_of_run(n)?;
-            drift.sort_by(f64::total_cmp);
-            let drift = drift[drift.len() / 2];
-            println!(
-                "| {n} | {place} | {:.0} ms | {:.0} ms | {overhead:.3} ms | {drift:.2}× | {:.1} MB |",
-                e.as_secs_f64() * 1000.0,
-                s.as_secs_f64() * 1000.0,
-                rss as f64 / 1024.0
-            );
-            per_stage.push((*place, n, overhead));
-            totals.push((*place, n, e));
         }
     }
     println!();
-    for (place, n, overhead) in &per_stage {
-        if *n == 1000 {
-            println!(
-                "target: overhead per stage < 1 ms ({place}): {overhead:.3} ms: {}",
-                if *overhead < 1.0 { "met" } else { "NOT met" }
-            );
-        }
+    for (place, base) in &places {
+        let (floor, dir) = python_floor(1000, base)?;
+        homes.push(dir);
+        println!(
+            "reference ({place}): a Python loop creating a directory and 5 files per stage: {floor:.3} ms per stage"
+        );
     }
-    for (place, _) in &places {
-        let of = |size: usize| {
-            totals
-                .iter()
-                .find(|(p, n, _)| p == place && *n == size)
-                .map(|t| t.2)
-        };
-        if let (Some(one), Some(three)) = (of(1000), of(3000)) {
-            let ratio = three.as_secs_f64() / one.as_secs_f64();
-            println!(
-                "target: 3000 nodes cost at most 3.3x 1000 nodes ({place}): {ratio:.2}x: {}",
-                if ratio <= 3.3 { "met" } else { "NOT met" }
-            );
-        }
+    for (place, how, n, overhead) in &per_stage {
+        println!(
+            "target: overhead per stage < 1 ms ({place}, {how}, {n} stages): {overhead:.3} ms: {}",
+            if *overhead < 1.0 { "met" } else { "NOT met" }
+        );
     }
     println!("load average before: {}", load.trim());
+    println!(
+        "load average after: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
     std::io::stdout().flush()?;
     drop(homes);
     Ok(())

@@ -776,7 +776,9 @@ pub(super) async fn open_gate(group: &mut Group) {
 }
 
 pub(super) async fn check_work_dir(dir: &Path) -> io::Result<()> {
-    match tokio::fs::metadata(dir).await {
+    // One stat, on this thread: a trip through the blocking pool cost more
+    // than the call itself, once per command.
+    match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(io::Error::new(
             io::ErrorKind::NotADirectory,
