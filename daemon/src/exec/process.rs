@@ -288,7 +288,11 @@ pub async fn run(
         let raw = pid.as_raw_nonzero().get().unsigned_abs();
         if let Some(start) = crate::os::process::start_time(raw) {
             // Private like everything in the run directory; atomic, so the
-            // fallback never reads half a record.
+            // fallback never reads half a record. The stage's directory may
+            // not exist yet: made here, while the shell starts.
+            if let Some(dir) = record.parent() {
+                let _ = crate::store::create_private_dir_all(dir);
+            }
             let _ = crate::store::write_atomic(record, format!("{raw} {start}\n").as_bytes());
         }
     }
@@ -522,7 +526,14 @@ impl Log {
     async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         let file = match &mut self.file {
             Some(file) => file,
-            None => self.file.insert(create_log(&self.path).await?),
+            None => {
+                // The stage's directory may not exist yet (see the engine's
+                // command stages): made with the first output.
+                if let Some(dir) = self.path.parent() {
+                    let _ = crate::store::create_private_dir_all(dir);
+                }
+                self.file.insert(create_log(&self.path).await?)
+            }
         };
         // Flushed per chunk so that the log is on disk before the callback
         // announces the chunk, and a write error surfaces here.
@@ -1194,10 +1205,12 @@ mod tests {
     async fn an_unwritable_log_is_an_error() {
         let dir = tempfile::tempdir().expect("temp dir");
         let script = shell("echo out", dir.path());
+        // A file where the log's directory should be.
+        std::fs::write(dir.path().join("blocked"), "").expect("file");
         let err = run(
             &script,
             &Cancel::new(),
-            &dir.path().join("missing/stdout.log"),
+            &dir.path().join("blocked/stdout.log"),
             &dir.path().join("stderr.log"),
             |_, _| {},
         )

@@ -78,7 +78,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         let path = cx.dir.join("context.json");
         let resolved = resolved_context(cx);
         match serde_json::to_vec_pretty(&resolved) {
-            Ok(bytes) => match crate::store::write_atomic(&path, &bytes) {
+            Ok(bytes) => match crate::store::create_private_dir_all(cx.dir)
+                .map_err(|e| e.to_string())
+                .and_then(|()| crate::store::write_atomic(&path, &bytes).map_err(|e| e.to_string()))
+            {
                 Ok(()) => env.push(("WEFT_CONTEXT".into(), path.display().to_string())),
                 Err(e) => cx.notice(format!("could not write context.json: {e}")),
             },

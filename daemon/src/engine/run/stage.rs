@@ -116,7 +116,15 @@ impl Runner<'_> {
             node.handler.name(),
             branch.as_deref(),
         )?;
-        let dir = self.recorder.run_dir().ensure_node_dir(id, visit)?;
+        // A command stage's directory is made by whatever first writes
+        // into it (its process group record, overlapping the shell's start;
+        // its first output; or the file writer after the commit), so a
+        // quiet command creates nothing on the run's critical path.
+        let dir = if node.handler == Handler::Command {
+            self.recorder.run_dir().node_dir(id, visit)
+        } else {
+            self.recorder.run_dir().ensure_node_dir(id, visit)?
+        };
         if matches!(node.handler, Handler::Parallel | Handler::SubWorkflow) {
             self.recorder.emit(
                 EventKind::StageStarted {
@@ -531,9 +539,16 @@ impl Runner<'_> {
         let dir = self.recorder.run_dir().node_dir(&node.id, visit);
         Some(match result {
             Ok(committed) => {
-                if let Err(e) =
-                    crate::store::write_atomic(&dir.join("diff.patch"), committed.patch.as_bytes())
-                {
+                let written = crate::store::create_private_dir_all(&dir)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| {
+                        crate::store::write_atomic(
+                            &dir.join("diff.patch"),
+                            committed.patch.as_bytes(),
+                        )
+                        .map_err(|e| e.to_string())
+                    });
+                if let Err(e) = written {
                     return Some(Err(format!("could not write diff.patch: {e}")));
                 }
                 if outcome.files_touched.is_empty() {
