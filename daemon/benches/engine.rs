@@ -217,6 +217,8 @@ fn main() -> anyhow::Result<()> {
         .position(|a| a == "--weft")
         .and_then(|i| args.get(i + 1))
         .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_weft")), PathBuf::from);
+    // Runs start in their own directories: a relative path would not hold.
+    let weft = std::fs::canonicalize(&weft)?;
     let in_process_only = args.iter().any(|a| a == "--in-process");
     let daemon_only = args.iter().any(|a| a == "--daemon");
     // Three runs at 1,000 stages (medians), one at 10,000.
