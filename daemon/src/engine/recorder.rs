@@ -205,6 +205,31 @@ impl Recorder {
             == 1
     }
 
+    /// Records that stage `node_id@visit` started running `handler` (in
+    /// `branch`, if any), with its `first` event in the same transaction.
+    pub(crate) fn start_stage(
+        &self,
+        node_id: &str,
+        visit: u32,
+        handler: &str,
+        branch: Option<&str>,
+        first: &EventKind,
+    ) -> Result<(), StoreError> {
+        let first = redacted(&self.redactor, first).unwrap_or_else(|| first.clone());
+        let (_, event) = self.store().start_stage(
+            &self.run_id,
+            node_id,
+            visit,
+            handler,
+            branch,
+            Some(&first),
+        )?;
+        if let Some(event) = event {
+            self.publish(std::slice::from_ref(&event))?;
+        }
+        Ok(())
+    }
+
     /// Records one event, with secrets redacted from its text.
     pub fn emit(&self, kind: EventKind, node: Option<(&str, u32)>) -> Result<Event, StoreError> {
         let kind = redacted(&self.redactor, &kind).unwrap_or(kind);

@@ -85,6 +85,22 @@ impl Store {
         handler: &str,
         branch: Option<&str>,
     ) -> Result<u32> {
+        self.start_stage(run_id, node_id, visit, handler, branch, None)
+            .map(|(rank, _)| rank)
+    }
+
+    /// [`Store::stage_started_in`] with the stage's first event (its
+    /// `stage.started`) in the same transaction: one commit per stage
+    /// start instead of two. Returns the rank and the event as stored.
+    pub(crate) fn start_stage(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        visit: u32,
+        handler: &str,
+        branch: Option<&str>,
+        first: Option<&EventKind>,
+    ) -> Result<(u32, Option<crate::model::Event>)> {
         let now = timestamp();
         let tx = self
             .conn
@@ -115,8 +131,19 @@ impl Store {
             .execute(params![run_id, node_id, visit, rank, handler, now, branch])?;
             rank
         };
+        let event = match first {
+            Some(kind) => {
+                let stored =
+                    insert_events(&tx, run_id, &now, &[(kind.clone(), Some((node_id, visit)))])?;
+                if let Some(last) = stored.last() {
+                    super::runs::set_last_seq(&tx, run_id, last.seq)?;
+                }
+                stored.into_iter().next()
+            }
+            None => None,
+        };
         tx.commit()?;
-        Ok(rank)
+        Ok((rank, event))
     }
 
     /// Records how many attempts the stage has made so far.

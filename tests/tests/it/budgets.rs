@@ -595,6 +595,12 @@ fn a_budget_question_open_when_the_daemon_dies_is_asked_again_under_its_own_id()
         &["--model", "gpt-5.2", "--max-tokens", "1000"],
     );
     wait_for_question(&sb, &run_id);
+    // Asked and announced (the event follows the question's row).
+    weft_tests::wait_until(
+        "the question is announced",
+        Duration::from_secs(120),
+        || named(&events(&sb, &run_id), "interview.started").len() == 1,
+    );
     let pending = |sb: &Sandbox| -> Vec<String> {
         Store::open_read_only(&home(sb))
             .and_then(|s| s.questions(Some(&run_id), true))

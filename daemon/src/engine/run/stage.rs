@@ -100,21 +100,28 @@ impl Runner<'_> {
 
     /// Opens the stage: the context names the node (`current_node`), its
     /// visit and the fidelity it runs at; the stage row is recorded as
-    /// running (in its branch, if any) and the stage's directory exists. A
-    /// parallel or sub-workflow stage, which starts once rather than once
-    /// per attempt, gets its `stage.started` here. Returns the directory.
+    /// running (in its branch, if any), with its first `stage.started`, and
+    /// the stage's directory exists (a command stage's once something is
+    /// written). Returns the directory.
     fn open_stage(&mut self, node: &Node, visit: u32) -> Result<PathBuf, StoreError> {
         let id: &str = &node.id;
         self.state.context.set("current_node", id);
         self.state.context.set("internal.node_visit_count", visit);
         self.set_fidelity(node);
         let branch = self.branch.as_ref().map(|b| b.id.clone());
-        self.recorder.store().stage_started_in(
-            self.recorder.run_id(),
+        // The stage's row and its first `stage.started` (a parallel or
+        // sub-workflow stage's only one; a handler's first attempt's) in
+        // one transaction.
+        self.recorder.start_stage(
             id,
             visit,
             node.handler.name(),
             branch.as_deref(),
+            &EventKind::StageStarted {
+                handler: node.handler.name().to_string(),
+                attempt: 1,
+                branch: branch.clone(),
+            },
         )?;
         // A command stage's directory is made by whatever first writes
         // into it (its process group record, overlapping the shell's start;
@@ -125,16 +132,6 @@ impl Runner<'_> {
         } else {
             self.recorder.run_dir().ensure_node_dir(id, visit)?
         };
-        if matches!(node.handler, Handler::Parallel | Handler::SubWorkflow) {
-            self.recorder.emit(
-                EventKind::StageStarted {
-                    handler: node.handler.name().to_string(),
-                    attempt: 1,
-                    branch,
-                },
-                Some((id, visit)),
-            )?;
-        }
         Ok(dir)
     }
 
@@ -200,14 +197,17 @@ impl Runner<'_> {
         // Model spend of the attempts so far: the stage's is their sum.
         let mut spent: Option<LlmUsage> = None;
         loop {
-            self.recorder.emit(
-                EventKind::StageStarted {
-                    handler: node.handler.name().to_string(),
-                    attempt,
-                    branch: self.branch.as_ref().map(|b| b.id.clone()),
-                },
-                Some((&node.id, visit)),
-            )?;
+            // The first attempt's was recorded with the stage's row.
+            if attempt > 1 {
+                self.recorder.emit(
+                    EventKind::StageStarted {
+                        handler: node.handler.name().to_string(),
+                        attempt,
+                        branch: self.branch.as_ref().map(|b| b.id.clone()),
+                    },
+                    Some((&node.id, visit)),
+                )?;
+            }
             let cx = StageCx {
                 graph: self.graph,
                 node,
