@@ -13,8 +13,30 @@ use serde_json::{Value, json};
 /// Long enough for a slow machine, short enough that a broken agent fails the test.
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// A scratch directory, removed (with everything in it) when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh directory under the target dir, unique per call.
-fn scratch_dir(name: &str) -> PathBuf {
+fn scratch_dir(name: &str) -> Scratch {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "acpagent-{name}-{}-{}",
@@ -23,7 +45,7 @@ fn scratch_dir(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    Scratch(dir)
 }
 
 /// What the agent asked the client for during a turn, and everything it streamed.
@@ -60,7 +82,7 @@ struct Client {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     next_id: i64,
-    work_dir: PathBuf,
+    work_dir: Scratch,
     transcript: PathBuf,
 }
 
@@ -351,7 +373,8 @@ fn without_a_script_the_agent_says_hello() {
 
 #[test]
 fn write_asks_the_client_with_the_absolute_path_and_completes_on_its_ack() {
-    let outside = scratch_dir("outside").join("escape.txt");
+    let outside_dir = scratch_dir("outside");
+    let outside = outside_dir.join("escape.txt");
     let mut client = Client::start(
         "write",
         json!({"prompts": [[

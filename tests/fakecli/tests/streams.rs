@@ -9,9 +9,31 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 
+/// A scratch directory, removed (with everything in it) when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh directory under the target dir, unique per call, holding the
 /// three symlinks and a `work` dir to run in.
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> Scratch {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "fakecli-{name}-{}-{}",
@@ -24,7 +46,7 @@ fn scratch(name: &str) -> PathBuf {
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_weft-fakecli"), dir.join(program))
             .expect("symlink the fake");
     }
-    dir
+    Scratch(dir)
 }
 
 /// The arguments Weft passes for a headless run.
