@@ -22,6 +22,7 @@ pub mod detach;
 pub mod gates;
 mod methods;
 pub(crate) mod notify;
+mod run_thread;
 mod settings;
 
 use std::cell::{Cell, RefCell};
@@ -422,8 +423,8 @@ impl Daemon {
             agents: self.agents.clone(),
             budget: None,
         };
-        let result = match job {
-            Job::Start(prepared, _) => prepared.run(&services).await,
+        let execution = match job {
+            Job::Start(prepared, _) => Ok(run_thread::Execution::Start(prepared)),
             // Loading the workflow again is work in proportion to its size:
             // off the event loop, as for a start.
             Job::Resume(record, _) => {
@@ -433,13 +434,17 @@ impl Daemon {
                 })
                 .await
                 {
-                    Ok(Ok(resumable)) => resumable.run(&services).await,
+                    Ok(Ok(resumable)) => Ok(run_thread::Execution::Resume(Box::new(resumable))),
                     Ok(Err(e)) => Err(e),
                     Err(e) => Err(crate::engine::EngineError::Io(format!(
                         "loading the run to resume it failed: {e}"
                     ))),
                 }
             }
+        };
+        let result = match execution {
+            Ok(execution) => run_thread::run_on_own_thread(run_id, execution, services).await,
+            Err(e) => Err(e),
         };
         if let Err(e) = result {
             eprintln!("weftd: run {run_id} could not run: {e}");
