@@ -93,6 +93,21 @@ fn dump(store: &Store, record: &RunRecord, out: &Path) -> Result<(usize, u64), S
         for name in STAGE_FILES {
             copy_if_present(&source.join(name), &target.join(name))?;
         }
+        // Files the run's writer had not written yet (they follow the
+        // stage's commit), or that a crash kept it from writing: from the
+        // database, which has them since the commit.
+        let committed = store
+            .committed_stage_files(&record.id, &stage.node_id, stage.visit)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        for (name, text) in committed {
+            let path = target.join(&name);
+            if STAGE_FILES.contains(&name.as_str()) && !path.exists() {
+                std::fs::write(&path, text.unwrap_or_default())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            }
+        }
     }
 
     let events = write_events(store, &record.id, &out.join("events.jsonl"))?;

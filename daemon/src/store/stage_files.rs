@@ -171,6 +171,27 @@ fn ensure_exists(path: &Path) -> std::io::Result<()> {
 }
 
 impl Store {
+    /// The files committed with stage `node_id@visit` of `run_id` (`None`
+    /// when it has not committed, or ran before they were stored): what
+    /// its directory holds once the writer has written them.
+    pub fn committed_stage_files(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        visit: u32,
+    ) -> Result<Option<StageFiles>> {
+        use rusqlite::OptionalExtension;
+        let text: Option<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT files FROM stages WHERE run_id = ?1 AND node_id = ?2 AND visit = ?3",
+            )?
+            .query_row(params![run_id, node_id, visit], |row| row.get(0))
+            .optional()?
+            .flatten();
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
     /// Writes the files of `run_id`'s committed stages that are missing
     /// from `run_dir` (a crash stopped the writer before it wrote them),
     /// from the stages' rows; returns how many files it wrote. Files that

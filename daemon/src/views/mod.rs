@@ -381,6 +381,28 @@ impl Views {
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .and_then(|v| v.get("command").and_then(|c| c.as_str()).map(String::from));
+        // Written after the stage's commit, off the run's critical path: a
+        // stage just committed (or whose executor crashed before writing
+        // them) has them in the database already.
+        if files.status.is_none() || files.script.is_none() {
+            let store = self.store(id_or_prefix)?;
+            let record = store.find_run(id_or_prefix)?;
+            if let Some(committed) = store.committed_stage_files(&record.id, node_id, visit)? {
+                let json = |name: &str| {
+                    committed
+                        .get(name)
+                        .and_then(Option::as_deref)
+                        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+                };
+                if files.status.is_none() {
+                    files.status = json("status.json");
+                }
+                if files.script.is_none() {
+                    files.script = json("script_invocation.json")
+                        .and_then(|v| v.get("command").and_then(|c| c.as_str()).map(String::from));
+                }
+            }
+        }
         Ok(files)
     }
 

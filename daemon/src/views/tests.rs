@@ -335,6 +335,49 @@ fn stage_files_read_the_stage_folder_and_cut_long_logs_at_their_end() {
 }
 
 #[test]
+fn stage_files_not_written_yet_come_from_the_stage_s_commit() {
+    let (_temp, home) = home();
+    let mut store = Store::open(&home).expect("store");
+    let run = new_run(&home, "01LATER", "build", "g", "2026-01-01T00:00:00.000Z");
+    store.create_run(&run).expect("create");
+    store
+        .stage_started("01LATER", "build", 1, "command")
+        .expect("stage started");
+    let files: crate::store::StageFiles = [
+        (
+            "status.json".to_string(),
+            Some(r#"{"status": "failed"}"#.to_string()),
+        ),
+        (
+            "script_invocation.json".to_string(),
+            Some(r#"{"command": "cargo test"}"#.to_string()),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    store
+        .commit_stage(&StageCommit {
+            run_id: "01LATER",
+            node_id: "build",
+            visit: 1,
+            status: "failed",
+            attempts: 1,
+            duration_ms: 5,
+            failure_reason: None,
+            outcome: serde_json::json!({"status": "failed"}),
+            events: Vec::new(),
+            checkpoint: "{}".into(),
+            files: Some(&files),
+        })
+        .expect("commit");
+    // The writer has not written them: the stage's folder does not exist.
+    let views = Views::open(&home).expect("views");
+    let shown = views.stage_files("01LATER", "build", 1).expect("files");
+    assert_eq!(shown.status, Some(serde_json::json!({"status": "failed"})));
+    assert_eq!(shown.script.as_deref(), Some("cargo test"));
+}
+
+#[test]
 fn search_logs_finds_lines_in_every_stage_ignoring_case() {
     let (_temp, home) = home();
     let mut store = Store::open(&home).expect("store");
