@@ -409,9 +409,22 @@ impl Attrs {
         }
     }
 
+    /// The position of `key`: known keys compare by their table entry (one
+    /// pointer), the others by text.
+    fn position_of_key(&self, key: &Key) -> Option<usize> {
+        match (&self.index, key.info) {
+            (Some(index), _) => index.get(key.as_str()).copied(),
+            (None, Some(info)) => self
+                .list
+                .iter()
+                .position(|a| a.key.info.is_some_and(|i| std::ptr::eq(i, info))),
+            (None, None) => self.list.iter().position(|a| a.key == *key),
+        }
+    }
+
     /// Sets an attribute, replacing an earlier value of the same key.
     pub fn set(&mut self, attr: Attr) {
-        if let Some(i) = self.position(&attr.key) {
+        if let Some(i) = self.position_of_key(&attr.key) {
             self.list[i] = attr;
             return;
         }

@@ -528,7 +528,7 @@ impl<'src> Parser<'src> {
     /// `key = value` at statement level: a graph (or subgraph) attribute.
     fn declaration(&mut self, key: &str, key_span: Span) -> PResult<()> {
         self.expect(&TokenKind::Equals, "`=`")?;
-        let attr = self.value_for(key, key_span, Scope::Graph)?;
+        let attr = self.value_for(Key::new(key), key_span, Scope::Graph)?;
         let mut list = Attrs::new();
         list.set(attr);
         self.graph_attrs(list);
@@ -638,7 +638,10 @@ impl<'src> Parser<'src> {
                     TokenKind::Word(w) => {
                         let key = *w;
                         let key_tok = self.advance()?;
-                        if !is_key(key) {
+                        // Known names are valid ones: only the others are
+                        // checked character by character.
+                        let interned = Key::new(key);
+                        if interned.static_name().is_none() && !is_key(key) {
                             return Err(Diagnostic::error(
                                 SYNTAX,
                                 format!("`{key}` is not a valid attribute name"),
@@ -658,7 +661,7 @@ impl<'src> Parser<'src> {
                             .with_hint(format!("write `{key}=value`")));
                         }
                         self.advance()?;
-                        let attr = self.value_for(key, key_tok.span, scope)?;
+                        let attr = self.value_for(interned, key_tok.span, scope)?;
                         attrs.set(attr);
                     }
                     TokenKind::Str(_) => {
@@ -684,7 +687,7 @@ impl<'src> Parser<'src> {
     }
 
     /// Reads the value after `key=`, typing and coercing it.
-    fn value_for(&mut self, key: &str, key_span: Span, scope: Scope) -> PResult<Attr> {
+    fn value_for(&mut self, key: Key, key_span: Span, scope: Scope) -> PResult<Attr> {
         if !matches!(self.tok.kind, TokenKind::Word(_) | TokenKind::Str(_)) {
             {
                 return Err(Diagnostic::error(
@@ -705,7 +708,6 @@ impl<'src> Parser<'src> {
             TokenKind::Word(w) => Value::from_word(w),
             _ => Value::Str(String::new()),
         };
-        let key = Key::new(key);
         let value = match key.declared_type(scope) {
             None => value,
             Some(ty) => match value.coerce(ty) {

@@ -285,7 +285,12 @@ pub(crate) const SUGGESTION_WORK: usize = 20_000_000;
 /// "Did you mean" among many candidates (a workflow's node ids), for many
 /// findings, within [`SUGGESTION_WORK`]: candidates are kept by length, so
 /// only those of a plausible length are compared.
+///
+/// The candidates are sorted on the first question, not before: a valid
+/// workflow asks none, and sorting 100,000 ids cost more than most rules.
 pub(crate) struct Suggestions<'c> {
+    /// The candidates until the first question.
+    candidates: Option<Box<dyn Iterator<Item = &'c str> + 'c>>,
     /// Candidates sorted by length in characters, then text.
     by_len: Vec<(usize, &'c str)>,
     work_left: usize,
@@ -293,15 +298,10 @@ pub(crate) struct Suggestions<'c> {
 
 impl<'c> Suggestions<'c> {
     /// Suggestions among `candidates`.
-    pub fn new(candidates: impl IntoIterator<Item = &'c str>) -> Self {
-        let mut by_len: Vec<(usize, &'c str)> = candidates
-            .into_iter()
-            .map(|c| (Chars::of(c).len(), c))
-            .collect();
-        by_len.sort_unstable();
-        by_len.dedup();
+    pub fn new(candidates: impl IntoIterator<Item = &'c str> + 'c) -> Self {
         Suggestions {
-            by_len,
+            candidates: Some(Box::new(candidates.into_iter())),
+            by_len: Vec::new(),
             work_left: SUGGESTION_WORK,
         }
     }
@@ -309,6 +309,11 @@ impl<'c> Suggestions<'c> {
     /// The closest candidate to `word`, as [`closest`] would find it; `None`
     /// as well once the budget is spent.
     pub(crate) fn closest(&mut self, word: &str) -> Option<&'c str> {
+        if let Some(candidates) = self.candidates.take() {
+            self.by_len = candidates.map(|c| (Chars::of(c).len(), c)).collect();
+            self.by_len.sort_unstable();
+            self.by_len.dedup();
+        }
         let chars = Chars::of(word);
         let len = chars.len();
         let limit = typo_limit(len);
