@@ -674,7 +674,7 @@ fn rewrite(attr: &Attr, prefix: &str, rebase_dir: &Path) -> Option<Value> {
     let key = attr.key.as_str();
     let text = attr.value.as_str()?;
     if NODE_REFS.contains(&key) && !text.trim().is_empty() {
-        return Some(Value::Str(format!("{prefix}{}", text.trim())));
+        return Some(Value::Str(format!("{prefix}{}", text.trim()).into()));
     }
     if !workflow::PATHS.contains(&key) {
         return None;
@@ -693,10 +693,9 @@ fn rewrite(attr: &Attr, prefix: &str, rebase_dir: &Path) -> Option<Value> {
     {
         return None;
     }
-    Some(Value::Str(format!(
-        "{at}{}",
-        rebase_dir.join(path).display()
-    )))
+    Some(Value::Str(
+        format!("{at}{}", rebase_dir.join(path).display()).into(),
+    ))
 }
 
 /// A copy of `attrs` placed at `span`.
@@ -962,7 +961,7 @@ fn join(first: &Link, then: &Link) -> Link {
                     .map_or((written.span, written.span), |c| (c.key_span, c.value_span));
                 attrs.set(Attr {
                     key: Key::new("condition"),
-                    value: Value::Str(format!("({}) && ({})", a.trim(), b.trim())),
+                    value: Value::Str(format!("({}) && ({})", a.trim(), b.trim()).into()),
                     key_span,
                     value_span,
                 });
@@ -998,7 +997,7 @@ fn retarget_retries(graph: &mut Graph, entries: &FxHashMap<NodeId, NodeId>) {
             let Some(entry) = attr.value.as_str().and_then(|t| entries.get(t.trim())) else {
                 continue;
             };
-            attr.value = Value::Str(entry.to_string());
+            attr.value = Value::Str(entry.clone());
         }
     };
     retarget(&mut graph.attrs);

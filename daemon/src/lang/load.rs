@@ -216,7 +216,7 @@ pub(super) fn assemble(
             .unwrap_or_default();
         graph.attrs.set(Attr {
             key: "goal".into(),
-            value: Value::Str(goal.clone()),
+            value: Value::Str(goal.as_str().into()),
             key_span: span,
             value_span: span,
         });
@@ -300,7 +300,7 @@ fn resolve_in(
         };
         if inline {
             match chain.read_text(&path, cap) {
-                Ok(content) => attr.value = Value::Str(content),
+                Ok(content) => attr.value = Value::Str(content.into()),
                 Err(e) => file_ref.failed(&e),
             }
         } else if let Err(e) = chain.tree.check(&path, cap) {
@@ -386,7 +386,7 @@ impl Pass<'_> {
         }
         match renderer.render(text, self.fuel) {
             Ok(std::borrow::Cow::Borrowed(_)) => {}
-            Ok(std::borrow::Cow::Owned(rendered)) => attr.value = Value::Str(rendered),
+            Ok(std::borrow::Cow::Owned(rendered)) => attr.value = Value::Str(rendered.into()),
             Err(e) => {
                 let span = match &e.range {
                     Some(r) => span_in_value(self.source, attr, r.start, r.end - r.start),
