@@ -280,6 +280,14 @@ impl Key {
         }
     }
 
+    /// A number naming a known key (its table entry's address), for
+    /// indexes keyed by attribute; `None` for names the language does not
+    /// know.
+    #[must_use]
+    pub(crate) fn id(&self) -> Option<usize> {
+        self.info().map(|info| std::ptr::from_ref(info) as usize)
+    }
+
     /// The name as the static table spells it, for known keys.
     #[must_use]
     pub(crate) fn static_name(&self) -> Option<&'static str> {
@@ -426,7 +434,16 @@ impl Attrs {
     fn position(&self, key: &str) -> Option<usize> {
         match &self.index {
             Some(index) => index.get(key).copied(),
-            None => self.list.iter().position(|a| a.key == key),
+            // Length and first byte before the text: most keys of a list
+            // differ in one of them, and a call to `memcmp` per entry was a
+            // visible share of validating a large graph.
+            None => {
+                let first = key.as_bytes().first();
+                self.list.iter().position(|a| {
+                    let name = a.key.as_str();
+                    name.len() == key.len() && name.as_bytes().first() == first && name == key
+                })
+            }
         }
     }
 
