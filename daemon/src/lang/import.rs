@@ -100,7 +100,7 @@ pub(super) struct Chain {
 /// Loads one file up to its graph, imports spliced in (see
 /// [`super::load::assemble`]).
 pub(super) type Assemble =
-    fn(&str, &[u8], &Path, &LoadOptions, &mut Chain) -> (Workflow, Vec<ScopedSheet>);
+    fn(&str, Vec<u8>, &Path, &LoadOptions, &mut Chain) -> (Workflow, Vec<ScopedSheet>);
 
 impl Chain {
     /// The chain for loading `file` from `base_dir`.
@@ -448,7 +448,7 @@ fn load(
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     chain.files.push(canonical);
     chain.links.push((shown.clone(), id.to_string()));
-    let (mut inner, sheets) = (chain.assemble)(&shown, &bytes, &base_dir, options, chain);
+    let (mut inner, sheets) = (chain.assemble)(&shown, bytes, &base_dir, options, chain);
     chain.links.pop();
     chain.files.pop();
     // Checked as if loaded alone, before any stylesheet: those wait for the

@@ -40,11 +40,13 @@ impl Workflow {
         let base_dir = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        Ok(Workflow::from_bytes(
+        // The bytes read become the workflow's source: no second copy.
+        Ok(Workflow::owning(
             &path.display().to_string(),
-            &bytes,
+            bytes,
             &base_dir,
             options,
+            Budget::default(),
         ))
     }
 
@@ -59,14 +61,14 @@ impl Workflow {
         Self::within(file, bytes, base_dir, options, Budget::default())
     }
 
-    /// [`Workflow::from_bytes`] for a text of up to `max_bytes` rather than
-    /// [`MAX_WORKFLOW_BYTES`]: the parse benchmark measures 100,000-node
-    /// workflows (30 MB), beyond what a user's file may be. Every other cap
-    /// stays as it is.
+    /// Loads a workflow of up to `max_bytes` rather than
+    /// [`MAX_WORKFLOW_BYTES`], keeping `bytes` as its source (no copy): the
+    /// parse benchmark measures 100,000-node workflows (30 MB), beyond what
+    /// a user's file may be. Every other cap stays as it is.
     #[must_use]
     pub fn from_bytes_up_to(
         file: &str,
-        bytes: &[u8],
+        bytes: Vec<u8>,
         base_dir: &Path,
         options: &LoadOptions,
         max_bytes: u64,
@@ -75,13 +77,29 @@ impl Workflow {
             workflow_bytes: max_bytes,
             ..Budget::default()
         };
-        Self::within(file, bytes, base_dir, options, budget)
+        Self::owning(file, bytes, base_dir, options, budget)
     }
 
     /// [`Workflow::from_bytes`] with a given budget (tests use small ones).
     pub(crate) fn within(
         file: &str,
         bytes: &[u8],
+        base_dir: &Path,
+        options: &LoadOptions,
+        budget: Budget,
+    ) -> Workflow {
+        // The workflow keeps its own copy of the text. One byte past the cap
+        // is enough for the loader to refuse an oversized text: the rest is
+        // not copied.
+        let cap = usize::try_from(budget.workflow_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+        let owned = bytes.get(..cap).unwrap_or(bytes).to_vec();
+        Self::owning(file, owned, base_dir, options, budget)
+    }
+
+    /// Loads `bytes`, which become the workflow's source.
+    fn owning(
+        file: &str,
+        bytes: Vec<u8>,
         base_dir: &Path,
         options: &LoadOptions,
         budget: Budget,
@@ -111,7 +129,7 @@ impl Workflow {
 /// graph it ends up with. `chain` holds the files being loaded around this one.
 pub(super) fn assemble(
     file: &str,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     base_dir: &Path,
     options: &LoadOptions,
     chain: &mut Chain,
@@ -140,10 +158,10 @@ pub(super) fn assemble(
         );
         return (wf, Vec::new());
     }
-    let text = match std::str::from_utf8(bytes) {
+    wf.source = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
-            let valid = &bytes[..e.valid_up_to()];
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let prefix = String::from_utf8_lossy(valid);
             let span = span_of(&prefix, prefix.len(), prefix.len());
             wf.diagnostics.push(
@@ -154,8 +172,8 @@ pub(super) fn assemble(
             return (wf, Vec::new());
         }
     };
-    wf.source = text.to_string();
-    if template::uses_inputs(text) {
+    if template::uses_inputs(&wf.source) {
+        let text = wf.source.as_str();
         match template::render_structure(text, &options.inputs, &mut chain.budget.fuel) {
             Ok(rendered) if rendered.len() as u64 > max_bytes => {
                 wf.diagnostics.push(
@@ -548,7 +566,7 @@ mod tests {
         assert!(capped.graph.is_none(), "{:?}", capped.diagnostics);
         let wide = Workflow::from_bytes_up_to(
             "big.fabro",
-            src.as_bytes(),
+            src.clone().into_bytes(),
             Path::new("."),
             &options,
             2 * MAX_WORKFLOW_BYTES,
@@ -558,8 +576,13 @@ mod tests {
             "{:?}",
             wide.diagnostics
         );
-        let small =
-            Workflow::from_bytes_up_to("big.fabro", src.as_bytes(), Path::new("."), &options, 1024);
+        let small = Workflow::from_bytes_up_to(
+            "big.fabro",
+            src.into_bytes(),
+            Path::new("."),
+            &options,
+            1024,
+        );
         assert!(
             small.diagnostics[0]
                 .message
