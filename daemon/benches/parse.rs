@@ -25,8 +25,30 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use weft::lang::{LoadOptions, Severity, Workflow, parser};
 
-/// The issue's targets for parse + validate on this 2-core machine.
-const TARGETS_MS: [(usize, f64); 2] = [(10_000, 50.0), (100_000, 500.0)];
+/// Issue 20's targets for parse + validate on this 2-core machine (issue
+/// 13's were 50 and 500 ms).
+const TARGETS_MS: [(usize, f64); 2] = [(10_000, 25.0), (100_000, 250.0)];
+
+/// Issue 20's margin over Graphviz: parse + validate at least this many
+/// times faster than `gc` − start-up.
+const GC_FACTOR: f64 = 5.0;
+
+/// The largest workflow text the bench loads. Users' files are capped at
+/// 8 MiB (`weft::limits`), which the 100k-node workflow (30 MB) exceeds, so
+/// the bench loads through `Workflow::from_bytes_up_to`.
+const MAX_BENCH_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Loads a workflow of up to [`MAX_BENCH_BYTES`]. It keeps the bytes as its
+/// source, as `Workflow::load` keeps the bytes it read.
+fn load_workflow(bytes: Vec<u8>, base_dir: &Path) -> Workflow {
+    Workflow::from_bytes_up_to(
+        "bench.fabro",
+        bytes,
+        base_dir,
+        &LoadOptions::default(),
+        MAX_BENCH_BYTES,
+    )
+}
 
 /// One size to measure: node count and how many timed runs each side gets.
 struct Size {
@@ -164,8 +186,11 @@ fn parse_only(src: &str) -> Result<Instant> {
     Ok(end)
 }
 
+/// Times a load from text in memory, the copy of the text included (the
+/// loader owns its source; before it kept its own copy, so either way one
+/// copy is timed).
 fn load(bytes: &[u8], base_dir: &Path) -> Instant {
-    let wf = Workflow::from_bytes("bench.fabro", bytes, base_dir, &LoadOptions::default());
+    let wf = load_workflow(bytes.to_vec(), base_dir);
     let end = Instant::now();
     drop(black_box(wf));
     end
@@ -248,7 +273,9 @@ fn rss_child(mode: &str, path: &Path) -> Result<()> {
         }
         "load" => {
             let base = path.parent().unwrap_or(Path::new("."));
-            let wf = Workflow::from_bytes("bench.fabro", &bytes, base, &LoadOptions::default());
+            // The file's bytes become the workflow's source, as in
+            // `Workflow::load`: the growth is what loading adds to them.
+            let wf = load_workflow(bytes, base);
             let after = vm_hwm_kb()?;
             drop(black_box(wf));
             after
@@ -323,7 +350,7 @@ fn measure(size: &Size, dir: &Path, gc_empty_ms: f64, gc_empty_kb: Option<u64>) 
     std::fs::write(&path, &src)?;
 
     // The generated workflow must be one a user could run: no errors.
-    let wf = Workflow::from_bytes("bench.fabro", src.as_bytes(), dir, &LoadOptions::default());
+    let wf = load_workflow(src.as_bytes().to_vec(), dir);
     let graph = wf
         .graph
         .as_ref()
@@ -441,6 +468,12 @@ fn print_report(rows: &[Row], gc_empty_ms: f64, gc_empty_kb: Option<u64>) {
             r.n,
             r.load_ms,
             met(r.load_ms)
+        );
+        let factor = r.gc_net_ms / r.load_ms;
+        println!(
+            "| {} nodes parse+validate ≥ {GC_FACTOR}× faster than gc − start-up | {factor:.1}× | {} |",
+            r.n,
+            if factor >= GC_FACTOR { "yes" } else { "no" }
         );
     }
     println!();

@@ -6,7 +6,6 @@
 //! manager keys). Typed attributes coerce quoted spellings
 //! (`max_retries="3"`); unknown ones get the `unknown_attribute` warning.
 
-use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
@@ -248,13 +247,20 @@ pub fn names(scope: Scope) -> impl Iterator<Item = &'static str> {
     table(scope).iter().map(|(k, _)| *k)
 }
 
-/// An attribute name. Known names borrow the static table, so the hundreds
-/// of thousands of attributes in a large workflow share a few dozen strings,
-/// and carry what the table says about them, so checks need no lookup.
+/// An attribute name. Known names point into the static table, so the
+/// hundreds of thousands of attributes in a large workflow share a few
+/// dozen strings, and carry what the table says about them, so checks need
+/// no lookup. Sixteen bytes: a workflow holds one per attribute.
 #[derive(Clone)]
-pub struct Key {
-    name: Cow<'static, str>,
-    info: Option<&'static KeyInfo>,
+pub struct Key(KeyName);
+
+#[derive(Clone)]
+enum KeyName {
+    Known(&'static KeyInfo),
+    /// A name the language does not know (the `unknown_attribute` rule
+    /// warns). Boxed twice so that the common case stays one pointer wide.
+    #[allow(clippy::redundant_allocation)]
+    Other(Box<Box<str>>),
 }
 
 impl Key {
@@ -262,52 +268,75 @@ impl Key {
     #[must_use]
     pub fn new(name: &str) -> Key {
         match KNOWN.get(name) {
-            Some(info) => Key {
-                name: Cow::Borrowed(info.name),
-                info: Some(info),
-            },
-            None => Key {
-                name: Cow::Owned(name.to_string()),
-                info: None,
-            },
+            Some(info) => Key(KeyName::Known(info)),
+            None => Key(KeyName::Other(Box::new(name.into()))),
         }
+    }
+
+    fn info(&self) -> Option<&'static KeyInfo> {
+        match &self.0 {
+            KeyName::Known(info) => Some(info),
+            KeyName::Other(_) => None,
+        }
+    }
+
+    /// A number naming a known key (its table entry's address), for
+    /// indexes keyed by attribute; `None` for names the language does not
+    /// know.
+    #[must_use]
+    pub(crate) fn id(&self) -> Option<usize> {
+        self.info().map(|info| std::ptr::from_ref(info) as usize)
     }
 
     /// The name as the static table spells it, for known keys.
     #[must_use]
     pub(crate) fn static_name(&self) -> Option<&'static str> {
-        self.info.map(|info| info.name)
+        self.info().map(|info| info.name)
     }
 
     /// The name.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.name
+        match &self.0 {
+            KeyName::Known(info) => info.name,
+            KeyName::Other(name) => name,
+        }
+    }
+
+    /// True when both name the same attribute: known keys compare by their
+    /// table entry (one pointer), the others by text.
+    fn same(&self, other: &Key) -> bool {
+        match (&self.0, &other.0) {
+            (KeyName::Known(a), KeyName::Known(b)) => std::ptr::eq(*a, *b),
+            (KeyName::Other(a), KeyName::Other(b)) => a == b,
+            // Every known name is interned, so an unknown one differs.
+            _ => false,
+        }
     }
 
     /// The declared type of this attribute in `scope` (see [`declared_type`]).
     #[must_use]
     pub(crate) fn declared_type(&self, scope: Scope) -> Option<ValueType> {
-        self.info.and_then(|info| info.types[scope as usize])
+        self.info().and_then(|info| info.types[scope as usize])
     }
 
     /// True when the attribute is meaningful in `scope` (see [`is_known`]).
     #[must_use]
     pub fn is_known(&self, scope: Scope) -> bool {
-        self.info
+        self.info()
             .is_some_and(|info| info.presentation || info.types[scope as usize].is_some())
     }
 }
 
 impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", self.name)
+        write!(f, "{:?}", self.as_str())
     }
 }
 
 impl PartialEq for Key {
     fn eq(&self, other: &Key) -> bool {
-        self.name == other.name
+        self.same(other)
     }
 }
 
@@ -315,33 +344,33 @@ impl Eq for Key {}
 
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
+        self.as_str().hash(state);
     }
 }
 
 // Hashes as the `str` it names, so indexes keyed by `Key` look up by `&str`.
 impl std::borrow::Borrow<str> for Key {
     fn borrow(&self) -> &str {
-        &self.name
+        self.as_str()
     }
 }
 
 impl std::ops::Deref for Key {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.name
+        self.as_str()
     }
 }
 
 impl PartialEq<str> for Key {
     fn eq(&self, other: &str) -> bool {
-        *self.name == *other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for Key {
     fn eq(&self, other: &&str) -> bool {
-        *self.name == **other
+        self.as_str() == *other
     }
 }
 
@@ -353,7 +382,7 @@ impl From<&str> for Key {
 
 impl std::fmt::Display for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.name)
+        f.write_str(self.as_str())
     }
 }
 
@@ -405,13 +434,31 @@ impl Attrs {
     fn position(&self, key: &str) -> Option<usize> {
         match &self.index {
             Some(index) => index.get(key).copied(),
-            None => self.list.iter().position(|a| a.key == key),
+            // Length and first byte before the text: most keys of a list
+            // differ in one of them, and a call to `memcmp` per entry was a
+            // visible share of validating a large graph.
+            None => {
+                let first = key.as_bytes().first();
+                self.list.iter().position(|a| {
+                    let name = a.key.as_str();
+                    name.len() == key.len() && name.as_bytes().first() == first && name == key
+                })
+            }
+        }
+    }
+
+    /// The position of `key`: known keys compare by their table entry (one
+    /// pointer), the others by text.
+    fn position_of_key(&self, key: &Key) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(key.as_str()).copied(),
+            None => self.list.iter().position(|a| a.key.same(key)),
         }
     }
 
     /// Sets an attribute, replacing an earlier value of the same key.
     pub fn set(&mut self, attr: Attr) {
-        if let Some(i) = self.position(&attr.key) {
+        if let Some(i) = self.position_of_key(&attr.key) {
             self.list[i] = attr;
             return;
         }
@@ -591,6 +638,17 @@ mod tests {
         let moved = attrs.take_exact();
         assert!(attrs.is_empty() && attrs.get("k1").is_none());
         assert_eq!(moved.value("k1"), Some(&Value::Int(1)));
+    }
+
+    #[test]
+    fn keys_and_values_stay_small_since_a_workflow_holds_one_per_attribute() {
+        assert_eq!(std::mem::size_of::<Key>(), 16);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        let known = Key::new("label");
+        let other = Key::new("lable");
+        assert!(known == Key::new("label") && other == Key::new("lable"));
+        assert!(known != other && other.static_name().is_none());
+        assert_eq!((known.as_str(), other.as_str()), ("label", "lable"));
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub(crate) const TEMPLATE_FUEL: u64 = 2_000_000;
 /// What is left of each cap while one workflow loads.
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
+    /// The size of the workflow text itself, before and after template
+    /// pass 1: [`crate::limits::MAX_WORKFLOW_BYTES`], except for the
+    /// benchmark's large files ([`super::Workflow::from_bytes_up_to`]).
+    pub workflow_bytes: u64,
     pub imports: u32,
     pub imported_nodes: usize,
     pub read_bytes: u64,
@@ -51,6 +55,7 @@ pub(crate) struct Budget {
 impl Default for Budget {
     fn default() -> Self {
         Budget {
+            workflow_bytes: crate::limits::MAX_WORKFLOW_BYTES,
             imports: MAX_IMPORTS,
             imported_nodes: MAX_IMPORTED_NODES,
             read_bytes: MAX_READ_BYTES,

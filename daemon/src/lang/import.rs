@@ -100,7 +100,7 @@ pub(super) struct Chain {
 /// Loads one file up to its graph, imports spliced in (see
 /// [`super::load::assemble`]).
 pub(super) type Assemble =
-    fn(&str, &[u8], &Path, &LoadOptions, &mut Chain) -> (Workflow, Vec<ScopedSheet>);
+    fn(&str, Vec<u8>, &Path, &LoadOptions, &mut Chain) -> (Workflow, Vec<ScopedSheet>);
 
 impl Chain {
     /// The chain for loading `file` from `base_dir`.
@@ -448,7 +448,7 @@ fn load(
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     chain.files.push(canonical);
     chain.links.push((shown.clone(), id.to_string()));
-    let (mut inner, sheets) = (chain.assemble)(&shown, &bytes, &base_dir, options, chain);
+    let (mut inner, sheets) = (chain.assemble)(&shown, bytes, &base_dir, options, chain);
     chain.links.pop();
     chain.files.pop();
     // Checked as if loaded alone, before any stylesheet: those wait for the
@@ -674,7 +674,7 @@ fn rewrite(attr: &Attr, prefix: &str, rebase_dir: &Path) -> Option<Value> {
     let key = attr.key.as_str();
     let text = attr.value.as_str()?;
     if NODE_REFS.contains(&key) && !text.trim().is_empty() {
-        return Some(Value::Str(format!("{prefix}{}", text.trim())));
+        return Some(Value::Str(format!("{prefix}{}", text.trim()).into()));
     }
     if !workflow::PATHS.contains(&key) {
         return None;
@@ -693,10 +693,9 @@ fn rewrite(attr: &Attr, prefix: &str, rebase_dir: &Path) -> Option<Value> {
     {
         return None;
     }
-    Some(Value::Str(format!(
-        "{at}{}",
-        rebase_dir.join(path).display()
-    )))
+    Some(Value::Str(
+        format!("{at}{}", rebase_dir.join(path).display()).into(),
+    ))
 }
 
 /// A copy of `attrs` placed at `span`.
@@ -962,7 +961,7 @@ fn join(first: &Link, then: &Link) -> Link {
                     .map_or((written.span, written.span), |c| (c.key_span, c.value_span));
                 attrs.set(Attr {
                     key: Key::new("condition"),
-                    value: Value::Str(format!("({}) && ({})", a.trim(), b.trim())),
+                    value: Value::Str(format!("({}) && ({})", a.trim(), b.trim()).into()),
                     key_span,
                     value_span,
                 });
@@ -998,7 +997,7 @@ fn retarget_retries(graph: &mut Graph, entries: &FxHashMap<NodeId, NodeId>) {
             let Some(entry) = attr.value.as_str().and_then(|t| entries.get(t.trim())) else {
                 continue;
             };
-            attr.value = Value::Str(entry.to_string());
+            attr.value = Value::Str(entry.clone());
         }
     };
     retarget(&mut graph.attrs);

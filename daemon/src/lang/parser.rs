@@ -20,7 +20,7 @@ use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph, NodeId};
 use super::lexer::{LexError, Lexer, Token, TokenKind};
 use super::span::Span;
-use super::value::{Duration, Value, ValueType};
+use super::value::{Duration, Text, Value, ValueType};
 
 /// The rule id of syntax errors.
 pub(crate) const SYNTAX: &str = "syntax";
@@ -106,7 +106,16 @@ struct Parser<'src> {
     member_at: Vec<usize>,
     /// What is left of the copying budget (see [`MAX_EXPANSION_BYTES`]).
     expansion_left: u64,
+    /// The short values read so far, each held once (see [`SHARED_UP_TO`]).
+    texts: hashbrown::HashSet<Text>,
 }
+
+/// Values up to this many bytes are shared between the attributes that
+/// write the same text (`shape=parallelogram`, `label="pass"`, the same
+/// condition on many edges): one allocation for them all, and no
+/// allocation for the later ones. Longer values (scripts, prompts) are
+/// rarely written twice, and each keeps its own.
+const SHARED_UP_TO: usize = 64;
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -168,6 +177,7 @@ impl<'src> Parser<'src> {
             members: Vec::new(),
             member_at: Vec::new(),
             expansion_left: budget,
+            texts: hashbrown::HashSet::new(),
         })
     }
 
@@ -528,7 +538,7 @@ impl<'src> Parser<'src> {
     /// `key = value` at statement level: a graph (or subgraph) attribute.
     fn declaration(&mut self, key: &str, key_span: Span) -> PResult<()> {
         self.expect(&TokenKind::Equals, "`=`")?;
-        let attr = self.value_for(key, key_span, Scope::Graph)?;
+        let attr = self.value_for(Key::new(key), key_span, Scope::Graph)?;
         let mut list = Attrs::new();
         list.set(attr);
         self.graph_attrs(list);
@@ -638,7 +648,10 @@ impl<'src> Parser<'src> {
                     TokenKind::Word(w) => {
                         let key = *w;
                         let key_tok = self.advance()?;
-                        if !is_key(key) {
+                        // Known names are valid ones: only the others are
+                        // checked character by character.
+                        let interned = Key::new(key);
+                        if interned.static_name().is_none() && !is_key(key) {
                             return Err(Diagnostic::error(
                                 SYNTAX,
                                 format!("`{key}` is not a valid attribute name"),
@@ -658,7 +671,7 @@ impl<'src> Parser<'src> {
                             .with_hint(format!("write `{key}=value`")));
                         }
                         self.advance()?;
-                        let attr = self.value_for(key, key_tok.span, scope)?;
+                        let attr = self.value_for(interned, key_tok.span, scope)?;
                         attrs.set(attr);
                     }
                     TokenKind::Str(_) => {
@@ -684,7 +697,7 @@ impl<'src> Parser<'src> {
     }
 
     /// Reads the value after `key=`, typing and coercing it.
-    fn value_for(&mut self, key: &str, key_span: Span, scope: Scope) -> PResult<Attr> {
+    fn value_for(&mut self, key: Key, key_span: Span, scope: Scope) -> PResult<Attr> {
         if !matches!(self.tok.kind, TokenKind::Word(_) | TokenKind::Str(_)) {
             {
                 return Err(Diagnostic::error(
@@ -701,11 +714,10 @@ impl<'src> Parser<'src> {
         let tok = self.advance()?;
         let value_span = tok.span;
         let value = match tok.kind {
-            TokenKind::Str(s) => Value::Str(s.into_owned()),
-            TokenKind::Word(w) => Value::from_word(w),
-            _ => Value::Str(String::new()),
+            TokenKind::Str(s) => Value::Str(self.text(&s)),
+            TokenKind::Word(w) => Value::typed_word(w).unwrap_or_else(|| Value::Word(self.text(w))),
+            _ => Value::Str(self.text("")),
         };
-        let key = Key::new(key);
         let value = match key.declared_type(scope) {
             None => value,
             Some(ty) => match value.coerce(ty) {
@@ -723,6 +735,20 @@ impl<'src> Parser<'src> {
 }
 
 impl Parser<'_> {
+    /// `text` as a value's text: shared with earlier values of the same
+    /// text when short (see [`SHARED_UP_TO`]).
+    fn text(&mut self, text: &str) -> Text {
+        if text.len() > SHARED_UP_TO {
+            return Text::from(text);
+        }
+        if let Some(known) = self.texts.get(text) {
+            return known.clone();
+        }
+        let new = Text::from(text);
+        self.texts.insert(new.clone());
+        new
+    }
+
     /// A value that does not fit its attribute's type. A whole number where
     /// a duration belongs is read as seconds, with a warning (the reference
     /// itself writes `stall_timeout="300"` for five minutes); anything else

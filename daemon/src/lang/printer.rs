@@ -90,7 +90,7 @@ fn printable(scope: Scope, key: &str, value: &Value) -> String {
             if attrs::declared_type(scope, key) == Some(super::value::ValueType::String)
                 && is_plain_identifier(s) =>
         {
-            s.clone()
+            s.to_string()
         }
         Value::Word(w) if Value::from_word(w) != *value || w.is_empty() => {
             let mut s = String::new();

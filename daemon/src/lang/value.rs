@@ -78,6 +78,12 @@ impl fmt::Display for Duration {
     }
 }
 
+/// The text of a string value: shared and immutable. The parser hands
+/// every short value it reads more than once the same allocation (a large
+/// workflow repeats its shapes, classes, edge labels and conditions on
+/// thousands of nodes), and a copy of a value costs a reference count.
+pub type Text = std::sync::Arc<str>;
+
 /// A typed attribute value.
 ///
 /// Bare words are typed by their spelling (`42`, `3.5`, `true`, `30s`,
@@ -86,13 +92,13 @@ impl fmt::Display for Duration {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// A quoted string (or a bare value coerced to string).
-    Str(String),
+    Str(Text),
     Int(i64),
     Float(f64),
     Bool(bool),
     Duration(Duration),
     /// A bare identifier or bare string such as `LR` or `gpt-5.2-codex`.
-    Word(String),
+    Word(Text),
 }
 
 /// The declared type of a known attribute.
@@ -123,26 +129,33 @@ impl Value {
     /// Types a bare word by its spelling.
     #[must_use]
     pub(crate) fn from_word(word: &str) -> Value {
+        Value::typed_word(word).unwrap_or_else(|| Value::Word(word.into()))
+    }
+
+    /// The value a bare word spells when it is not text: a boolean, a
+    /// number or a duration.
+    #[must_use]
+    pub(crate) fn typed_word(word: &str) -> Option<Value> {
         match word {
-            "true" => return Value::Bool(true),
-            "false" => return Value::Bool(false),
+            "true" => return Some(Value::Bool(true)),
+            "false" => return Some(Value::Bool(false)),
             _ => {}
         }
         let first = word.as_bytes().first().copied().unwrap_or(b'a');
         if first.is_ascii_digit() || first == b'-' || first == b'.' {
             if let Ok(i) = word.parse::<i64>() {
-                return Value::Int(i);
+                return Some(Value::Int(i));
             }
             if is_float_literal(word)
                 && let Ok(f) = word.parse::<f64>()
             {
-                return Value::Float(f);
+                return Some(Value::Float(f));
             }
             if let Some(d) = Duration::parse(word) {
-                return Value::Duration(d);
+                return Some(Value::Duration(d));
             }
         }
-        Value::Word(word.to_string())
+        None
     }
 
     /// The value as text, the way a condition or template sees it.
@@ -197,7 +210,7 @@ impl Value {
     pub(crate) fn coerce(self, ty: ValueType) -> Result<Value, Value> {
         match (ty, self) {
             (ValueType::String, Value::Str(s) | Value::Word(s)) => Ok(Value::Str(s)),
-            (ValueType::String, other) => Ok(Value::Str(other.to_string())),
+            (ValueType::String, other) => Ok(Value::Str(other.to_string().into())),
             (ValueType::Int, v @ Value::Int(_)) => Ok(v),
             (ValueType::Float, v @ Value::Float(_)) => Ok(v),
             (ValueType::Float, Value::Int(i)) => Ok(Value::Float(i as f64)),
@@ -349,7 +362,7 @@ mod tests {
                 let mut lexer = super::super::lexer::Lexer::new(&text);
                 let _ = inner;
                 match lexer.next_token().expect("lexes").kind {
-                    super::super::lexer::TokenKind::Str(s) => Value::Str(s.into_owned()),
+                    super::super::lexer::TokenKind::Str(s) => Value::Str(s.into()),
                     other => panic!("{other:?}"),
                 }
             } else {

@@ -176,7 +176,7 @@ impl ScopedSheet {
                 if !node.attrs.contains(key) {
                     node.attrs.set(Attr {
                         key: Key::new(key),
-                        value: Value::Str(value),
+                        value: Value::Str(value.into()),
                         key_span: self.attr.key_span,
                         value_span: self.attr.value_span,
                     });

@@ -8,7 +8,7 @@ use crate::lang::diagnostic::Diagnostic;
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     let mut ids = Suggestions::new(cx.graph.nodes.iter().map(|n| n.id.as_ref()));
     for (e, edge) in cx.graph.edges.iter().enumerate() {
-        let (from, to) = cx.ends[e];
+        let (from, to) = cx.ends(e);
         if from.is_some() && to.is_some() {
             continue;
         }

@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::attrs::Attr;
+use super::attrs::{Attr, Key};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph, Node};
 use super::span::Span;
@@ -105,38 +105,53 @@ pub(crate) struct Cx<'a> {
     pub outgoing: Adjacency,
     /// Incoming edge positions per node position.
     pub incoming: Adjacency,
-    /// Each edge's endpoints as node positions (`from`, `to`); `None` for an
-    /// id that is not a node. Looked up once here so that rules never hash
-    /// an id again.
-    pub ends: Vec<(Option<usize>, Option<usize>)>,
-    /// Node positions by the known attribute keys they set, built in one
-    /// walk so that a rule about a rare attribute visits only the nodes that
-    /// have it (a large graph does not fit in the caches, and every full
-    /// walk over it costs).
-    with_key: FxHashMap<&'static str, Vec<usize>>,
+    /// Each edge's endpoints as node positions (`from`, `to`), [`NO_NODE`]
+    /// for an id that is not a node (see [`Cx::ends`]). Looked up once here
+    /// so that rules never hash an id again.
+    ends: Vec<(u32, u32)>,
+    /// Node positions by the known attribute keys they set (keyed by
+    /// [`Key::id`]), built in one walk so that a rule about a rare attribute
+    /// visits only the nodes that have it (a large graph does not fit in the
+    /// caches, and every full walk over it costs).
+    with_key: FxHashMap<usize, Vec<u32>>,
+}
+
+/// An edge end that names no node, in [`Cx`]'s table of ends. Positions
+/// are stored in 32 bits: the table has one entry per edge, and the
+/// workflow's size cap keeps positions far below the limit.
+const NO_NODE: u32 = u32::MAX;
+
+/// A node position as stored in [`Cx`]'s tables.
+fn slot(i: Option<usize>) -> u32 {
+    i.and_then(|i| u32::try_from(i).ok()).unwrap_or(NO_NODE)
+}
+
+/// A stored position back as a node position.
+fn position(slot: u32) -> Option<usize> {
+    (slot != NO_NODE).then_some(slot as usize)
 }
 
 impl<'a> Cx<'a> {
     /// Builds the indexes for `graph`.
     #[must_use]
     pub fn new(graph: &'a Graph, source: &'a str, file_refs: &'a [FileRef]) -> Self {
-        let ends: Vec<(Option<usize>, Option<usize>)> = graph
+        let ends: Vec<(u32, u32)> = graph
             .edges
             .iter()
             .map(|edge| {
                 (
-                    graph.node_index_of(&edge.from),
-                    graph.node_index_of(&edge.to),
+                    slot(graph.node_index_of(&edge.from)),
+                    slot(graph.node_index_of(&edge.to)),
                 )
             })
             .collect();
         let outgoing = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(from, _)| from));
         let incoming = Adjacency::new(graph.nodes.len(), ends.iter().map(|&(_, to)| to));
-        let mut with_key: FxHashMap<&'static str, Vec<usize>> = FxHashMap::default();
+        let mut with_key: FxHashMap<usize, Vec<u32>> = FxHashMap::default();
         for (i, node) in graph.nodes.iter().enumerate() {
             for attr in node.attrs.iter() {
-                if let Some(name) = attr.key.static_name() {
-                    with_key.entry(name).or_default().push(i);
+                if let Some(id) = attr.key.id() {
+                    with_key.entry(id).or_default().push(slot(Some(i)));
                 }
             }
         }
@@ -161,27 +176,40 @@ impl<'a> Cx<'a> {
     /// in node order.
     pub(crate) fn nodes_with(&self, key: &str) -> impl Iterator<Item = (usize, &'a Node)> + '_ {
         let graph = self.graph;
-        self.with_key
-            .get(key)
+        Key::new(key)
+            .id()
+            .and_then(|id| self.with_key.get(&id))
             .into_iter()
             .flatten()
-            .map(move |&i| (i, &graph.nodes[i]))
+            .map(move |&i| (i as usize, &graph.nodes[i as usize]))
+    }
+
+    /// The positions of edge `e`'s ends (`from`, `to`); `None` for an id
+    /// that is not a node.
+    #[must_use]
+    pub fn ends(&self, e: usize) -> (Option<usize>, Option<usize>) {
+        let (from, to) = self.ends[e];
+        (position(from), position(to))
     }
 
     /// The node an edge leads to, when it exists.
     #[must_use]
     pub fn target(&self, e: usize) -> Option<&'a Node> {
-        self.ends[e].1.map(|i| &self.graph.nodes[i])
+        self.ends(e).1.map(|i| &self.graph.nodes[i])
     }
 
     /// The outgoing edges of the node at position `i`.
     pub(crate) fn out_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
-        self.outgoing[i].iter().map(|&e| (e, &self.graph.edges[e]))
+        self.outgoing[i]
+            .iter()
+            .map(|&e| (e as usize, &self.graph.edges[e as usize]))
     }
 
     /// The incoming edges of the node at position `i`.
     pub(crate) fn in_edges(&self, i: usize) -> impl Iterator<Item = (usize, &'a Edge)> + '_ {
-        self.incoming[i].iter().map(|&e| (e, &self.graph.edges[e]))
+        self.incoming[i]
+            .iter()
+            .map(|&e| (e as usize, &self.graph.edges[e as usize]))
     }
 
     /// Places a problem inside an attribute's value (see [`span_in_value`]).
@@ -201,25 +229,25 @@ impl<'a> Cx<'a> {
 /// `adj[i]` is the slice of edges at node `i`, in edge order. Two
 /// allocations for the whole graph instead of one per node.
 pub(crate) struct Adjacency {
-    starts: Vec<usize>,
-    edges: Vec<usize>,
+    starts: Vec<u32>,
+    edges: Vec<u32>,
 }
 
 impl Adjacency {
-    /// Groups edge positions by the node each one names (`None`: no node).
-    fn new(nodes: usize, node_of_edge: impl Iterator<Item = Option<usize>> + Clone) -> Self {
-        let mut starts = vec![0; nodes + 1];
-        for i in node_of_edge.clone().flatten() {
+    /// Groups edge positions by the node each one names ([`NO_NODE`]: none).
+    fn new(nodes: usize, node_of_edge: impl Iterator<Item = u32> + Clone) -> Self {
+        let mut starts = vec![0u32; nodes + 1];
+        for i in node_of_edge.clone().filter_map(position) {
             starts[i + 1] += 1;
         }
         for i in 0..nodes {
             starts[i + 1] += starts[i];
         }
         let mut next = starts.clone();
-        let mut edges = vec![0; starts[nodes]];
+        let mut edges = vec![0u32; starts[nodes] as usize];
         for (e, i) in node_of_edge.enumerate() {
-            if let Some(i) = i {
-                edges[next[i]] = e;
+            if let Some(i) = position(i) {
+                edges[next[i] as usize] = slot(Some(e));
                 next[i] += 1;
             }
         }
@@ -228,9 +256,9 @@ impl Adjacency {
 }
 
 impl std::ops::Index<usize> for Adjacency {
-    type Output = [usize];
-    fn index(&self, i: usize) -> &[usize] {
-        &self.edges[self.starts[i]..self.starts[i + 1]]
+    type Output = [u32];
+    fn index(&self, i: usize) -> &[u32] {
+        &self.edges[self.starts[i] as usize..self.starts[i + 1] as usize]
     }
 }
 
@@ -285,7 +313,12 @@ pub(crate) const SUGGESTION_WORK: usize = 20_000_000;
 /// "Did you mean" among many candidates (a workflow's node ids), for many
 /// findings, within [`SUGGESTION_WORK`]: candidates are kept by length, so
 /// only those of a plausible length are compared.
+///
+/// The candidates are sorted on the first question, not before: a valid
+/// workflow asks none, and sorting 100,000 ids cost more than most rules.
 pub(crate) struct Suggestions<'c> {
+    /// The candidates until the first question.
+    candidates: Option<Box<dyn Iterator<Item = &'c str> + 'c>>,
     /// Candidates sorted by length in characters, then text.
     by_len: Vec<(usize, &'c str)>,
     work_left: usize,
@@ -293,15 +326,10 @@ pub(crate) struct Suggestions<'c> {
 
 impl<'c> Suggestions<'c> {
     /// Suggestions among `candidates`.
-    pub fn new(candidates: impl IntoIterator<Item = &'c str>) -> Self {
-        let mut by_len: Vec<(usize, &'c str)> = candidates
-            .into_iter()
-            .map(|c| (Chars::of(c).len(), c))
-            .collect();
-        by_len.sort_unstable();
-        by_len.dedup();
+    pub fn new(candidates: impl IntoIterator<Item = &'c str> + 'c) -> Self {
         Suggestions {
-            by_len,
+            candidates: Some(Box::new(candidates.into_iter())),
+            by_len: Vec::new(),
             work_left: SUGGESTION_WORK,
         }
     }
@@ -309,6 +337,11 @@ impl<'c> Suggestions<'c> {
     /// The closest candidate to `word`, as [`closest`] would find it; `None`
     /// as well once the budget is spent.
     pub(crate) fn closest(&mut self, word: &str) -> Option<&'c str> {
+        if let Some(candidates) = self.candidates.take() {
+            self.by_len = candidates.map(|c| (Chars::of(c).len(), c)).collect();
+            self.by_len.sort_unstable();
+            self.by_len.dedup();
+        }
         let chars = Chars::of(word);
         let len = chars.len();
         let limit = typo_limit(len);
@@ -467,7 +500,7 @@ mod tests {
 
     #[test]
     fn adjacency_groups_edges_by_node_in_edge_order() {
-        let adj = Adjacency::new(3, [Some(2), Some(0), None, Some(2), Some(0)].into_iter());
+        let adj = Adjacency::new(3, [2, 0, NO_NODE, 2, 0].into_iter());
         assert_eq!(&adj[0], &[1, 4]);
         assert!(adj[1].is_empty());
         assert_eq!(&adj[2], &[0, 3], "an edge naming no node is left out");

@@ -25,7 +25,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         if std::mem::replace(&mut reached[i], true) {
             continue;
         }
-        queue.extend(cx.outgoing[i].iter().filter_map(|&e| cx.ends[e].1));
+        queue.extend(cx.outgoing[i].iter().filter_map(|&e| cx.ends(e as usize).1));
         queue.extend(retry_targets(cx, &graph.nodes[i].attrs));
     }
     let exit = graph.exit().map(|n| n.id.as_ref());

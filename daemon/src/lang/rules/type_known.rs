@@ -13,10 +13,14 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     // Node defaults put one written attribute on many nodes: report it once.
     let mut seen = FxHashSet::default();
     for node in &cx.graph.nodes {
-        let runs_as = if node.handler == Handler::Agent {
-            "as an agent".to_string()
-        } else {
-            format!("by its shape, as `{}`", node.handler.name())
+        // Only a finding needs the words: formatting them for every node
+        // was most of this rule's cost on a large graph.
+        let runs_as = || {
+            if node.handler == Handler::Agent {
+                "as an agent".to_string()
+            } else {
+                format!("by its shape, as `{}`", node.handler.name())
+            }
         };
         let ty = node.attrs.get("type");
         let ty_known = ty.is_some_and(|a| Handler::from_type(&a.value.as_text()).is_some());
@@ -25,7 +29,7 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
             if seen.insert(attr.value_span.start) {
                 let d = Diagnostic::warning(
                     "type_known",
-                    format!("unknown type `{text}`: `{}` runs {runs_as}", node.id),
+                    format!("unknown type `{text}`: `{}` runs {}", node.id, runs_as()),
                 );
                 out.push(
                     suggest(d, &text, &Handler::ALL.map(Handler::name), "types")
