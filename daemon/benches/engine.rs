@@ -183,16 +183,18 @@ fn daemon_run(n: usize, base: &Path, weft: &Path) -> anyhow::Result<(Duration, t
 /// reference's run directory goes below. Milliseconds per stage.
 fn python_floor(n: usize, base: &Path) -> anyhow::Result<(f64, tempfile::TempDir)> {
     let dir = tempfile::tempdir_in(base)?;
-    let script = "import os, sys, time\n\
-root, n = sys.argv[1], int(sys.argv[2])\n\
-t = time.perf_counter()\n\
-for i in range(n):\n\
-    d = os.path.join(root, 'n%d' % i)\n\
-    os.mkdir(d)\n\
-    for f in ('status.json', 'stdout.log', 'stderr.log', 'script_invocation.json', 'script_timing.json'):\n\
-        with open(os.path.join(d, f), 'w') as h:\n\
-            h.write('{}')\n\
-print((time.perf_counter() - t) * 1000 / n)\n";
+    let script = r#"
+import os, sys, time
+root, n = sys.argv[1], int(sys.argv[2])
+t = time.perf_counter()
+for i in range(n):
+    d = os.path.join(root, 'n%d' % i)
+    os.mkdir(d)
+    for f in ('status.json', 'stdout.log', 'stderr.log', 'script_invocation.json', 'script_timing.json'):
+        with open(os.path.join(d, f), 'w') as h:
+            h.write('{}')
+print((time.perf_counter() - t) * 1000 / n)
+"#;
     let out = std::process::Command::new("python3")
         .args(["-c", script, &dir.path().to_string_lossy(), &n.to_string()])
         .output()?;
