@@ -13,8 +13,10 @@
 mod bridge;
 mod commands;
 mod first_page;
+mod history_pool;
 #[cfg(unix)]
 mod instance;
+mod memory;
 mod rendering;
 mod reveal;
 mod surface;
@@ -40,6 +42,7 @@ fn main() {
         .setup(move |app| {
             let window = main_window(app, first_page.script(FIRST_PAGE_WAIT))?;
             rendering::fit_to_machine(&window);
+            memory::keep_little(&window);
             #[cfg(unix)]
             if let Some(listener) = later_starts {
                 let handle = app.handle().clone();
