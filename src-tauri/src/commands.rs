@@ -69,7 +69,12 @@ pub async fn client() -> Result<Client> {
 // ----- history (read-only, works with the daemon stopped) ----------------
 
 pub async fn runs_page(query: RunList) -> Result<RunsPage> {
-    history(move |views| views.runs(&query)).await
+    history(move |views| match crate::first_page::take_for(&query) {
+        // The UI's first request: the page read while the window started.
+        Some(page) => Ok(page),
+        None => views.runs(&query),
+    })
+    .await
 }
 
 pub async fn run_view(run: String) -> Result<RunView> {

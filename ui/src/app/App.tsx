@@ -118,7 +118,9 @@ export function App({ host = api }: { host?: Host }) {
       </nav>
       <main className="content">
         {route.screen === 'runs' && <RunsScreen host={host} />}
-        <Suspense fallback={<p className="muted">Loading…</p>}>
+        {/* Keyed by screen: a screen left while the next one's script loads
+            is unmounted, not kept hidden in the page behind the fallback. */}
+        <Suspense key={route.screen} fallback={<p className="muted">Loading…</p>}>
           {route.screen === 'run' && <RunScreen host={host} route={route} />}
           {route.screen === 'gates' && <GatesScreen host={host} />}
           {route.screen === 'launch' && <LaunchScreen host={host} />}

@@ -1,20 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import {
-  isAbortError,
-  LABEL_FONT,
-  LABEL_FONT_SIZE,
-  LARGE_GRAPH_EDGES,
-  LARGE_GRAPH_LIMITS,
-  layout,
-  LayoutClient,
-  NODE_SEP,
-  warmLayout,
-  withLargeGraphLimits,
-  withLayoutDefaults,
-  withRankdir,
-  type LayoutEngine,
-} from './layout';
+import { isAbortError, LABEL_FONT, LABEL_FONT_SIZE, layout, LayoutClient, NODE_SEP, warmLayout, withLayoutDefaults, withRankdir, type LayoutEngine } from './layout';
 
 const viewBox = (svg: string) => {
   const m = /viewBox="([\d.\s-]+)"/.exec(svg);
@@ -47,29 +33,6 @@ describe('withRankdir', () => {
 
   it('leaves text without a graph body alone so Graphviz reports the error', () => {
     expect(withRankdir('digraph g', 'LR')).toBe('digraph g');
-  });
-});
-
-describe('withLargeGraphLimits', () => {
-  const chain = (edges: number) =>
-    `digraph g {\n${Array.from({ length: edges }, (_, i) => `n${i} -> n${i + 1};`).join('\n')}\n}`;
-
-  it('leaves a graph of usual size as Graphviz lays it out by default', () => {
-    const dot = chain(LARGE_GRAPH_EDGES);
-    expect(withLargeGraphLimits(dot)).toBe(dot);
-  });
-
-  it('bounds the work on a large graph, where the workflow can still override it', () => {
-    const out = withLargeGraphLimits(chain(LARGE_GRAPH_EDGES + 1));
-    expect(out.startsWith(`digraph g {\n${LARGE_GRAPH_LIMITS}\n`)).toBe(true);
-    expect(out.indexOf(LARGE_GRAPH_LIMITS)).toBeLessThan(out.indexOf('n0 -> n1'));
-  });
-
-  it('counts undirected edges too and leaves text without a body alone', () => {
-    const undirected = `graph g { ${Array.from({ length: LARGE_GRAPH_EDGES + 1 }, (_, i) => `n${i} -- n${i + 1};`).join(' ')} }`;
-    expect(withLargeGraphLimits(undirected)).toContain(LARGE_GRAPH_LIMITS);
-    const noBody = 'digraph g ' + 'a -> b '.repeat(LARGE_GRAPH_EDGES + 1);
-    expect(withLargeGraphLimits(noBody)).toBe(noBody);
   });
 });
 

@@ -76,46 +76,6 @@ export function withLayoutDefaults(dot: string): string {
 }
 
 /**
- * Graphs with more edges than this are laid out with `LARGE_GRAPH_LIMITS`.
- * Graphviz's `dot` spends most of its time on a big graph in network simplex
- * (ranking, then x placement) and in reordering ranks to cut crossings; a
- * 2,000-node workflow took 2–3 s in the worker, over the 2 s the app allows
- * itself (docs/performance.md). Smaller graphs keep Graphviz's defaults,
- * so the usual workflow looks as it always did.
- */
-export const LARGE_GRAPH_EDGES = 600;
-
-/**
- * Bounds on `dot`'s iterations for large graphs: fewer rounds of crossing
- * reduction (`mclimit`) and of network simplex (`nslimit`, `nslimit1`,
- * `searchsize`), no second crossing pass over the whole graph
- * (`remincross`). The layout keeps its ranks and order; it may keep a few
- * more edge crossings. Measured on the 2,000-node ladder: about half the time.
- */
-export const LARGE_GRAPH_LIMITS = 'mclimit=0.3; nslimit=1; nslimit1=1; searchsize=10; remincross=false;';
-
-/**
- * Returns `dot` with `LARGE_GRAPH_LIMITS` set first in the root graph when it
- * has more than `LARGE_GRAPH_EDGES` edges (`->` or `--` outside strings is
- * close enough: the count only picks the settings). A workflow setting the
- * same attributes itself still wins. Other text is returned unchanged.
- */
-export function withLargeGraphLimits(dot: string): string {
-  let edges = 0;
-  for (let i = dot.indexOf('-'); i >= 0 && edges <= LARGE_GRAPH_EDGES; ) {
-    const next = dot[i + 1];
-    const edge = next === '>' || next === '-';
-    if (edge) edges += 1;
-    i = dot.indexOf('-', i + (edge ? 2 : 1));
-  }
-  if (edges <= LARGE_GRAPH_EDGES) return dot;
-  const body = rootBody(dot);
-  if (!body) return dot;
-  const at = body.open + 1;
-  return `${dot.slice(0, at)}\n${LARGE_GRAPH_LIMITS}\n${dot.slice(at)}`;
-}
-
-/**
  * Indexes of the `{` and `}` around the first top-level graph body, or null.
  * Braces inside strings, HTML labels and comments are skipped.
  */
@@ -212,8 +172,7 @@ export class LayoutClient {
 
     let job = this.jobs.get(key);
     if (!job) {
-      const source = withRankdir(withLayoutDefaults(withLargeGraphLimits(dot)), rankdir);
-      job = { key, source, waiters: new Set(), cancelled: false };
+      job = { key, source: withRankdir(withLayoutDefaults(dot), rankdir), waiters: new Set(), cancelled: false };
       this.jobs.set(key, job);
       this.queue.push(job);
     }
