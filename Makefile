@@ -222,10 +222,11 @@ bench:
 bench-app-window: ui
 	@test -f $(CARGO_TARGET_DIR)/tmp/app-bench-home/bench-format.txt || \
 	  $(CARGO) bench -p weft --bench app -- --reps 1
-	$(CARGO) build --release -p weft-desktop
+	$(CARGO) build --release -p weft-desktop --bin weft-desktop --example floor
 	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/perf.py \
-	  $(CARGO_TARGET_DIR)/release/weft-desktop $(CARGO_TARGET_DIR)/tmp/app-bench-home
+	  $(CARGO_TARGET_DIR)/release/weft-desktop $(CARGO_TARGET_DIR)/tmp/app-bench-home \
+	  --floor $(CARGO_TARGET_DIR)/release/examples/floor
 
 clean:
 	$(CARGO) clean

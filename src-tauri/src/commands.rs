@@ -38,22 +38,27 @@ pub fn home() -> Result<Home> {
     Ok(Home::from_env()?)
 }
 
-/// Runs `read` on a fresh read-only [`Views`] of the home, on a blocking
-/// thread (SQLite and file reads must not stall the UI's event loop).
+/// Runs `read` on a fresh read-only [`Views`] of the home, on one of the
+/// history threads (SQLite and file reads must not stall the UI's event
+/// loop; a fixed pair of threads bounds the memory malloc keeps, see
+/// [`crate::history_pool`]).
 async fn history<T, F>(read: F) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce(&Views) -> weft::store::Result<T> + Send + 'static,
 {
     let home = home()?;
-    tauri::async_runtime::spawn_blocking(move || read(&Views::open(&home)?).map_err(AppError::from))
+    let failed = || {
+        AppError::new(
+            weft::model::Code::AppInternal,
+            "a history read failed: its thread stopped".to_string(),
+        )
+    };
+    crate::history_pool::shared()
+        .ok_or_else(failed)?
+        .run(move || read(&Views::open(&home)?).map_err(AppError::from))
         .await
-        .map_err(|e| {
-            AppError::new(
-                weft::model::Code::AppInternal,
-                format!("a history read failed: {e}"),
-            )
-        })?
+        .ok_or_else(failed)?
 }
 
 /// A client of the home's daemon; `daemon.not_running` when none listens.
@@ -64,7 +69,12 @@ pub async fn client() -> Result<Client> {
 // ----- history (read-only, works with the daemon stopped) ----------------
 
 pub async fn runs_page(query: RunList) -> Result<RunsPage> {
-    history(move |views| views.runs(&query)).await
+    history(move |views| match crate::first_page::take_for(&query) {
+        // The UI's first request: the page read while the window started.
+        Some(page) => Ok(page),
+        None => views.runs(&query),
+    })
+    .await
 }
 
 pub async fn run_view(run: String) -> Result<RunView> {

@@ -13,6 +13,7 @@
 mod bridge;
 mod commands;
 mod first_page;
+mod history_pool;
 #[cfg(unix)]
 mod instance;
 mod rendering;
@@ -34,11 +35,11 @@ fn main() {
         // The first command shows the home error in the window.
         Err(_) => None,
     };
-    let first_page = first_page::FirstPage::read_in_background();
+    first_page::read_in_background();
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
-            let window = main_window(app, first_page.script(FIRST_PAGE_WAIT))?;
+            let window = main_window(app, first_page::script())?;
             rendering::fit_to_machine(&window);
             #[cfg(unix)]
             if let Some(listener) = later_starts {
@@ -63,12 +64,8 @@ fn main() {
     }
 }
 
-/// How long window creation waits for the runs list's first page: about
-/// what reading it from a cold 10,000-run database takes.
-const FIRST_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(150);
-
 /// The one window (label `main`, which the capability names), with the
-/// runs list's first page on it when it was read in time.
+/// runs list's first page on it when it was read already.
 fn main_window(
     app: &tauri::App,
     first_page: Option<String>,

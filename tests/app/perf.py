@@ -35,7 +35,7 @@ Usage (needs a display and a session bus; `make bench-app-window` runs it):
 
     xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \\
         python3 tests/app/perf.py target/release/weft-desktop target/tmp/app-bench-home \\
-        [--starts 5] [--opens 5] [--browse 60] [--big RUN_ID]
+        [--starts 5] [--opens 5] [--browse 60] [--big RUN_ID] [--floor target/release/examples/floor] [--graph-rungs 1000]
 """
 
 from __future__ import annotations
@@ -86,7 +86,11 @@ if (!w.__weftPerf && document.documentElement) {
       requestAnimationFrame(() => { p.frameAt = performance.now(); });
     });
   };
-  if (document.querySelector('[data-testid=run-row]')) {
+  const mark = performance.getEntriesByName('weft-first-row')[0];
+  if (mark) {
+    // The floor page notes when it put its row in (perf.py --floor).
+    seen(mark.startTime);
+  } else if (document.querySelector('[data-testid=run-row]')) {
     p.rowAtInstall = true;
     seen(performance.now());
   } else {
@@ -97,6 +101,7 @@ if (!w.__weftPerf && document.documentElement) {
   }
 }
 const nav = performance.getEntriesByType('navigation')[0];
+const mainMark = performance.getEntriesByName('weft-main')[0];
 const paints = {};
 for (const e of performance.getEntriesByType('paint')) paints[e.name] = e.startTime;
 const total = document.querySelector('[data-testid=runs-total]');
@@ -112,6 +117,8 @@ return {
   nav: nav ? { responseEnd: nav.responseEnd, domInteractive: nav.domInteractive,
                dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd } : null,
   paints,
+  mainAt: mainMark ? mainMark.startTime : null,
+  handed: performance.getEntriesByName('weft-first-page-handed').length > 0,
   rows: document.querySelectorAll('[data-testid=run-row]').length,
   total: total ? total.innerText : null,
   runsError: err ? err.innerText : null,
@@ -212,6 +219,74 @@ if (T && T.callbacks && !window.__weftIpc) {
   });
 }
 return !!window.__weftIpc;
+"""
+
+# On the graph demo page (graph-demo.html, embedded with the UI): notes, on
+# the page's clock, when the graph viewport is ready with its nodes, and the
+# longest gap between animation frames while the layout runs (Graphviz in its
+# worker: the page should keep producing frames) and for the frame that
+# draws the SVG. Installed once per document.
+GRAPH_PROBE = """
+const w = window;
+if (!w.__weftGraph && document.documentElement) {
+  const p = { installedAt: performance.now(), readyAt: null, frameAt: null, nodes: 0, frames: 0,
+              maxGapWaiting: 0, drawGap: null, last: performance.now(), failed: null };
+  w.__weftGraph = p;
+  const tick = () => {
+    const t = performance.now();
+    if (p.readyAt === null) { p.maxGapWaiting = Math.max(p.maxGapWaiting, t - p.last); p.frames += 1; }
+    else if (p.frameAt === null) { p.frameAt = t; p.drawGap = t - p.last; }
+    p.last = t;
+    if (p.frameAt === null) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+  const check = () => {
+    const g = document.querySelector('[data-testid=graph-viewport]');
+    if (!g || p.readyAt !== null) return;
+    const status = g.getAttribute('data-status');
+    if (status === 'failed') p.failed = g.innerText;
+    if (status === 'ready') {
+      const n = g.querySelectorAll('[data-node-id]').length;
+      if (n > 0) { p.readyAt = performance.now(); p.nodes = n; }
+    }
+  };
+  new MutationObserver(check).observe(document, { childList: true, subtree: true, attributes: true,
+                                                  attributeFilter: ['data-status'] });
+  check();
+}
+const nav = performance.getEntriesByType('navigation')[0];
+return { p: w.__weftGraph || null, dcl: nav ? nav.domContentLoadedEventEnd : null };
+"""
+
+# Flips the demo graph's direction (a second layout, Graphviz already
+# compiled) and times it the same way: click → ready in the new direction.
+GRAPH_AGAIN = """
+const p = { start: performance.now(), readyAt: null, frameAt: null, nodes: 0, frames: 0,
+            maxGapWaiting: 0, drawGap: null, last: performance.now(), failed: null };
+window.__weftGraph = p;
+const canvas = document.querySelector('[data-testid=graph-canvas]');
+const before = canvas ? canvas.getAttribute('data-rankdir') : null;
+const tick = () => {
+  const t = performance.now();
+  if (p.readyAt === null) { p.maxGapWaiting = Math.max(p.maxGapWaiting, t - p.last); p.frames += 1; }
+  else if (p.frameAt === null) { p.frameAt = t; p.drawGap = t - p.last; }
+  p.last = t;
+  if (p.frameAt === null) requestAnimationFrame(tick);
+};
+requestAnimationFrame(tick);
+const check = () => {
+  const g = document.querySelector('[data-testid=graph-viewport]');
+  const c = document.querySelector('[data-testid=graph-canvas]');
+  if (!g || !c || p.readyAt !== null) return;
+  if (g.getAttribute('data-status') === 'ready' && c.getAttribute('data-rankdir') !== before) {
+    p.readyAt = performance.now();
+    p.nodes = g.querySelectorAll('[data-node-id]').length;
+  }
+};
+new MutationObserver(check).observe(document, { childList: true, subtree: true, attributes: true,
+                                                attributeFilter: ['data-status', 'data-rankdir'] });
+document.querySelector('[data-testid=graph-rankdir]').click();
+return p.start;
 """
 
 # Counts animation frames for a second: how fast the window produces them.
@@ -360,6 +435,8 @@ class Start:
     request_to_fcp_ms: float | None
     fcp_holds_row: bool  # the first contentful paint came after the row entered the DOM
     origin_to_probe_ms: float | None
+    origin_to_main_ms: float | None  # the app's scripts loaded and run (its `weft-main` mark)
+    handed: bool  # the first page came with the window (src-tauri/src/first_page.rs), not over IPC
     row_to_frame1_ms: float
     row_ms_page: float
     exact: bool  # the row's time came from the in-page observer
@@ -487,6 +564,8 @@ class App:
             request_to_fcp_ms=(origin + fcp / 1000 - t_request) * 1000 if fcp is not None else None,
             fcp_holds_row=fcp is not None and fcp >= p["rowAt"],
             origin_to_probe_ms=p.get("installedAt"),
+            origin_to_main_ms=last.get("mainAt"),
+            handed=bool(last.get("handed")),
             row_to_frame1_ms=p["frame1At"] - p["rowAt"],
             row_ms_page=p["rowAt"],
             exact=exact,
@@ -547,6 +626,38 @@ class App:
             ipc=ipc,
             dom_elements=p.get("domElements", 0),
         )
+
+    def big_graph(self, rungs: int) -> list[tuple[str, dict]]:
+        """Lays out the demo page's ladder of `rungs` rungs (2 × rungs nodes)
+        in this window, then again in the other direction; for each, the
+        times on the page's clock and the longest frame gap while waiting."""
+        self.js("window.location.href = arguments[0];", f"graph-demo.html?big=1&rungs={rungs}")
+        deadline = time.monotonic() + OPEN_TIMEOUT_S
+        while True:
+            try:
+                got = self.js(GRAPH_PROBE) or {}
+            except Failure:
+                got = {}
+            p = got.get("p") or {}
+            if p.get("failed"):
+                raise Failure(f"the {2 * rungs}-node graph failed: {p['failed']!r}")
+            if p.get("frameAt") is not None:
+                break
+            if time.monotonic() > deadline:
+                raise Failure(f"the {2 * rungs}-node graph was not laid out within {OPEN_TIMEOUT_S} s")
+            time.sleep(0.1)
+        first = dict(p, start=0.0, dcl=got.get("dcl"))
+        self.js(GRAPH_AGAIN)
+        deadline = time.monotonic() + OPEN_TIMEOUT_S
+        while True:
+            p = self.js("return window.__weftGraph;") or {}
+            if p.get("frameAt") is not None:
+                break
+            if time.monotonic() > deadline:
+                raise Failure(f"the {2 * rungs}-node graph was not laid out again within {OPEN_TIMEOUT_S} s")
+            time.sleep(0.1)
+        return [("first layout: navigation start → graph ready (the worker starts and compiles Graphviz)", first),
+                ("again, other direction: click → graph ready", p)]
 
     def frames(self) -> tuple[int, float]:
         """Animation frames in a second, and the longest gap between two (ms)."""
@@ -791,8 +902,11 @@ def run(args: argparse.Namespace) -> None:
     print()
 
     starts: list[Start] = []
+    floor: list[Start] = []
+    floor_mem: list[ProcMem] = []
     opens: list[Open] = []
     frames: list[tuple[str, int, float]] = []
+    graphs: list[tuple[str, dict]] = []
     mem: list[tuple[str, list[ProcMem]]] = []
     peak: tuple[int, list[ProcMem]] | None = None
     browser: Browser | None = None
@@ -801,13 +915,30 @@ def run(args: argparse.Namespace) -> None:
     try:
         for i in range(args.starts):
             last = i == args.starts - 1
+            if args.floor is not None:
+                # Alternating with the app's starts, so both see the same machine.
+                evict(db_files)
+                bare = App(args.floor, home, scratch_root / f"floor-{i}")
+                bare.scratch.mkdir()
+                try:
+                    fs = bare.start()
+                    if last and bare.app_pid is not None:
+                        # The floor's footprint, for the memory table.
+                        time.sleep(SETTLE_S)
+                        floor_mem = memory(bare.app_pid)
+                finally:
+                    bare.stop()
+                floor.append(fs)
+                print(f"floor {i + 1}: request→row {ms(fs.request_to_row_ms)}, →frame {ms(fs.request_to_frame_ms)}, "
+                      f"load {fs.load}", flush=True)
+                time.sleep(1)
             evict(db_files)
             current = App(app_bin, home, scratch_root / f"start-{i}")
             current.scratch.mkdir()
             st = current.start()
             starts.append(st)
             print(f"start {i + 1}: request→row {ms(st.request_to_row_ms)}, →frame {ms(st.request_to_frame_ms)}, "
-                  f"session {ms(st.session_ms)}, rows {st.rows}, total {st.total!r}, "
+                  f"session {ms(st.session_ms)}, rows {st.rows}, total {st.total!r}, handed {st.handed}, "
                   f"{'observer' if st.exact else 'row before probe'}, load {st.load}", flush=True)
             if current.ipc:
                 print(f"  resource timing (name, start, end ms): {current.ipc[:8]}")
@@ -854,10 +985,23 @@ def run(args: argparse.Namespace) -> None:
         browsed = time.monotonic() - started
         time.sleep(SETTLE_S)
         mem.append((f"after {browsed:.0f} s browsing", memory(app.app_pid)))
+        if args.smaps is not None:
+            # For finding what holds the memory: each process's mappings.
+            args.smaps.mkdir(parents=True, exist_ok=True)
+            for pid in descendants(app.app_pid):
+                try:
+                    text = Path(f"/proc/{pid}/smaps").read_text()
+                except OSError:
+                    continue
+                (args.smaps / f"{process_name(pid)}-{pid}.smaps").write_text(text)
         if peak is not None:
             mem.append(("browsing peak", peak[1]))
         print(f"browsed {browsed:.0f} s: {sum(browser.done.values())} steps done, {len(browser.failed)} kinds failed",
               flush=True)
+        if args.graph_rungs > 0:
+            graphs = app.big_graph(args.graph_rungs)
+            for label, g in graphs:
+                print(f"graph {label}: ready {ms(g['readyAt'] - g['start'])}, {g['nodes']} nodes", flush=True)
     finally:
         if current is not None:
             current.stop()
@@ -880,6 +1024,8 @@ def run(args: argparse.Namespace) -> None:
         ("of which: navigation start → DOMContentLoaded end", [s.origin_to_dcl_ms for s in starts]),
         ("of which: DOMContentLoaded → frame after the first row (the UI's share)", [s.dcl_to_frame_ms for s in starts]),
         ("navigation start → first row in the DOM", [s.row_ms_page for s in starts]),
+        ("of which: navigation start → the app's scripts loaded and run (main.tsx's mark)",
+         [s.origin_to_main_ms for s in starts]),
         ("first row in the DOM → first animation frame callback after it", [s.row_to_frame1_ms for s in starts]),
         ("session request → new-session answer", [s.session_ms for s in starts]),
         ("navigation start → first contentful paint (WebKit's paint timing)", [s.origin_to_fcp_ms for s in starts]),
@@ -888,6 +1034,27 @@ def run(args: argparse.Namespace) -> None:
     for label, values in rows:
         med, mx = med_max(values)
         print(f"| {label} | {med} | {mx} |")
+    if floor:
+        print()
+        print(f"The floor: a bare Tauri window whose page's one module script puts one row in the DOM "
+              f"({len(floor)} starts, alternating with the app's):")
+        print()
+        print("| from → to | floor median | floor max | app median | app − floor (medians) |")
+        print("|---|---:|---:|---:|---:|")
+        for label, attr in (("session request → row in the DOM", "request_to_row_ms"),
+                            ("session request → frame after the row", "request_to_frame_ms"),
+                            ("session request → app process start", "request_to_proc_ms"),
+                            ("app process start → navigation start", "proc_to_origin_ms"),
+                            ("navigation start → row in the DOM", "row_ms_page")):
+            fv = [getattr(s, attr) for s in floor if getattr(s, attr) is not None]
+            av = [getattr(s, attr) for s in starts if getattr(s, attr) is not None]
+            fmed, fmax = med_max(fv)
+            amed, _ = med_max(av)
+            diff = ms(statistics.median(av) - statistics.median(fv)) if fv and av else "n/a"
+            print(f"| {label} | {fmed} | {fmax} | {amed} | {diff} |")
+    handed = sum(1 for s in starts if s.handed)
+    print(f"\nIn {handed} of {len(starts)} starts the first page came with the window (read while it started); "
+          "in the others the rows waited for the page's own request.")
     holds = sum(1 for s in starts if s.fcp_holds_row)
     print(f"\nIn {holds} of {len(starts)} starts the first contentful paint came after the first row entered the DOM "
           "(so the first painted content held the rows).")
@@ -921,8 +1088,19 @@ def run(args: argparse.Namespace) -> None:
     print("Animation frames in one second (frames, longest gap): "
           + "; ".join(f"{where}: {n}, {ms(gap)}" for where, n, gap in frames))
     print()
+    if graphs:
+        print(f"### A {2 * args.graph_rungs:,}-node graph (graph-demo.html in the app's window, after browsing)")
+        print()
+        print("| | graph ready | frames while waiting | longest frame gap while waiting | frame drawing the SVG |")
+        print("|---|---:|---:|---:|---:|")
+        for label, g in graphs:
+            print(f"| {label} | {ms(g['readyAt'] - g['start'])} | {g['frames']} | {ms(g['maxGapWaiting'])} "
+                  f"| {ms(g['drawGap'])} |")
+        print()
     print("### Memory of the app's process tree (RSS and PSS from /proc/PID/smaps_rollup)")
     print()
+    if floor_mem:
+        mem.insert(0, ("floor (bare window)", floor_mem))
     for line in memory_table(mem):
         print(line)
     if browser is not None:
@@ -944,10 +1122,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--opens", type=int, default=5)
     parser.add_argument("--browse", type=float, default=60.0, help="seconds of browsing")
+    parser.add_argument("--smaps", type=Path,
+                        help="write each process's /proc/PID/smaps here after browsing")
+    parser.add_argument("--graph-rungs", type=int, default=1000,
+                        help="after browsing, lay out the graph demo's ladder of this many rungs (2 nodes each; "
+                             "0 skips it)")
+    parser.add_argument("--floor", type=Path,
+                        help="the bare window (cargo build --release -p weft-desktop --example floor), "
+                             "started before each of the app's starts as the floor of the start time")
     parser.add_argument("--big", help="the big run's id (default: from the home's bench-format.txt)")
     args = parser.parse_args(argv[1:])
     args.app = args.app.resolve()
     args.home = args.home.resolve()
+    if args.floor is not None:
+        args.floor = args.floor.resolve()
     if not (args.app.is_file() and os.access(args.app, os.X_OK)):
         print(f"app perf: FAILED: {args.app} is not an executable; build it with "
               "`cargo build --release -p weft-desktop` (after `make ui`)", file=sys.stderr)

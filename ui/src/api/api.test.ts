@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest';
 
 import { COMMAND_KINDS } from './commands';
-import { selectHost, TEST_APP_VERSION } from './index';
+import { selectHost } from './index';
 import { tauriHost } from './tauriHost';
-import { testHost } from './testHost';
+import { TEST_APP_VERSION, testHost } from './testHost';
 
 describe('selectHost', () => {
-  it('uses the test host in a plain browser', () => {
+  it('uses the test host in a plain browser, loaded on first use', async () => {
     // No Tauri internals means nothing would answer `invoke`.
-    expect(selectHost({})).toBe(testHost);
+    const host = selectHost({});
+    await expect(host.appVersion()).resolves.toBe(TEST_APP_VERSION);
+    await expect(host.runsPage({ limit: 1 })).resolves.toEqual(await testHost.runsPage({ limit: 1 }));
+    expect(host.firstRunsPage, 'no page is handed over in a browser').toBeUndefined();
+    expect(host.onOpenRoute).toBeUndefined();
+    expect(host.pickWorkflow).toBeUndefined();
   });
 
   it('uses the Tauri host when Tauri injected its internals', () => {

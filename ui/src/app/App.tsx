@@ -1,18 +1,35 @@
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 
 import { api, type Host } from '../api';
 import { Header } from '../components/Header';
-import { GatesScreen } from '../gates/GatesScreen';
 import { warmLayout } from '../graph/layout';
-import { LaunchScreen } from '../launch/LaunchScreen';
-import { RunScreen } from '../run/RunScreen';
-import { RetrosScreen } from '../retros/RetrosScreen';
 import { RunsScreen } from '../runs/RunsScreen';
-import { SpendingScreen } from '../spending/SpendingScreen';
 import { parseRoute, routeHash, type Route } from './route';
 import { VersionLine, type VersionState } from './VersionLine';
 
-/** How long after start Graphviz is readied: after the first screen, not competing with it. */
+// Only the runs list, the usual first screen, is in the start's script: the
+// other screens are loaded on first use or, at the latest, while the user
+// reads the list (`warmScreens`). Parsing and compiling them at start cost
+// the first rows time on a slow machine (docs/performance.md).
+const loadRunScreen = () => import('../run/RunScreen');
+const loadGatesScreen = () => import('../gates/GatesScreen');
+const loadLaunchScreen = () => import('../launch/LaunchScreen');
+const loadSpendingScreen = () => import('../spending/SpendingScreen');
+const loadRetrosScreen = () => import('../retros/RetrosScreen');
+const RunScreen = lazy(() => loadRunScreen().then((m) => ({ default: m.RunScreen })));
+const GatesScreen = lazy(() => loadGatesScreen().then((m) => ({ default: m.GatesScreen })));
+const LaunchScreen = lazy(() => loadLaunchScreen().then((m) => ({ default: m.LaunchScreen })));
+const SpendingScreen = lazy(() => loadSpendingScreen().then((m) => ({ default: m.SpendingScreen })));
+const RetrosScreen = lazy(() => loadRetrosScreen().then((m) => ({ default: m.RetrosScreen })));
+
+/** Loads every screen's script ahead of need; never rejects. */
+function warmScreens(): void {
+  for (const load of [loadRunScreen, loadGatesScreen, loadLaunchScreen, loadSpendingScreen, loadRetrosScreen]) {
+    load().catch(() => {});
+  }
+}
+
+/** How long after start Graphviz and the other screens are readied: after the first screen, not competing with it. */
 const LAYOUT_WARM_DELAY_MS = 1_500;
 
 /** The current route, following the URL hash. */
@@ -53,7 +70,10 @@ export function App({ host = api }: { host?: Host }) {
 
   // Ready Graphviz while the user reads the first screen, not when a run opens.
   useEffect(() => {
-    const timer = setTimeout(() => void warmLayout(), LAYOUT_WARM_DELAY_MS);
+    const timer = setTimeout(() => {
+      warmScreens();
+      void warmLayout();
+    }, LAYOUT_WARM_DELAY_MS);
     return () => clearTimeout(timer);
   }, []);
 
@@ -98,11 +118,15 @@ export function App({ host = api }: { host?: Host }) {
       </nav>
       <main className="content">
         {route.screen === 'runs' && <RunsScreen host={host} />}
-        {route.screen === 'run' && <RunScreen host={host} route={route} />}
-        {route.screen === 'gates' && <GatesScreen host={host} />}
-        {route.screen === 'launch' && <LaunchScreen host={host} />}
-        {route.screen === 'spending' && <SpendingScreen host={host} />}
-        {route.screen === 'retros' && <RetrosScreen host={host} />}
+        {/* Keyed by screen: a screen left while the next one's script loads
+            is unmounted, not kept hidden in the page behind the fallback. */}
+        <Suspense key={route.screen} fallback={<p className="muted">Loading…</p>}>
+          {route.screen === 'run' && <RunScreen host={host} route={route} />}
+          {route.screen === 'gates' && <GatesScreen host={host} />}
+          {route.screen === 'launch' && <LaunchScreen host={host} />}
+          {route.screen === 'spending' && <SpendingScreen host={host} />}
+          {route.screen === 'retros' && <RetrosScreen host={host} />}
+        </Suspense>
         <VersionLine state={version} />
       </main>
     </div>

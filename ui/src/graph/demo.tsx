@@ -1,5 +1,5 @@
 // Demo page for the run graph (graph-demo.html): the sample workflow with a
-// mix of states, with `?big=1` a 600-node ladder, or with `?gate=1` a small
+// mix of states, with `?big=1` a 600-node ladder (`&rungs=N`: N rungs, 2N nodes), or with `?gate=1` a small
 // gate with labelled edges. The browser test drives it; it is not linked from
 // the app.
 
@@ -21,10 +21,20 @@ import {
 import { GraphView } from './GraphView';
 
 const BIG_RUNGS = 300;
+/** `&rungs=N` asks for N rungs (2N nodes; tests/app/perf.py lays out 2,000), within reason. */
+const MAX_RUNGS = 5_000;
+
+function rungs(value: string | null): number {
+  const n = Number(value);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, MAX_RUNGS) : BIG_RUNGS;
+}
 
 /** The graph and run state the page's query asks for. */
 function demoRun(query: URLSearchParams) {
-  if (query.has('big')) return { dot: ladderWorkflow(BIG_RUNGS), ...ladderRun(BIG_RUNGS) };
+  if (query.has('big')) {
+    const n = rungs(query.get('rungs'));
+    return { dot: ladderWorkflow(n), ...ladderRun(n) };
+  }
   if (query.has('gate')) {
     return { dot: GATE_WORKFLOW, states: GATE_STATES, visits: {}, takenEdges: GATE_TAKEN_EDGES };
   }

@@ -78,7 +78,10 @@ export function prefetchFirstPage(host: Host): void {
   const asked = host.runsPage(queryFor({}, 0));
   // Handled by whoever takes it; never an unhandled rejection meanwhile.
   asked.catch(() => {});
-  early = { host, key: keyOf({}), handed: host.firstRunsPage?.() ?? null, asked };
+  const handed = host.firstRunsPage?.() ?? null;
+  // For tests/app/perf.py: whether the start had its rows handed over.
+  performance.mark(handed ? 'weft-first-page-handed' : 'weft-first-page-asked');
+  early = { host, key: keyOf({}), handed, asked };
 }
 
 /** The early page for this list, if any, without taking it. */
