@@ -37,16 +37,22 @@ fn chain(n: usize) -> String {
     dot
 }
 
-fn rss_kb(pid: u32) -> u64 {
+/// A field of `/proc/PID/status` in kB (`VmRSS`, `VmHWM`); 0 where /proc
+/// does not say.
+fn status_kb(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.split_whitespace().next().map(str::to_string))
         })
         .and_then(|kb| kb.parse().ok())
         .unwrap_or(0)
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS")
 }
 
 fn main() -> anyhow::Result<()> {
@@ -202,15 +208,7 @@ fn main() -> anyhow::Result<()> {
 
 /// The daemon's peak resident set (`VmHWM`) in KiB.
 fn peak_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        })
-        .and_then(|kb| kb.parse().ok())
-        .unwrap_or(0)
+    status_kb(pid, "VmHWM")
 }
 
 /// What one subscriber saw: each event's lag, and whether every run's

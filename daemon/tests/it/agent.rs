@@ -775,15 +775,22 @@ fn big_reads(f: &Fixture) -> Vec<Fake> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_conversation_near_the_context_window_is_compacted() {
-    let f = Fixture::new(Api::Compat);
-    let mut replies = big_reads(&f);
+/// Scripts seven big reads, the summary and a last answer, and returns a
+/// config whose model's window makes the summary due after the seventh.
+fn scripted_compaction(f: &Fixture) -> SessionConfig {
+    let mut replies = big_reads(f);
     replies.push(Fake::Text("## Goal\nread the big files".into()));
     replies.push(Fake::Text("all read".into()));
     f.script(replies);
     let mut config = f.config(true);
     config.request.model = Some("tiny-context".into());
+    config
+}
+
+#[tokio::test]
+async fn a_conversation_near_the_context_window_is_compacted() {
+    let f = Fixture::new(Api::Compat);
+    let config = scripted_compaction(&f);
     let out = f.run(config, "read every big file").await;
     assert_eq!(out.result.expect("completes").text, "all read");
     let requests = f.requests();
@@ -851,12 +858,7 @@ impl weft::agent::CallGate for CountingGate {
 #[tokio::test]
 async fn the_gate_is_asked_before_a_compaction_summary_too() {
     let f = Fixture::new(Api::Compat);
-    let mut replies = big_reads(&f);
-    replies.push(Fake::Text("## Goal\nread the big files".into()));
-    replies.push(Fake::Text("all read".into()));
-    f.script(replies);
-    let mut config = f.config(true);
-    config.request.model = Some("tiny-context".into());
+    let config = scripted_compaction(&f);
     // Seven turns pass; the eighth call would be the summary.
     let gate = CountingGate {
         allowed: 7,

@@ -57,6 +57,12 @@ fn final_turn(input: u64) -> Reply {
     }
 }
 
+/// Two prompt nodes, one after the other.
+const TWO_PROMPTS: &str = r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
+    first [shape=tab, prompt="One"]
+    second [shape=tab, prompt="Two"]
+    start -> first -> second -> exit }"#;
+
 const AGENT: &str = r#"digraph B { start [shape=Mdiamond]; exit [shape=Msquare]
     fix [shape=box, prompt="Read notes.txt, then say Ship."]
     start -> fix -> exit }"#;
@@ -349,13 +355,7 @@ fn a_prompt_node_past_the_token_limit_pauses_before_its_call() {
     let key = key("prompt");
     fake.script(&key, [final_turn(1_500), final_turn(10)]);
     let sb = Sandbox::new();
-    sb.write(
-        "p.fabro",
-        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
-           first [shape=tab, prompt="One"]
-           second [shape=tab, prompt="Two"]
-           start -> first -> second -> exit }"#,
-    );
+    sb.write("p.fabro", TWO_PROMPTS);
     let env = model_env(&fake, &key);
     let run_id = start(
         &sb,
@@ -578,13 +578,7 @@ fn a_budget_question_open_when_the_daemon_dies_is_asked_again_under_its_own_id()
     let key = key("restart");
     fake.script(&key, [final_turn(1_500), final_turn(10)]);
     let sb = Sandbox::new();
-    sb.write(
-        "p.fabro",
-        r#"digraph P { start [shape=Mdiamond]; exit [shape=Msquare]
-           first [shape=tab, prompt="One"]
-           second [shape=tab, prompt="Two"]
-           start -> first -> second -> exit }"#,
-    );
+    sb.write("p.fabro", TWO_PROMPTS);
     let env = model_env(&fake, &key);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut weftd = weft_tests::Weftd::start_with(&sb, &env_refs);
