@@ -33,7 +33,8 @@ XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 help:
 	@echo "make demo   - install what is missing, build, validate and summarise the examples"
 	@echo "make test   - install what is missing and run every test"
-	@echo "make bench  - run the parse benchmark (release build)"
+	@echo "make bench  - run the benchmarks (release build; docs/performance.md)"
+	@echo "make bench-peers - the engine bench beside scud-cli (installs it once)"
 	@echo "make regenerate - rewrite the generated files the tests check (wire types, UI fixtures)"
 
 ## ---- installing what is missing -------------------------------------------
@@ -213,6 +214,17 @@ bench:
 	$(CARGO) bench -p weft --bench daemon
 	$(CARGO) bench -p weft --bench app
 	$(CARGO) bench -p weft --bench hostile
+
+# The peers' rows of the engine bench (docs/performance.md): scud-cli, the
+# like-for-like Rust Attractor runner, on the same 1,000-stage chain beside
+# `weft run`, alternating. scud-cli is installed once into the target dir
+# (about 10 minutes of compiling). Not part of `make test`.
+SCUD := $(CARGO_TARGET_DIR)/peers/scud/bin/scud
+.PHONY: bench-peers
+bench-peers: deps-cargo
+	@test -x $(SCUD) || CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/peers/build \
+	  $(CARGO) install scud-cli --version 1.67.0 --locked --root $(CARGO_TARGET_DIR)/peers/scud
+	$(CARGO) bench -p weft --bench engine -- --daemon --scud $(SCUD)
 
 # The real app window on the app bench's large home (10,000 runs, 1,000,000
 # events): start to first run row, opening the 300-node run, memory after a

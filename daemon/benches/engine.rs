@@ -30,11 +30,15 @@ use weft::store::{Home, Store};
 mod support;
 use support::peak_rss_kib;
 
-fn chain(n: usize) -> String {
+/// The chain in Fabro's dialect (`script`), or in the Attractor spec's
+/// (`tool_command`) for scud-cli.
+fn chain_with(n: usize, command_attr: &str) -> String {
     let mut dot =
         String::from("digraph Bench {\n  start [shape=Mdiamond]\n  exit [shape=Msquare]\n");
     for i in 0..n {
-        dot.push_str(&format!("  n{i} [shape=parallelogram, script=\"true\"]\n"));
+        dot.push_str(&format!(
+            "  n{i} [shape=parallelogram, {command_attr}=\"true\"]\n"
+        ));
     }
     dot.push_str("  start -> n0\n");
     for i in 1..n {
@@ -44,11 +48,72 @@ fn chain(n: usize) -> String {
     dot
 }
 
+fn chain(n: usize) -> String {
+    chain_with(n, "script")
+}
+
+/// One run of the N-node chain by scud-cli (`scud attractor run`,
+/// headless, its run directory on `base`); the wall time of the command.
+/// Its exit status is not trusted alone: the bench checks that it ran
+/// every stage, by the stage folders it wrote.
+fn scud_run(n: usize, base: &Path, scud: &Path) -> anyhow::Result<(Duration, tempfile::TempDir)> {
+    let dir = tempfile::tempdir_in(base)?;
+    let file = dir.path().join("bench.dot");
+    std::fs::write(&file, chain_with(n, "tool_command"))?;
+    let runs = dir.path().join("runs");
+    let started = Instant::now();
+    let out = std::process::Command::new(scud)
+        .args([
+            "attractor",
+            "run",
+            "--headless",
+            "--simulated",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .arg(&file)
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    let elapsed = started.elapsed();
+    anyhow::ensure!(
+        out.status.success(),
+        "scud attractor run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ran = count_named(&runs, &format!("n{}", n - 1));
+    anyhow::ensure!(ran == 1, "scud-cli did not reach the chain's last stage");
+    Ok((elapsed, dir))
+}
+
+/// How many entries named `name` are under `dir`, a few levels deep.
+fn count_named(dir: &Path, name: &str) -> usize {
+    let mut found = 0;
+    let mut queue = vec![(dir.to_path_buf(), 0)];
+    while let Some((dir, depth)) = queue.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name() == name {
+                found += 1;
+            } else if depth < 3 && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    found
+}
+
 /// One run of the N-node chain in a fresh home; wall time of the whole run.
 /// The home is returned, not deleted: deleting thousands of files right
 /// before the next run would slow its file creation (see
 /// docs/performance.md) and measure the cleanup instead of the engine.
-fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::TempDir, f64)> {
+fn engine_run(
+    n: usize,
+    base: &Path,
+) -> anyhow::Result<(Duration, tempfile::TempDir, f64, Duration)> {
     let dir = tempfile::tempdir_in(base)?;
     let path = dir.path().join("bench.fabro");
     std::fs::write(&path, chain(n))?;
@@ -85,15 +150,40 @@ fn engine_run(n: usize, base: &Path) -> anyhow::Result<(Duration, tempfile::Temp
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let cpu = cpu_time("self")?;
     let started = Instant::now();
     let conclusion = runtime.block_on(weft::engine::start(request, &services))?;
     let elapsed = started.elapsed();
+    let cpu = cpu_time("self")?.saturating_sub(cpu);
     anyhow::ensure!(
         conclusion.status == RunStatus::Succeeded && conclusion.stages.len() == n + 2,
         "the bench run did not succeed: {conclusion:?}"
     );
     let starts = starts.lock().map(|s| s.clone()).unwrap_or_default();
-    Ok((elapsed, dir, late_over_early(&starts)))
+    Ok((elapsed, dir, late_over_early(&starts), cpu))
+}
+
+/// The CPU time (user + system) a process has used so far, from
+/// `/proc/PID/stat`: steadier than wall time on a busy machine, as other
+/// processes' work does not count, and it leaves out the children (the
+/// stages' shells), so it is the runner's own cost.
+fn cpu_time(pid: &str) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name, which may hold spaces, ends with ')'.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| anyhow::anyhow!("unreadable /proc/{pid}/stat"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 here,
+    // in USER_HZ ticks, which Linux fixes at 100 per second for /proc.
+    let ticks = |i: usize| -> anyhow::Result<u64> {
+        Ok(fields
+            .get(i)
+            .ok_or_else(|| anyhow::anyhow!("short /proc/{pid}/stat"))?
+            .parse()?)
+    };
+    Ok(Duration::from_millis((ticks(11)? + ticks(12)?) * 10))
 }
 
 /// The mean time per stage over the last tenth of the run divided by that
@@ -114,14 +204,14 @@ fn late_over_early(starts: &[Instant]) -> f64 {
     if early > 0.0 { late / early } else { 1.0 }
 }
 
-/// N plain spawns of `bash -c true`, output captured as the engine does.
-fn spawn_loop(n: usize) -> anyhow::Result<Duration> {
+/// N plain spawns of `SHELL -c true`, output captured as the engine does.
+fn spawn_loop(shell: &str, n: usize) -> anyhow::Result<Duration> {
     let started = Instant::now();
     for _ in 0..n {
-        let out = std::process::Command::new("bash")
+        let out = std::process::Command::new(shell)
             .args(["-c", "true"])
             .output()?;
-        anyhow::ensure!(out.status.success(), "bash -c true failed");
+        anyhow::ensure!(out.status.success(), "{shell} -c true failed");
     }
     Ok(started.elapsed())
 }
@@ -147,8 +237,13 @@ fn rss_of_run(n: usize) -> anyhow::Result<u64> {
 
 /// One run of the N-node chain through weftd, as users run it: a daemon
 /// on a fresh home (started before the clock starts), then `weft run`
-/// following the run to its end. Returns the wall time of `weft run`.
-fn daemon_run(n: usize, base: &Path, weft: &Path) -> anyhow::Result<(Duration, tempfile::TempDir)> {
+/// following the run to its end. Returns the wall time of `weft run` and
+/// the CPU time weftd used meanwhile.
+fn daemon_run(
+    n: usize,
+    base: &Path,
+    weft: &Path,
+) -> anyhow::Result<(Duration, tempfile::TempDir, Duration)> {
     let dir = tempfile::tempdir_in(base)?;
     std::fs::write(dir.path().join("bench.fabro"), chain(n))?;
     let home = dir.path().join("home");
@@ -165,16 +260,20 @@ fn daemon_run(n: usize, base: &Path, weft: &Path) -> anyhow::Result<(Duration, t
         "weft daemon start failed: {}",
         String::from_utf8_lossy(&started_daemon.stderr)
     );
+    let pid = std::fs::read_to_string(home.join("run").join("weftd.pid"))?;
+    let pid = pid.trim();
+    let cpu = cpu_time(pid)?;
     let started = Instant::now();
     let out = weft_cmd().args(["run", "bench.fabro"]).output()?;
     let elapsed = started.elapsed();
+    let cpu = cpu_time(pid)?.saturating_sub(cpu);
     let _ = weft_cmd().args(["daemon", "stop"]).output();
     anyhow::ensure!(
         out.status.success(),
         "weft run through the daemon failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Ok((elapsed, dir))
+    Ok((elapsed, dir, cpu))
 }
 
 /// What the file system alone charges for a stage's run directory entries
@@ -244,34 +343,68 @@ fn main() -> anyhow::Result<()> {
     if !in_process_only {
         modes.push("weft run (daemon)");
     }
+    // `--scud PATH`: scud-cli's `scud` (see `make bench-peers`), the
+    // like-for-like Rust Attractor runner, on the same chain in its dialect,
+    // alternating with Weft's runs at 1,000 stages.
+    let scud = args
+        .iter()
+        .position(|a| a == "--scud")
+        .and_then(|i| args.get(i + 1))
+        .map(std::fs::canonicalize)
+        .transpose()?;
+    if scud.is_some() {
+        modes.push("scud-cli");
+    }
     println!(
-        "| N | WEFT_HOME on | how | run | spawn loop | overhead per stage | last/first tenth per stage | engine peak RSS growth |"
+        "| N | WEFT_HOME on | how | run | spawn loop | overhead per stage | runner CPU per stage | last/first tenth per stage | engine peak RSS growth |"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
     let mut per_stage = Vec::new();
     let mut homes = Vec::new();
     for (place, base) in &places {
         for &(n, runs) in sizes {
             for how in &modes {
-                // Warm up the page cache and bash once.
-                let _ = spawn_loop(20)?;
+                if *how == "scud-cli" && n > 1000 {
+                    continue;
+                }
+                // scud-cli runs its tool commands with `sh`, Weft with
+                // `bash`: each is measured over its own shell's spawns.
+                let shell = if *how == "scud-cli" { "sh" } else { "bash" };
+                // Warm up the page cache and the shell once.
+                let _ = spawn_loop(shell, 20)?;
                 let mut times = Vec::new();
                 let mut spawns = Vec::new();
                 let mut drift = Vec::new();
+                let mut cpus = Vec::new();
                 for _ in 0..runs {
                     // Alternate so that a burst of load hits both alike.
-                    if *how == "in-process" {
-                        let (time, home, ratio) = engine_run(n, base)?;
-                        times.push(time);
-                        drift.push(ratio);
-                        homes.push(home);
-                    } else {
-                        let (time, home) = daemon_run(n, base, &weft)?;
-                        times.push(time);
-                        homes.push(home);
+                    match (*how, &scud) {
+                        ("in-process", _) => {
+                            let (time, home, ratio, cpu) = engine_run(n, base)?;
+                            times.push(time);
+                            drift.push(ratio);
+                            cpus.push(cpu);
+                            homes.push(home);
+                        }
+                        ("scud-cli", Some(scud)) => {
+                            let (time, home) = scud_run(n, base, scud)?;
+                            times.push(time);
+                            homes.push(home);
+                        }
+                        _ => {
+                            let (time, home, cpu) = daemon_run(n, base, &weft)?;
+                            times.push(time);
+                            cpus.push(cpu);
+                            homes.push(home);
+                        }
                     }
-                    spawns.push(spawn_loop(n)?);
+                    spawns.push(spawn_loop(shell, n)?);
                 }
+                let cpu = if cpus.is_empty() {
+                    String::new()
+                } else {
+                    format!("{:.3} ms", median(cpus).as_secs_f64() * 1000.0 / n as f64)
+                };
                 let (t, s) = (median(times), median(spawns));
                 let overhead = t.saturating_sub(s).as_secs_f64() * 1000.0 / n as f64;
                 let (drift, rss) = if *how == "in-process" {
@@ -284,11 +417,11 @@ fn main() -> anyhow::Result<()> {
                     ("".into(), "".into())
                 };
                 println!(
-                    "| {n} | {place} | {how} | {:.0} ms | {:.0} ms | {overhead:.3} ms | {drift} | {rss} |",
+                    "| {n} | {place} | {how} | {:.0} ms | {:.0} ms | {overhead:.3} ms | {cpu} | {drift} | {rss} |",
                     t.as_secs_f64() * 1000.0,
                     s.as_secs_f64() * 1000.0,
                 );
-                per_stage.push((*place, *how, n, overhead));
+                per_stage.push((*place, *how, n, overhead, t));
             }
         }
     }
@@ -300,11 +433,28 @@ fn main() -> anyhow::Result<()> {
             "reference ({place}): a Python loop creating a directory and 5 files per stage: {floor:.3} ms per stage"
         );
     }
-    for (place, how, n, overhead) in &per_stage {
+    for (place, how, n, overhead, _) in per_stage.iter().filter(|r| r.1 != "scud-cli") {
         println!(
             "target: overhead per stage < 1 ms ({place}, {how}, {n} stages): {overhead:.3} ms: {}",
             if *overhead < 1.0 { "met" } else { "NOT met" }
         );
+    }
+    let row = |place: &str, how: &str| {
+        per_stage
+            .iter()
+            .find(|r| r.0 == place && r.1 == how && r.2 == 1000)
+            .map(|r| r.4)
+    };
+    for (place, _) in &places {
+        if let (Some(weft), Some(scud)) = (row(place, "weft run (daemon)"), row(place, "scud-cli"))
+        {
+            println!(
+                "target: a 1000-stage run through weft run faster than scud-cli's ({place}): {:.0} ms against {:.0} ms: {}",
+                weft.as_secs_f64() * 1000.0,
+                scud.as_secs_f64() * 1000.0,
+                if weft < scud { "met" } else { "NOT met" }
+            );
+        }
     }
     println!("load average before: {}", load.trim());
     println!(

@@ -126,13 +126,7 @@ pub(crate) fn select(
             reason: EdgeReason::Jump,
         });
     }
-    let edges: Vec<usize> = graph
-        .edges
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| *e.from == *node.id)
-        .map(|(i, _)| i)
-        .collect();
+    let edges = graph.outgoing(&node.id);
     let random = node.attrs.text("selection").as_deref() == Some("random");
 
     if let Some(found) = explicit(graph, &edges, outcome, context, subject, random, rng) {

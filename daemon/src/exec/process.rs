@@ -694,30 +694,35 @@ impl Utf8Decoder {
 /// interpreter is not found, the bare name is used and spawning fails with a
 /// message naming it.
 fn interpreter(script: &Script, language: Language) -> std::ffi::OsString {
-    static SHELL: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
-    static PYTHON: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    // Found once per PATH value: the search stats every directory of PATH,
+    // which cost more than the rest of a short stage's bookkeeping. A
+    // handful of PATHs is all a daemon sees; the cache starts over past 16.
+    static FOUND: std::sync::Mutex<Vec<(&str, std::ffi::OsString, std::ffi::OsString)>> =
+        std::sync::Mutex::new(Vec::new());
     let name = language.program();
-    let find = |path: &std::ffi::OsStr| {
-        std::env::split_paths(path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-            .map_or_else(|| name.into(), std::path::PathBuf::into_os_string)
-    };
-    if let Some((_, path)) = script
+    let path = script
         .env
         .iter()
         .rev()
         .chain(script.base_env.iter().flatten().rev())
         .find(|(k, _)| k == "PATH")
-    {
-        return find(std::ffi::OsStr::new(path));
+        .map_or_else(
+            || std::env::var_os("PATH").unwrap_or_default(),
+            |(_, p)| p.into(),
+        );
+    let mut found = crate::util::lock::lock(&FOUND);
+    if let Some((_, _, program)) = found.iter().find(|(n, p, _)| *n == name && *p == path) {
+        return program.clone();
     }
-    let slot = match language {
-        Language::Shell => &SHELL,
-        Language::Python => &PYTHON,
-    };
-    slot.get_or_init(|| find(&std::env::var_os("PATH").unwrap_or_default()))
-        .clone()
+    let program = std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .map_or_else(|| name.into(), std::path::PathBuf::into_os_string);
+    if found.len() >= 16 {
+        found.clear();
+    }
+    found.push((name, path, program.clone()));
+    program
 }
 
 /// What a script runs first: it waits for the line [`open_gate`] writes

@@ -287,6 +287,22 @@ pub struct Graph {
     /// `nodes` (one cache miss fewer per lookup on a large graph), and an
     /// edge's endpoint, which shares that same id, matches by pointer.
     index: HashTable<(NodeId, usize)>,
+    /// Each node's outgoing edges, built at the first [`Graph::outgoing`]
+    /// call (the engine's, once the graph is final): routing then reads a
+    /// node's few edges instead of scanning them all, which made a stage's
+    /// cost grow with the size of the workflow.
+    outgoing: std::sync::OnceLock<Outgoing>,
+}
+
+/// Edge positions grouped by their source node's position.
+#[derive(Debug, Clone, Default)]
+struct Outgoing {
+    /// `edges[starts[i]..starts[i + 1]]` leave node `i`, in file order.
+    starts: Vec<u32>,
+    edges: Vec<u32>,
+    /// How many edges the graph had when this was built: a graph changed
+    /// since falls back to scanning.
+    of: usize,
 }
 
 impl Graph {
@@ -400,6 +416,49 @@ impl Graph {
             .collect()
     }
 
+    /// The positions in [`Graph::edges`] of the edges leaving `node`, in
+    /// file order.
+    pub(crate) fn outgoing(&self, node: &str) -> Vec<usize> {
+        let built = self.outgoing.get_or_init(|| self.group_edges());
+        match self.node_index(node) {
+            Some(i) if built.of == self.edges.len() && i + 1 < built.starts.len() => {
+                let (from, to) = (built.starts[i] as usize, built.starts[i + 1] as usize);
+                built.edges[from..to].iter().map(|&e| e as usize).collect()
+            }
+            _ => (0..self.edges.len())
+                .filter(|&e| &*self.edges[e].from == node)
+                .collect(),
+        }
+    }
+
+    fn group_edges(&self) -> Outgoing {
+        let mut counts = vec![0u32; self.nodes.len() + 1];
+        let from: Vec<Option<usize>> = self
+            .edges
+            .iter()
+            .map(|e| self.node_index_of(&e.from))
+            .collect();
+        for i in from.iter().flatten() {
+            counts[i + 1] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let mut next = counts.clone();
+        let mut edges = vec![0u32; self.edges.len()];
+        for (e, i) in from.iter().enumerate() {
+            if let Some(i) = i {
+                edges[next[*i] as usize] = e as u32;
+                next[*i] += 1;
+            }
+        }
+        Outgoing {
+            starts: counts,
+            edges,
+            of: self.edges.len(),
+        }
+    }
+
     /// The single start node, when there is exactly one.
     #[must_use]
     pub fn start(&self) -> Option<&Node> {
@@ -422,6 +481,28 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_s_outgoing_edges_come_in_file_order_even_after_the_edges_change() {
+        let src = "digraph G { a -> b; c -> a; a -> c; b -> c; a -> b [label=again] }";
+        let mut graph = crate::lang::parser::parse(src).expect("parses").graph;
+        let targets = |g: &Graph, id: &str| -> Vec<String> {
+            g.outgoing(id)
+                .iter()
+                .map(|&e| g.edges[e].to.to_string())
+                .collect()
+        };
+        assert_eq!(targets(&graph, "a"), ["b", "c", "b"]);
+        assert_eq!(targets(&graph, "c"), ["a"]);
+        assert!(targets(&graph, "nobody").is_empty());
+        // Built once; an edge added later is still seen (by the fallback).
+        let extra = Edge {
+            to: graph.nodes[2].id.clone(),
+            ..graph.edges[0].clone()
+        };
+        graph.edges.push(extra);
+        assert_eq!(targets(&graph, "a"), ["b", "c", "b", "c"]);
+    }
 
     #[test]
     fn every_handler_reads_back_from_its_shape_and_type_name() {
