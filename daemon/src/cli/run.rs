@@ -200,7 +200,11 @@ fn execute(
     launch: impl for<'a> FnOnce(&'a Services) -> Launch<'a>,
 ) -> CliResult {
     let home = super::home()?;
-    let store = Store::open(&home)
+    let mut store = Store::open(&home)
+        .map_err(|e| CliError::Usage(format!("cannot open the run store: {e}")))?;
+    // A long run commits thousands of times: checkpoints go to a thread.
+    store
+        .checkpoint_off_thread()
         .map_err(|e| CliError::Usage(format!("cannot open the run store: {e}")))?;
     let progress = Progress::stderr(if auto { Gates::Auto } else { Gates::Here });
     let interviewer: Arc<dyn Interviewer> = if auto {

@@ -175,7 +175,10 @@ impl Daemon {
                 .unwrap_or_default();
             eprintln!("weftd: warning: {}{at}: {}", path.display(), d.message);
         }
-        let store = Store::open(&home)?;
+        let mut store = Store::open(&home)?;
+        // Every run writes through this one connection: a checkpoint inside
+        // a commit would hold them all up.
+        store.checkpoint_off_thread()?;
         let (hub, _) = broadcast::channel(HUB_CAPACITY);
         Ok(Rc::new(Daemon {
             paths: DaemonPaths::for_home(&home),

@@ -36,6 +36,10 @@ impl std::fmt::Debug for Store {
 /// badly wrong.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
+/// Pages in the write-ahead log past which a checkpoint is asked for:
+/// SQLite's own default for its automatic checkpoints.
+const CHECKPOINT_PAGES: std::ffi::c_int = 1000;
+
 impl Store {
     /// Opens (creating if needed) the database of `home` for writing: makes
     /// the home's folders, sets WAL mode, `synchronous=NORMAL` (a killed
@@ -71,6 +75,39 @@ impl Store {
         let store = Store { conn, path };
         store.checkpoint(Checkpoint::Passive)?;
         Ok(store)
+    }
+
+    /// Moves the log's automatic checkpoints off the writing thread: when a
+    /// commit leaves [`CHECKPOINT_PAGES`] or more pages in the write-ahead
+    /// log, a thread of this store's own copies them into the main file
+    /// (a passive checkpoint, on a connection of its own), and the commit
+    /// returns at once. SQLite would otherwise checkpoint inside that
+    /// commit, with two `fsync`s, while the daemon's runs wait for the
+    /// writer (issue 20: the tail of the events' delay under load). The
+    /// thread ends with the store.
+    pub fn checkpoint_off_thread(&mut self) -> Result<()> {
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let db = self.path.clone();
+        std::thread::Builder::new()
+            .name("weft-checkpoint".into())
+            .spawn(move || {
+                // One request at a time; those made meanwhile are one.
+                while woken.recv().is_ok() {
+                    if let Err(e) = Store::checkpoint_file(&db, Checkpoint::Passive) {
+                        eprintln!("weft: checkpoint of {} failed: {e}", db.display());
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io("cannot start the checkpoint thread", e))?;
+        self.conn
+            .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
+                if pages >= CHECKPOINT_PAGES {
+                    // Full: a checkpoint is already asked for.
+                    let _ = wake.try_send(());
+                }
+                Ok(())
+            }))?;
+        Ok(())
     }
 
     /// Copies the write-ahead log into the main database file (see
@@ -244,6 +281,55 @@ mod tests {
     use crate::model::EventKind;
     use crate::store::StageCommit;
     use crate::store::fixtures::{home, new_run, notice};
+
+    /// Whether a thread of this process is called `name`.
+    fn thread_named(name: &str) -> bool {
+        std::fs::read_dir("/proc/self/task")
+            .expect("tasks")
+            .flatten()
+            .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+    }
+
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_store_checkpointing_off_thread_fills_the_main_file_and_its_thread_ends_with_it() {
+        let (_temp, home) = home();
+        let mut store = Store::open(&home).expect("open");
+        store.checkpoint_off_thread().expect("checkpoint thread");
+        // The thread names itself once it runs.
+        wait_for("the checkpoint thread", || thread_named("weft-checkpoint"));
+        let main_file = || std::fs::metadata(home.db_path()).map_or(0, |m| m.len());
+        let before = main_file();
+        store
+            .conn
+            .execute_batch("CREATE TABLE filler (b BLOB)")
+            .expect("table");
+        // 1,500 commits of a page each: past the 1,000 pages that ask for
+        // a checkpoint, which SQLite no longer does inside a commit.
+        for _ in 0..1500 {
+            store
+                .conn
+                .execute("INSERT INTO filler VALUES (zeroblob(4000))", [])
+                .expect("insert");
+        }
+        wait_for("the log to reach the main file", || {
+            main_file() > before + 1000 * 4096
+        });
+        drop(store);
+        wait_for("the checkpoint thread to end", || {
+            !thread_named("weft-checkpoint")
+        });
+    }
 
     #[test]
     fn migrations_run_once_and_reopening_is_a_no_op() {
