@@ -116,16 +116,17 @@ export function GraphView({
   useEffect(() => {
     const controller = new AbortController();
     setStatus({ kind: 'loading' });
+    const aborted = () => controller.signal.aborted;
     layout(dot, rankdir, { signal: controller.signal }).then(
-      (markup) => {
-        const canvas = canvasRef.current;
-        if (!canvas) return;
-        // Built off the document: parsed, sized, indexed and decorated
-        // before it replaces the old SVG in one step, with the fitted view
-        // and the ready status committed in the same task. A 2,000-node SVG
-        // then costs one style, layout and paint instead of one for the bare
-        // SVG and more for its decoration and the new view (without a GPU a
-        // paint of it takes 0.2 s or more; docs/performance.md).
+      async (markup) => {
+        if (!canvasRef.current) return;
+        // Built off the document: parsed, then sized, indexed and decorated,
+        // each in a task of its own with a frame between them, before it
+        // replaces the old SVG in one step, with the fitted view and the
+        // ready status committed in the same task. A 2,000-node SVG then
+        // costs the window one style, layout and paint of it, and no frame
+        // waits for all of the work (without a GPU a paint of it alone takes
+        // 0.2 s or more; docs/performance.md).
         const holder = document.createElement('div');
         holder.innerHTML = markup;
         const svg = holder.querySelector('svg');
@@ -133,11 +134,17 @@ export function GraphView({
           setStatus({ kind: 'failed', message: 'Graphviz returned no SVG' });
           return;
         }
+        const big = markup.length > SPLIT_ABOVE_CHARS;
+        if (big) await afterNextFrame();
+        if (aborted()) return;
         const index = indexSvg(svg);
         const { states: s, visits: v, takenEdges: t, onSelectNode: select } = latest.current;
         const decoration = { states: s, visits: v, takenEdges: t };
         decorate(index, svg, decoration);
         setSelectable(index, select != null);
+        if (big) await afterNextFrame();
+        const canvas = canvasRef.current;
+        if (aborted() || !canvas) return;
         applied.current = { svg, decoration, selectable: select != null };
         // Size the SVG in CSS pixels = user units, so zoom 1 is 1:1.
         // Graphviz writes a viewBox; only without one is the SVG measured,
@@ -366,6 +373,25 @@ export function GraphView({
       </ul>
     </section>
   );
+}
+
+/**
+ * SVG markup above this size (about 700 nodes) is parsed, decorated and
+ * inserted in three tasks with a frame between them; a smaller graph (a run's
+ * 300-node graph is about 0.4 MB) is done in one task, not to add frames to
+ * opening a run.
+ */
+const SPLIT_ABOVE_CHARS = 1_000_000;
+
+/** Resolves in a task after the next frame (at once where there are no frames). */
+function afterNextFrame(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestAnimationFrame !== 'function') {
+      setTimeout(resolve, 0);
+      return;
+    }
+    requestAnimationFrame(() => setTimeout(resolve, 0));
+  });
 }
 
 /** Sets the SVG's size in CSS pixels. */
