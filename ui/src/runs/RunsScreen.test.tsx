@@ -95,6 +95,17 @@ describe('RunsScreen', () => {
     expect(asked).toHaveLength(2);
   });
 
+  it('renders the first page in its very first render when the answer came before it mounted', async () => {
+    const host = makeTestHost(recorded);
+    await prefetchFirstPage(host);
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    // A synchronous act: no promise settles before the check.
+    act(() => root?.render(<RunsScreen host={host} />));
+    expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(recorded.views.length);
+  });
+
   it('shows the page handed over at start, then the fresh answer', async () => {
     const base = makeTestHost(recorded);
     const fresh = await base.runsPage({ limit: PAGE_SIZE, offset: 0, archived: false });
