@@ -118,6 +118,8 @@ return {
                dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd } : null,
   paints,
   mainAt: mainMark ? mainMark.startTime : null,
+  screenAt: (performance.getEntriesByName('weft-runs-screen')[0] || {}).startTime ?? null,
+  answeredAt: (performance.getEntriesByName('weft-first-page-answered')[0] || {}).startTime ?? null,
   handed: performance.getEntriesByName('weft-first-page-handed').length > 0,
   rows: document.querySelectorAll('[data-testid=run-row]').length,
   total: total ? total.innerText : null,
@@ -436,6 +438,8 @@ class Start:
     fcp_holds_row: bool  # the first contentful paint came after the row entered the DOM
     origin_to_probe_ms: float | None
     origin_to_main_ms: float | None  # the app's scripts loaded and run (its `weft-main` mark)
+    origin_to_screen_ms: float | None  # the runs screen's first render in the DOM (`weft-runs-screen`)
+    origin_to_answer_ms: float | None  # the first page's `runs_page` answer in the page (`weft-first-page-answered`)
     handed: bool  # the first page came with the window (src-tauri/src/first_page.rs), not over IPC
     row_to_frame1_ms: float
     row_ms_page: float
@@ -565,6 +569,8 @@ class App:
             fcp_holds_row=fcp is not None and fcp >= p["rowAt"],
             origin_to_probe_ms=p.get("installedAt"),
             origin_to_main_ms=last.get("mainAt"),
+            origin_to_screen_ms=last.get("screenAt"),
+            origin_to_answer_ms=last.get("answeredAt"),
             handed=bool(last.get("handed")),
             row_to_frame1_ms=p["frame1At"] - p["rowAt"],
             row_ms_page=p["rowAt"],
@@ -1026,6 +1032,10 @@ def run(args: argparse.Namespace) -> None:
         ("navigation start → first row in the DOM", [s.row_ms_page for s in starts]),
         ("of which: navigation start → the app's scripts loaded and run (main.tsx's mark)",
          [s.origin_to_main_ms for s in starts]),
+        ("of which: navigation start → the runs screen's first render in the DOM (its mark)",
+         [s.origin_to_screen_ms for s in starts]),
+        ("navigation start → the first page's answer in the page (its mark; the rows follow in a render)",
+         [s.origin_to_answer_ms for s in starts]),
         ("first row in the DOM → first animation frame callback after it", [s.row_to_frame1_ms for s in starts]),
         ("session request → new-session answer", [s.session_ms for s in starts]),
         ("navigation start → first contentful paint (WebKit's paint timing)", [s.origin_to_fcp_ms for s in starts]),

@@ -11,15 +11,22 @@ import { prefetchFirstPage } from './runs/useRunPages';
 // the page's clock (what the start spends before React renders).
 performance.mark('weft-main');
 
-// The runs list is the usual first screen: ask for its rows now, while
-// React renders, rather than once the screen has mounted.
-if (parseRoute(window.location.hash).screen === 'runs') prefetchFirstPage(api);
+// The runs list is the usual first screen: ask for its rows now, and give
+// the answer a moment to come before React's first render. It usually comes
+// within a few tens of ms of this script; rendering first meant a first
+// layout and paint of an empty list (about 0.2 s on a 2-core machine
+// without a GPU) before the render with rows (docs/performance.md).
+const FIRST_PAGE_WAIT_MS = 150;
+const firstPage =
+  parseRoute(window.location.hash).screen === 'runs' ? prefetchFirstPage(api) : Promise.resolve();
 
 const root = document.getElementById('root');
 if (!root) throw new Error('index.html has no #root element');
 
-createRoot(root).render(
-  <StrictMode>
-    <App />
-  </StrictMode>,
+void Promise.race([firstPage, new Promise((resolve) => setTimeout(resolve, FIRST_PAGE_WAIT_MS))]).then(() =>
+  createRoot(root).render(
+    <StrictMode>
+      <App />
+    </StrictMode>,
+  ),
 );

@@ -7,6 +7,7 @@ import {
   type KeyboardEvent,
   type PointerEvent,
 } from 'react';
+import { flushSync } from 'react-dom';
 
 import {
   decorate,
@@ -16,6 +17,7 @@ import {
   STATE_LABELS,
   type GraphIndex,
   type NodeState,
+  type RunDecoration,
 } from './decorate';
 import { DEFAULT_RANKDIR, isAbortError, layout, type Rankdir } from './layout';
 import './graph.css';
@@ -80,45 +82,100 @@ export function GraphView({
   const indexRef = useRef<{ index: GraphIndex; svg: SVGSVGElement } | null>(null);
   const sizeRef = useRef({ width: 0, height: 0 });
 
-  const fit = useCallback(() => {
+  /** The view that fits a `width` × `height` graph in the viewport. */
+  const fitted = useCallback((width: number, height: number): View | null => {
     const viewport = viewportRef.current;
-    const { width, height } = sizeRef.current;
-    if (!viewport || width === 0 || height === 0) return;
+    if (!viewport || width === 0 || height === 0) return null;
     const vw = viewport.clientWidth;
     const vh = viewport.clientHeight;
     const k = clampZoom(Math.min(vw / width, vh / height, 1) * 0.95);
     // Centre when it fits; otherwise start at the top-left (the start node).
     const x = Math.max((vw - width * k) / 2, 8);
     const y = Math.max((vh - height * k) / 2, 8);
-    setView({ x, y, k });
+    return { x, y, k };
   }, []);
+
+  const fit = useCallback(() => {
+    const { width, height } = sizeRef.current;
+    const next = fitted(width, height);
+    if (next) setView(next);
+  }, [fitted]);
+
+  // The props a new SVG is decorated with before it is shown (the layout
+  // resolves after the render that asked for it), and what the SVG on screen
+  // carries, so the effects below do not do the same work twice.
+  const latest = useRef({ states, visits, takenEdges, onSelectNode });
+  latest.current = { states, visits, takenEdges, onSelectNode };
+  const applied = useRef<{
+    svg: SVGSVGElement | null;
+    decoration: RunDecoration | null;
+    selectable: boolean | null;
+  }>({ svg: null, decoration: null, selectable: null });
 
   // Layout: only when the graph text or the direction changes.
   useEffect(() => {
     const controller = new AbortController();
     setStatus({ kind: 'loading' });
+    const aborted = () => controller.signal.aborted;
     layout(dot, rankdir, { signal: controller.signal }).then(
-      (markup) => {
-        const canvas = canvasRef.current;
-        if (!canvas) return;
-        canvas.innerHTML = markup;
-        const svg = canvas.querySelector('svg');
+      async (markup) => {
+        if (!canvasRef.current) return;
+        // Built off the document: parsed, then sized, indexed and decorated,
+        // each in a task of its own with a frame between them, before it
+        // replaces the old SVG in one step, with the fitted view and the
+        // ready status committed in the same task. A 2,000-node SVG then
+        // costs the window one style, layout and paint of it, and no frame
+        // waits for all of the work (without a GPU a paint of it alone takes
+        // 0.2 s or more; docs/performance.md).
+        const holder = document.createElement('div');
+        holder.innerHTML = markup;
+        const svg = holder.querySelector('svg');
         if (!svg) {
           setStatus({ kind: 'failed', message: 'Graphviz returned no SVG' });
           return;
         }
+        const big = markup.length > SPLIT_ABOVE_CHARS;
+        if (big) await afterNextFrame();
+        if (aborted()) return;
+        const index = indexSvg(svg);
+        const { states: s, visits: v, takenEdges: t, onSelectNode: select } = latest.current;
+        const decoration = { states: s, visits: v, takenEdges: t };
+        decorate(index, svg, decoration);
+        setSelectable(index, select != null);
+        if (big) await afterNextFrame();
+        const canvas = canvasRef.current;
+        if (aborted() || !canvas) return;
+        applied.current = { svg, decoration, selectable: select != null };
         // Size the SVG in CSS pixels = user units, so zoom 1 is 1:1.
+        // Graphviz writes a viewBox; only without one is the SVG measured,
+        // which needs it in the document.
         const box = svg.viewBox.baseVal;
-        const width = box && box.width > 0 ? box.width : svg.getBBox().width;
-        const height = box && box.height > 0 ? box.height : svg.getBBox().height;
-        svg.setAttribute('width', String(width));
-        svg.setAttribute('height', String(height));
+        const boxed = box != null && box.width > 0 && box.height > 0;
+        // The viewport's size does not depend on the SVG (the canvas is
+        // positioned absolutely): fit before inserting, so that reading it
+        // does not lay the new SVG out on its own.
+        let view = boxed ? fitted(box.width, box.height) : null;
+        if (boxed) sizeSvg(svg, box.width, box.height);
+        canvas.replaceChildren(svg);
+        if (!boxed) {
+          const measured = svg.getBBox();
+          sizeSvg(
+            svg,
+            box && box.width > 0 ? box.width : measured.width,
+            box && box.height > 0 ? box.height : measured.height,
+          );
+        }
+        const width = Number(svg.getAttribute('width'));
+        const height = Number(svg.getAttribute('height'));
         sizeRef.current = { width, height };
         canvas.setAttribute('data-rankdir', rankdir);
-        indexRef.current = { index: indexSvg(svg), svg };
-        setLayoutGeneration((n) => n + 1);
-        setStatus({ kind: 'ready' });
-        fit();
+        indexRef.current = { index, svg };
+        view ??= fitted(width, height);
+        flushSync(() => {
+          setLayoutGeneration((n) => n + 1);
+          setStatus({ kind: 'ready' });
+          if (view) setView(view);
+        });
       },
       (e: unknown) => {
         if (isAbortError(e)) return;
@@ -126,12 +183,20 @@ export function GraphView({
       },
     );
     return () => controller.abort();
-  }, [dot, rankdir, fit]);
+  }, [dot, rankdir, fitted]);
 
   // Decoration: on every state change, against the current SVG.
   useLayoutEffect(() => {
     const current = indexRef.current;
-    if (current) decorate(current.index, current.svg, { states, visits, takenEdges });
+    if (!current) return;
+    const was = applied.current;
+    const d = was.decoration;
+    if (was.svg === current.svg && d?.states === states && d.visits === visits && d.takenEdges === takenEdges) {
+      return;
+    }
+    const decoration = { states, visits, takenEdges };
+    decorate(current.index, current.svg, decoration);
+    applied.current = { ...was, svg: current.svg, decoration };
   }, [layoutGeneration, states, visits, takenEdges]);
 
   // Wheel zoom about the cursor. Registered natively: React's wheel listener
@@ -218,15 +283,11 @@ export function GraphView({
   useLayoutEffect(() => {
     const current = indexRef.current;
     if (!current) return;
-    for (const { g } of current.index.nodes.values()) {
-      if (onSelectNode) {
-        g.setAttribute('tabindex', '0');
-        g.setAttribute('role', 'button');
-      } else {
-        g.removeAttribute('tabindex');
-        g.removeAttribute('role');
-      }
-    }
+    const selectable = onSelectNode != null;
+    const was = applied.current;
+    if (was.svg === current.svg && was.selectable === selectable) return;
+    setSelectable(current.index, selectable);
+    applied.current = { ...was, svg: current.svg, selectable };
   }, [layoutGeneration, onSelectNode]);
 
   return (
@@ -312,6 +373,44 @@ export function GraphView({
       </ul>
     </section>
   );
+}
+
+/**
+ * SVG markup above this size (about 1,400 nodes of the graph demo's ladder,
+ * 0.73 KB a node) is parsed, decorated and inserted in three tasks with a
+ * frame between them; a smaller graph (300 nodes are about 0.2 MB) is done in
+ * one task, not to add frames to opening a run.
+ */
+const SPLIT_ABOVE_CHARS = 1_000_000;
+
+/** Resolves in a task after the next frame (at once where there are no frames). */
+function afterNextFrame(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestAnimationFrame !== 'function') {
+      setTimeout(resolve, 0);
+      return;
+    }
+    requestAnimationFrame(() => setTimeout(resolve, 0));
+  });
+}
+
+/** Sets the SVG's size in CSS pixels. */
+function sizeSvg(svg: SVGSVGElement, width: number, height: number): void {
+  svg.setAttribute('width', String(width));
+  svg.setAttribute('height', String(height));
+}
+
+/** Nodes are focusable buttons only when selecting them does something. */
+function setSelectable(index: GraphIndex, selectable: boolean): void {
+  for (const { g } of index.nodes.values()) {
+    if (selectable) {
+      g.setAttribute('tabindex', '0');
+      g.setAttribute('role', 'button');
+    } else {
+      g.removeAttribute('tabindex');
+      g.removeAttribute('role');
+    }
+  }
 }
 
 /** Zooms to `k` (clamped) keeping the point (px, py) of the viewport fixed. */

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { isAbortError, LABEL_FONT, LABEL_FONT_SIZE, layout, LayoutClient, NODE_SEP, warmLayout, withLayoutDefaults, withRankdir, type LayoutEngine } from './layout';
+import { isAbortError, LABEL_FONT, LABEL_FONT_SIZE, layout, LayoutClient, NODE_SEP, warmLayout, workerEngine, withLayoutDefaults, withRankdir, type LayoutEngine } from './layout';
 
 const viewBox = (svg: string) => {
   const m = /viewBox="([\d.\s-]+)"/.exec(svg);
@@ -188,5 +188,48 @@ describe('LayoutClient', () => {
     expect(cancels()).toBe(0);
     calls[0]?.resolve('<svg>a</svg>');
     expect(await b).toBe('<svg>a</svg>');
+  });
+});
+
+/** A stand-in for the browser's `Worker` that answers each request with its
+ * DOT text and notes whether it was terminated. */
+class EchoWorker {
+  onmessage: ((event: MessageEvent) => void) | null = null;
+  onerror: ((event: Event) => void) | null = null;
+  terminated = false;
+  postMessage(request: { id: number; dot: string }): void {
+    queueMicrotask(() => this.onmessage?.({ data: { id: request.id, svg: request.dot } } as MessageEvent));
+  }
+  terminate(): void {
+    this.terminated = true;
+  }
+}
+
+describe('workerEngine', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('ends the worker once it has been idle a while, and starts a fresh one for the next graph', async () => {
+    vi.useFakeTimers();
+    const spawned: EchoWorker[] = [];
+    const spawn = () => {
+      const w = new EchoWorker();
+      spawned.push(w);
+      return w as unknown as Worker;
+    };
+    const engine = workerEngine(spawn, undefined, 1_000);
+    expect(await engine.render('a')).toBe('a');
+    vi.advanceTimersByTime(999);
+    expect(await engine.render('b')).toBe('b');
+    // Idle time counts from the last answer: still the first worker.
+    vi.advanceTimersByTime(999);
+    expect(spawned).toHaveLength(1);
+    expect(spawned[0]?.terminated).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(spawned[0]?.terminated).toBe(true);
+    expect(await engine.render('c')).toBe('c');
+    expect(spawned).toHaveLength(2);
+    expect(spawned[1]?.terminated).toBe(false);
   });
 });

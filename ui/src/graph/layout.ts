@@ -242,16 +242,29 @@ export function inProcessEngine(): LayoutEngine {
 }
 
 /**
+ * How long the layout worker may sit idle before it is ended. Its Graphviz
+ * keeps the WebAssembly memory of the largest graph it laid out for as long
+ * as it lives (WebAssembly memory never shrinks), in a web process that
+ * holds most of the app's memory (docs/performance.md). A minute covers
+ * going back and forth between runs; after that, the next graph pays
+ * Graphviz's start again (about half a second, beside the run's own reads).
+ */
+export const WORKER_IDLE_MS = 60_000;
+
+/**
  * Runs Graphviz in a dedicated worker. Cancelling terminates the worker (the
  * wasm call is synchronous and cannot be interrupted otherwise); the next
- * render starts a fresh one. If the worker script cannot be started at all,
- * it switches for good to `fallback`.
+ * render starts a fresh one, as it does after the worker was ended for being
+ * idle `idleMs`. If the worker script cannot be started at all, it switches
+ * for good to `fallback`.
  */
 export function workerEngine(
   spawn: () => Worker,
   fallback: () => LayoutEngine = inProcessEngine,
+  idleMs: number = WORKER_IDLE_MS,
 ): LayoutEngine {
   let worker: Worker | null = null;
+  let idle: ReturnType<typeof setTimeout> | null = null;
   let inProcess: LayoutEngine | null = null;
   let nextId = 1;
   let pending: { id: number; resolve(svg: string): void; reject(e: unknown): void; dot: string } | null =
@@ -266,6 +279,18 @@ export function workerEngine(
     if (p) inProcess.render(p.dot).then(p.resolve, p.reject);
   };
 
+  // The client sends the next render as soon as one settles, so a worker
+  // with nothing pending when the timer fires has been idle all along.
+  const endWhenIdle = () => {
+    if (idle !== null) clearTimeout(idle);
+    idle = setTimeout(() => {
+      idle = null;
+      if (pending) return;
+      worker?.terminate();
+      worker = null;
+    }, idleMs);
+  };
+
   const start = (): Worker | null => {
     let w: Worker;
     try {
@@ -278,6 +303,7 @@ export function workerEngine(
       if (!pending || msg.id !== pending.id) return;
       const p = pending;
       pending = null;
+      endWhenIdle();
       if ('svg' in msg) p.resolve(msg.svg);
       else p.reject(new Error(msg.error));
     };
@@ -293,6 +319,10 @@ export function workerEngine(
   return {
     render(dot) {
       if (inProcess) return inProcess.render(dot);
+      if (idle !== null) {
+        clearTimeout(idle);
+        idle = null;
+      }
       worker ??= start();
       if (!worker) {
         inProcess = fallback();

@@ -95,6 +95,17 @@ describe('RunsScreen', () => {
     expect(asked).toHaveLength(2);
   });
 
+  it('renders the first page in its very first render when the answer came before it mounted', async () => {
+    const host = makeTestHost(recorded);
+    await prefetchFirstPage(host);
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    // A synchronous act: no promise settles before the check.
+    act(() => root?.render(<RunsScreen host={host} />));
+    expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(recorded.views.length);
+  });
+
   it('shows the page handed over at start, then the fresh answer', async () => {
     const base = makeTestHost(recorded);
     const fresh = await base.runsPage({ limit: PAGE_SIZE, offset: 0, archived: false });
@@ -110,6 +121,35 @@ describe('RunsScreen', () => {
     expect(el.querySelectorAll('[data-testid=run-row]'), 'the handed-over rows, before any answer').toHaveLength(2);
     await act(async () => answer(fresh));
     expect(el.querySelectorAll('[data-testid=run-row]')).toHaveLength(recorded.views.length);
+  });
+
+  it('asks for the workflow names and the waiting runs only once the first page is in', async () => {
+    const base = makeTestHost(recorded);
+    const fresh = await base.runsPage({ limit: PAGE_SIZE, offset: 0, archived: false });
+    let answer: (page: typeof fresh) => void = () => {};
+    const asked: string[] = [];
+    const host: Host = {
+      ...base,
+      runsPage: () => new Promise((resolve) => (answer = resolve)),
+      workflowNames: () => {
+        asked.push('workflowNames');
+        return Promise.resolve(['Archived flow']);
+      },
+      questionList: (run) => {
+        asked.push('questionList');
+        return base.questionList(run);
+      },
+    };
+    const el = await render(host);
+    expect(asked, 'nothing beside the first page while the screen waits for it').toEqual([]);
+    await act(async () => answer(fresh));
+    await act(async () => {
+      await new Promise((r) => setTimeout(r, 0));
+    });
+    expect(asked.sort()).toEqual(['questionList', 'workflowNames']);
+    expect([...el.querySelectorAll('[data-testid=runs-workflow] option')].map((o) => o.textContent)).toContain(
+      'Archived flow',
+    );
   });
 
   it('says what failed when the history cannot be read', async () => {

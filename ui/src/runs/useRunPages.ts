@@ -57,13 +57,16 @@ function queryFor(filters: RunFilters, page: number): RunList {
 /**
  * The unfiltered first page, got going before the screen mounted: the page
  * the backend handed over at start (`handed`, shown in the screen's very
- * first render) and the request for it (`asked`, its answer replaces it).
+ * first render) and the request for it (`asked`, its answer replaces it;
+ * `answered` once it is in, so a screen mounting after that renders it at
+ * once).
  */
 interface Early {
   host: Host;
   key: string;
   handed: RunsPage | null;
   asked: Promise<RunsPage>;
+  answered: RunsPage | null;
 }
 let early: Early | null = null;
 
@@ -71,17 +74,28 @@ let early: Early | null = null;
  * Gets the unfiltered list's first page going before React renders
  * (main.tsx calls it): the page the backend handed over at start when
  * there is one, and a request for it in any case, so the answer is on its
- * way while the runs screen mounts. The screen starts from the handed-over
- * page and its first `load(0)` takes the request instead of asking again.
+ * way while the runs screen mounts. The screen starts from the answer when
+ * it is in by then, else from the handed-over page, and its first `load(0)`
+ * takes the request instead of asking again. Resolves when the answer is in
+ * or the request failed, so that the first render can wait for it
+ * (main.tsx).
  */
-export function prefetchFirstPage(host: Host): void {
+export function prefetchFirstPage(host: Host): Promise<void> {
   const asked = host.runsPage(queryFor({}, 0));
-  // Handled by whoever takes it; never an unhandled rejection meanwhile.
-  asked.catch(() => {});
   const handed = host.firstRunsPage?.() ?? null;
   // For tests/app/perf.py: whether the start had its rows handed over.
   performance.mark(handed ? 'weft-first-page-handed' : 'weft-first-page-asked');
-  early = { host, key: keyOf({}), handed, asked };
+  const started: Early = { host, key: keyOf({}), handed, asked, answered: null };
+  early = started;
+  // Also handles a rejection while the screen has not taken the request.
+  return asked.then(
+    (page) => {
+      started.answered = page;
+      // For tests/app/perf.py: when the answer reached the page.
+      performance.mark('weft-first-page-answered');
+    },
+    () => {},
+  );
 }
 
 /** The early page for this list, if any, without taking it. */
@@ -110,7 +124,10 @@ export function useRunPages(host: Host, filters: RunFilters) {
   const key = keyOf(filters);
   const cache = useRef<Pages>(fresh(''));
   // Rendering (not an effect) so the very first frame has the rows.
-  if (cache.current.key !== key) cache.current = startFrom(key, earlyFor(host, key)?.handed ?? null);
+  if (cache.current.key !== key) {
+    const started = earlyFor(host, key);
+    cache.current = startFrom(key, started?.answered ?? started?.handed ?? null);
+  }
   const [, setTick] = useState(0);
   const bump = useCallback(() => setTick((t) => t + 1), []);
   /** Workflow names seen on any page (for the workflow filter). */
@@ -130,8 +147,9 @@ export function useRunPages(host: Host, filters: RunFilters) {
         for (const run of res.runs) workflows.current.add(run.workflow_name);
         bump();
       };
-      // Started from a handed-over page: its fresh answer replaces it.
-      if (taken?.handed) {
+      // Started from the answer, or from a handed-over page that its fresh
+      // answer replaces (for both, the answer adds its workflow names).
+      if (taken?.handed || taken?.answered) {
         taken.asked.then(answered, () => {});
         return;
       }
