@@ -216,6 +216,14 @@ impl<'src> Lexer<'src> {
     /// Skips whitespace and comments. An unterminated block comment is an
     /// error pointing at its opening `/*`.
     fn skip_trivia(&mut self) -> Result<(), LexError> {
+        // The usual case: one space between two tokens.
+        if self.peek_byte(0) == Some(b' ')
+            && !matches!(self.peek_byte(1), Some(b' ' | b'\t' | b'\r' | b'\n' | b'/'))
+        {
+            self.pos += 1;
+            self.column += 1;
+            return Ok(());
+        }
         loop {
             match self.peek_byte(0) {
                 Some(b'\n') => self.bump(),
@@ -356,47 +364,60 @@ impl<'src> Lexer<'src> {
             b',' => single(self, Kind::Comma),
             b'"' => self.quoted(start),
             b'-' if self.peek_byte(1) == Some(b'>') => {
-                self.bump();
-                self.bump();
+                self.pos += 2;
+                self.column += 2;
                 Ok(Lexeme {
                     kind: Kind::Arrow,
                     span: self.finish(start),
                 })
             }
+            // `--` before words, which `-` may start.
+            b'-' if self.peek_byte(1) == Some(b'-') => Err(self.unexpected(start, b)),
+            _ if is_word_byte(b) => Ok(self.bare_word(start)),
+            _ => Err(self.unexpected(start, b)),
+        }
+    }
+
+    /// The error for a byte no token starts with: kept out of
+    /// [`Lexer::lex`], which runs for every token and never needs it on a
+    /// valid file.
+    #[cold]
+    #[inline(never)]
+    fn unexpected(&mut self, start: Span, b: u8) -> LexError {
+        match b {
             b'-' if self.peek_byte(1) == Some(b'-') => {
                 self.bump();
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "undirected edge `--` is not supported",
                     Some("workflows are directed graphs: use `->`"),
-                ))
+                )
             }
             b':' => {
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "node ports (`node:port`) are not supported",
                     Some("connect the nodes directly: `a -> b`"),
-                ))
+                )
             }
             b'<' => {
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "HTML labels (`<...>`) are not supported",
                     Some("use a quoted string: label=\"...\""),
-                ))
+                )
             }
             b'#' => {
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "unexpected `#`",
                     Some("comments start with `//` or `/*`"),
-                ))
+                )
             }
-            _ if is_word_byte(b) => Ok(self.bare_word(start)),
             _ => {
                 let ch = self
                     .src
@@ -406,11 +427,11 @@ impl<'src> Lexer<'src> {
                 for _ in 0..ch.len_utf8() {
                     self.bump();
                 }
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     format!("unexpected character `{ch}`"),
                     None,
-                ))
+                )
             }
         }
     }
