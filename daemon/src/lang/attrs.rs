@@ -220,6 +220,54 @@ static KNOWN: LazyLock<FxHashMap<&'static str, KeyInfo>> = LazyLock::new(|| {
     map
 });
 
+/// How many slots [`SLOTS`] has: a power of two, several times the number
+/// of known names, so that most lookups probe one slot.
+const SLOT_COUNT: usize = 1024;
+
+/// The known names again, by [`slot_of`] with linear probing: what
+/// [`Key::new`] searches for every attribute the parser reads. Hashing
+/// the length and three bytes costs a few instructions, where hashing the
+/// whole name for [`KNOWN`] cost most of a lookup.
+static SLOTS: LazyLock<Vec<Option<&'static KeyInfo>>> = LazyLock::new(|| {
+    let mut slots: Vec<Option<&'static KeyInfo>> = vec![None; SLOT_COUNT];
+    for info in KNOWN.values() {
+        let mut at = slot_of(info.name.as_bytes());
+        while slots[at].is_some() {
+            at = (at + 1) % SLOT_COUNT;
+        }
+        slots[at] = Some(info);
+    }
+    slots
+});
+
+/// Where the search for `name` starts in [`SLOTS`].
+fn slot_of(name: &[u8]) -> usize {
+    let len = name.len();
+    let byte = |i: usize| name.get(i).map_or(0, |&b| usize::from(b));
+    let mixed = len.wrapping_mul(0x9E37)
+        ^ byte(0).wrapping_mul(0x61)
+        ^ byte(len / 2).wrapping_mul(0x1F3)
+        ^ byte(len.wrapping_sub(1)).wrapping_mul(0x3B5);
+    (mixed ^ (mixed >> 10)) % SLOT_COUNT
+}
+
+/// The table entry of a known name.
+fn known(name: &str) -> Option<&'static KeyInfo> {
+    let slots: &'static [Option<&'static KeyInfo>] = &SLOTS;
+    let mut at = slot_of(name.as_bytes());
+    // The table is never full, so an empty slot ends every search.
+    for _ in 0..SLOT_COUNT {
+        match slots.get(at).copied().flatten() {
+            None => return None,
+            Some(info) if info.name.len() == name.len() && info.name == name => {
+                return Some(info);
+            }
+            Some(_) => at = (at + 1) % SLOT_COUNT,
+        }
+    }
+    None
+}
+
 fn table(scope: Scope) -> &'static [(&'static str, ValueType)] {
     match scope {
         Scope::Graph => GRAPH_ATTRS,
@@ -267,7 +315,7 @@ impl Key {
     /// The key for `name`, interned when the language knows it.
     #[must_use]
     pub fn new(name: &str) -> Key {
-        match KNOWN.get(name) {
+        match known(name) {
             Some(info) => Key(KeyName::Known(info)),
             None => Key(KeyName::Other(Box::new(name.into()))),
         }
@@ -481,10 +529,10 @@ impl Attrs {
     /// leaving this one empty with its capacity (a reusable buffer).
     pub(crate) fn take_exact(&mut self) -> Attrs {
         let index = self.index.take();
-        Attrs {
-            list: self.list.drain(..).collect(),
-            index,
-        }
+        let mut list = Vec::with_capacity(self.list.len());
+        // One copy of the whole block rather than a move per entry.
+        list.append(&mut self.list);
+        Attrs { list, index }
     }
 
     /// Adds every attribute of `other`, later wins.
@@ -649,6 +697,19 @@ mod tests {
         assert!(known == Key::new("label") && other == Key::new("lable"));
         assert!(known != other && other.static_name().is_none());
         assert_eq!((known.as_str(), other.as_str()), ("label", "lable"));
+    }
+
+    #[test]
+    fn every_known_name_is_found_by_its_slot_and_no_other_name_is() {
+        for (name, info) in KNOWN.iter() {
+            assert!(
+                known(name).is_some_and(|found| std::ptr::eq(found, info)),
+                "{name}"
+            );
+        }
+        for name in ["", "labe", "labels", "x", "acp.", "human.default_choic"] {
+            assert!(known(name).is_none(), "{name}");
+        }
     }
 
     #[test]

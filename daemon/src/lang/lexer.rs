@@ -3,12 +3,53 @@
 //! Hand-written for speed and for precise errors. It tracks line and column
 //! (in characters) as it advances, so every token carries a ready [`Span`]
 //! without a second pass over the text.
+//!
+//! The parser reads [`Lexeme`]s: a kind and a span, twenty bytes, copied
+//! rather than moved through every call. A word's or a string's text is
+//! sliced from the source when the parser asks for it ([`Lexer::word`],
+//! [`Lexer::string`]), and a string's escapes are decoded only then, so the
+//! lexer itself allocates nothing. (The tests read the same tokens with
+//! their text attached, from `Lexer::next_token`.)
 
 use std::borrow::Cow;
 
 use super::span::{Span, to_u32};
 
-/// What a token is.
+/// What a token is, without its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A bare word: identifier, number, duration, keyword or bare string
+    /// such as `gpt-5.2-codex`. The parser decides which.
+    Word,
+    /// A double-quoted string without escapes: its text is the source
+    /// between the quotes.
+    Str,
+    /// A double-quoted string with at least one backslash, decoded on
+    /// demand ([`Lexer::string`]).
+    EscapedStr,
+    LBrace,
+    RBrace,
+    LBracket,
+    RBracket,
+    Equals,
+    Semicolon,
+    Comma,
+    /// `->`
+    Arrow,
+    Eof,
+}
+
+/// A token as the parser reads it: its kind and where it stands. The span
+/// of a string includes its quotes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Lexeme {
+    pub kind: Kind,
+    pub span: Span,
+}
+
+/// What a token is, with its text: what [`Lexer::next_token`] hands out.
+/// The parser reads [`Lexeme`]s instead; the lexer's tests read these.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TokenKind<'src> {
     /// A bare word: identifier, number, duration, keyword or bare string
@@ -28,27 +69,27 @@ pub(crate) enum TokenKind<'src> {
     Eof,
 }
 
-impl TokenKind<'_> {
-    /// How the token reads in an error message.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match self {
-            TokenKind::Word(w) => format!("`{w}`"),
-            TokenKind::Str(_) => "a quoted string".to_string(),
-            TokenKind::LBrace => "`{`".to_string(),
-            TokenKind::RBrace => "`}`".to_string(),
-            TokenKind::LBracket => "`[`".to_string(),
-            TokenKind::RBracket => "`]`".to_string(),
-            TokenKind::Equals => "`=`".to_string(),
-            TokenKind::Semicolon => "`;`".to_string(),
-            TokenKind::Comma => "`,`".to_string(),
-            TokenKind::Arrow => "`->`".to_string(),
-            TokenKind::Eof => "the end of the file".to_string(),
-        }
+/// How a token of `kind` reads in an error message; `word` is the text of
+/// a [`Kind::Word`].
+#[must_use]
+pub(crate) fn describe(kind: Kind, word: &str) -> String {
+    match kind {
+        Kind::Word => format!("`{word}`"),
+        Kind::Str | Kind::EscapedStr => "a quoted string".to_string(),
+        Kind::LBrace => "`{`".to_string(),
+        Kind::RBrace => "`}`".to_string(),
+        Kind::LBracket => "`[`".to_string(),
+        Kind::RBracket => "`]`".to_string(),
+        Kind::Equals => "`=`".to_string(),
+        Kind::Semicolon => "`;`".to_string(),
+        Kind::Comma => "`,`".to_string(),
+        Kind::Arrow => "`->`".to_string(),
+        Kind::Eof => "the end of the file".to_string(),
     }
 }
 
 /// A token and where it stands in the source.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Token<'src> {
     pub kind: TokenKind<'src>,
@@ -70,7 +111,15 @@ pub(crate) struct Lexer<'src> {
     pos: usize,
     line: u32,
     column: u32,
+    /// True when the whole source is ASCII (checked once, up front): a
+    /// column then advances by the bytes passed, without counting
+    /// characters run by run.
+    ascii: bool,
 }
+
+/// Strings up to this many bytes are scanned byte by byte; longer ones by a
+/// vectorised search, whose set-up costs more than a short string.
+const SHORT_STRING: usize = 16;
 
 impl<'src> Lexer<'src> {
     /// A lexer positioned at the start of `src`.
@@ -82,6 +131,7 @@ impl<'src> Lexer<'src> {
             pos: 0,
             line: 1,
             column: 1,
+            ascii: src.is_ascii(),
         }
     }
 
@@ -110,21 +160,30 @@ impl<'src> Lexer<'src> {
         self.advance_in_line(rest.iter().position(|&b| !keep(b)).unwrap_or(rest.len()));
     }
 
-    /// Moves to the next `"`, `\\` or newline inside a string, using a
-    /// vectorised search: string bodies (scripts, prompts) are most of a
-    /// workflow's bytes.
+    /// Moves to the next `"`, `\\` or newline inside a string: byte by
+    /// byte over the first few bytes (labels, conditions and classes are
+    /// short), then by a vectorised search (scripts and prompts are most
+    /// of a workflow's bytes).
     fn skip_string_body(&mut self) {
         let rest = self.bytes.get(self.pos..).unwrap_or_default();
-        self.advance_in_line(memchr::memchr3(b'"', b'\\', b'\n', rest).unwrap_or(rest.len()));
+        let head = rest.get(..SHORT_STRING).unwrap_or(rest);
+        let len = match head.iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n')) {
+            Some(at) => at,
+            None => {
+                let tail = rest.get(head.len()..).unwrap_or_default();
+                head.len() + memchr::memchr3(b'"', b'\\', b'\n', tail).unwrap_or(tail.len())
+            }
+        };
+        self.advance_in_line(len);
     }
 
     /// Moves `len` bytes forward over text without a newline, so the column
     /// can be updated once for the whole run.
     fn advance_in_line(&mut self, len: usize) {
-        let run = self.bytes.get(self.pos..self.pos + len).unwrap_or_default();
-        let chars = if run.is_ascii() {
+        let chars = if self.ascii {
             len
         } else {
+            let run = self.bytes.get(self.pos..self.pos + len).unwrap_or_default();
             run.iter().filter(|&&b| b & 0xC0 != 0x80).count()
         };
         self.pos += len;
@@ -157,6 +216,14 @@ impl<'src> Lexer<'src> {
     /// Skips whitespace and comments. An unterminated block comment is an
     /// error pointing at its opening `/*`.
     fn skip_trivia(&mut self) -> Result<(), LexError> {
+        // The usual case: one space between two tokens.
+        if self.peek_byte(0) == Some(b' ')
+            && !matches!(self.peek_byte(1), Some(b' ' | b'\t' | b'\r' | b'\n' | b'/'))
+        {
+            self.pos += 1;
+            self.column += 1;
+            return Ok(());
+        }
         loop {
             match self.peek_byte(0) {
                 Some(b'\n') => self.bump(),
@@ -195,74 +262,162 @@ impl<'src> Lexer<'src> {
         }
     }
 
-    /// The next token; [`TokenKind::Eof`] at the end, forever after.
+    /// The next token, with its text: [`Lexer::lex`], then the text sliced
+    /// and decoded. [`TokenKind::Eof`] at the end, forever after.
+    #[cfg(test)]
     pub(crate) fn next_token(&mut self) -> Result<Token<'src>, LexError> {
+        let lexeme = self.lex()?;
+        let kind = match lexeme.kind {
+            Kind::Word => TokenKind::Word(self.word(lexeme)),
+            Kind::Str | Kind::EscapedStr => TokenKind::Str(self.string(lexeme)),
+            Kind::LBrace => TokenKind::LBrace,
+            Kind::RBrace => TokenKind::RBrace,
+            Kind::LBracket => TokenKind::LBracket,
+            Kind::RBracket => TokenKind::RBracket,
+            Kind::Equals => TokenKind::Equals,
+            Kind::Semicolon => TokenKind::Semicolon,
+            Kind::Comma => TokenKind::Comma,
+            Kind::Arrow => TokenKind::Arrow,
+            Kind::Eof => TokenKind::Eof,
+        };
+        Ok(Token {
+            kind,
+            span: lexeme.span,
+        })
+    }
+
+    /// The text of a [`Kind::Word`] (of any token: the source it spans).
+    #[must_use]
+    pub(crate) fn word(&self, lexeme: Lexeme) -> &'src str {
+        self.src
+            .get(lexeme.span.start as usize..lexeme.span.end as usize)
+            .unwrap_or("")
+    }
+
+    /// The text of a quoted string: borrowed from the source when it has
+    /// no escapes, else decoded. Decodes `\"`, `\\`, `\n`, `\t`; a
+    /// backslash before a newline continues the line (both are dropped, as
+    /// Graphviz does); any other backslash is kept as written so regexes
+    /// such as `^v\d+` survive.
+    #[must_use]
+    pub(crate) fn string(&self, lexeme: Lexeme) -> Cow<'src, str> {
+        let start = lexeme.span.start as usize + 1;
+        let end = (lexeme.span.end as usize).saturating_sub(1).max(start);
+        let body = self.src.get(start..end).unwrap_or("");
+        if lexeme.kind == Kind::Str {
+            return Cow::Borrowed(body);
+        }
+        let bytes = body.as_bytes();
+        let mut out = String::with_capacity(body.len());
+        let mut seg = 0;
+        let mut at = 0;
+        while let Some(found) = memchr::memchr(b'\\', bytes.get(at..).unwrap_or_default()) {
+            let slash = at + found;
+            out.push_str(body.get(seg..slash).unwrap_or(""));
+            let (decoded, skip) = match bytes.get(slash + 1) {
+                Some(b'"') => (Some('"'), 2),
+                Some(b'\\') => (Some('\\'), 2),
+                Some(b'n') => (Some('\n'), 2),
+                Some(b't') => (Some('\t'), 2),
+                Some(b'\n') => (None, 2),
+                Some(b'\r') if bytes.get(slash + 2) == Some(&b'\n') => (None, 3),
+                // Kept verbatim (regexes, `\l`); the next byte is read as
+                // ordinary text.
+                _ => (Some('\\'), 1),
+            };
+            if let Some(c) = decoded {
+                out.push(c);
+            }
+            at = slash + skip;
+            seg = at;
+        }
+        out.push_str(body.get(seg..).unwrap_or(""));
+        Cow::Owned(out)
+    }
+
+    /// The next token's kind and span; [`Kind::Eof`] at the end, forever
+    /// after.
+    pub(crate) fn lex(&mut self) -> Result<Lexeme, LexError> {
         self.skip_trivia()?;
         let start = self.here();
         let Some(b) = self.peek_byte(0) else {
-            return Ok(Token {
-                kind: TokenKind::Eof,
+            return Ok(Lexeme {
+                kind: Kind::Eof,
                 span: start,
             });
         };
         let single = |lexer: &mut Self, kind| {
-            lexer.bump();
-            Ok(Token {
+            lexer.pos += 1;
+            lexer.column += 1;
+            Ok(Lexeme {
                 kind,
                 span: lexer.finish(start),
             })
         };
         match b {
-            b'{' => single(self, TokenKind::LBrace),
-            b'}' => single(self, TokenKind::RBrace),
-            b'[' => single(self, TokenKind::LBracket),
-            b']' => single(self, TokenKind::RBracket),
-            b'=' => single(self, TokenKind::Equals),
-            b';' => single(self, TokenKind::Semicolon),
-            b',' => single(self, TokenKind::Comma),
-            b'"' => self.string(start),
+            b'{' => single(self, Kind::LBrace),
+            b'}' => single(self, Kind::RBrace),
+            b'[' => single(self, Kind::LBracket),
+            b']' => single(self, Kind::RBracket),
+            b'=' => single(self, Kind::Equals),
+            b';' => single(self, Kind::Semicolon),
+            b',' => single(self, Kind::Comma),
+            b'"' => self.quoted(start),
             b'-' if self.peek_byte(1) == Some(b'>') => {
-                self.bump();
-                self.bump();
-                Ok(Token {
-                    kind: TokenKind::Arrow,
+                self.pos += 2;
+                self.column += 2;
+                Ok(Lexeme {
+                    kind: Kind::Arrow,
                     span: self.finish(start),
                 })
             }
+            // `--` before words, which `-` may start.
+            b'-' if self.peek_byte(1) == Some(b'-') => Err(self.unexpected(start, b)),
+            _ if is_word_byte(b) => Ok(self.bare_word(start)),
+            _ => Err(self.unexpected(start, b)),
+        }
+    }
+
+    /// The error for a byte no token starts with: kept out of
+    /// [`Lexer::lex`], which runs for every token and never needs it on a
+    /// valid file.
+    #[cold]
+    #[inline(never)]
+    fn unexpected(&mut self, start: Span, b: u8) -> LexError {
+        match b {
             b'-' if self.peek_byte(1) == Some(b'-') => {
                 self.bump();
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "undirected edge `--` is not supported",
                     Some("workflows are directed graphs: use `->`"),
-                ))
+                )
             }
             b':' => {
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "node ports (`node:port`) are not supported",
                     Some("connect the nodes directly: `a -> b`"),
-                ))
+                )
             }
             b'<' => {
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "HTML labels (`<...>`) are not supported",
                     Some("use a quoted string: label=\"...\""),
-                ))
+                )
             }
             b'#' => {
                 self.bump();
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     "unexpected `#`",
                     Some("comments start with `//` or `/*`"),
-                ))
+                )
             }
-            _ if is_word_byte(b) => Ok(self.word(start)),
             _ => {
                 let ch = self
                     .src
@@ -272,19 +427,18 @@ impl<'src> Lexer<'src> {
                 for _ in 0..ch.len_utf8() {
                     self.bump();
                 }
-                Err(self.error(
+                self.error(
                     self.finish(start),
                     format!("unexpected character `{ch}`"),
                     None,
-                ))
+                )
             }
         }
     }
 
     /// A bare word: letters, digits, `_`, `.` and `-` (but not the `-` of a
     /// following `->`, so `a->b` lexes as three tokens).
-    fn word(&mut self, start: Span) -> Token<'src> {
-        let from = self.pos;
+    fn bare_word(&mut self, start: Span) -> Lexeme {
         loop {
             self.skip_run(|b| WORD_BYTES[usize::from(b)] == WORD);
             // A `-` continues the word unless it starts `->`.
@@ -294,23 +448,18 @@ impl<'src> Lexer<'src> {
                 break;
             }
         }
-        let text = self.src.get(from..self.pos).unwrap_or("");
-        Token {
-            kind: TokenKind::Word(text),
+        Lexeme {
+            kind: Kind::Word,
             span: self.finish(start),
         }
     }
 
-    /// A double-quoted string. Decodes `\"`, `\\`, `\n`, `\t`; a backslash
-    /// before a newline continues the line (both are dropped, as Graphviz
-    /// does); any other backslash is kept as written so regexes such as
-    /// `^v\d+` survive. Raw newlines are allowed.
-    fn string(&mut self, start: Span) -> Result<Token<'src>, LexError> {
+    /// A double-quoted string, found but not decoded ([`Lexer::string`]
+    /// decodes it). A backslash escapes the byte after it, whatever it is,
+    /// so `\"` does not end the string; raw newlines are allowed.
+    fn quoted(&mut self, start: Span) -> Result<Lexeme, LexError> {
         self.bump(); // opening quote
-        let from = self.pos;
-        // Fast path: no escapes, borrow the text.
-        let mut owned: Option<String> = None;
-        let mut seg = from;
+        let mut kind = Kind::Str;
         loop {
             match self.peek_byte(0) {
                 None => {
@@ -323,41 +472,16 @@ impl<'src> Lexer<'src> {
                     ));
                 }
                 Some(b'"') => {
-                    let text = self.src.get(seg..self.pos).unwrap_or("");
                     self.bump();
-                    let kind = match owned {
-                        Some(mut s) => {
-                            s.push_str(text);
-                            TokenKind::Str(Cow::Owned(s))
-                        }
-                        None => TokenKind::Str(Cow::Borrowed(text)),
-                    };
-                    return Ok(Token {
+                    return Ok(Lexeme {
                         kind,
                         span: self.finish(start),
                     });
                 }
                 Some(b'\\') => {
-                    let buf = owned.get_or_insert_with(String::new);
-                    buf.push_str(self.src.get(seg..self.pos).unwrap_or(""));
-                    let next = self.peek_byte(1);
+                    kind = Kind::EscapedStr;
                     self.bump();
-                    match next {
-                        Some(b'"') => buf.push('"'),
-                        Some(b'\\') => buf.push('\\'),
-                        Some(b'n') => buf.push('\n'),
-                        Some(b't') => buf.push('\t'),
-                        Some(b'\n') => {}
-                        Some(b'\r') if self.peek_byte(1) == Some(b'\n') => self.bump(),
-                        // Keep unknown escapes verbatim (regexes, `\l`).
-                        Some(_) | None => {
-                            buf.push('\\');
-                            seg = self.pos;
-                            continue;
-                        }
-                    }
                     self.bump();
-                    seg = self.pos;
                 }
                 Some(b'\n') => self.bump(),
                 Some(_) => self.skip_string_body(),

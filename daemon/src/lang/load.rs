@@ -239,15 +239,22 @@ pub(super) fn assemble(
             value_span: span,
         });
     }
-    render_templates(
-        &mut graph,
-        &wf.source,
-        options,
-        &mut chain.budget.fuel,
-        &mut wf.diagnostics,
-    );
-    // Templates may have rewritten `shape` or `type`: resolve handlers again.
-    graph.finish();
+    // Every value comes from the source, an inlined file or `--goal`: when
+    // none of them can hold a template, pass 2 would walk every attribute
+    // to change nothing.
+    if options.goal.is_some() || !wf.file_refs.is_empty() || template::may_hold_template(&wf.source)
+    {
+        render_templates(
+            &mut graph,
+            &wf.source,
+            options,
+            &mut chain.budget.fuel,
+            &mut wf.diagnostics,
+        );
+        // Templates may have rewritten `shape` or `type`: resolve handlers
+        // again.
+        graph.finish();
+    }
     // After this file's templates, so spliced text (already rendered in its
     // own file) is never rendered twice.
     let mut sheets = Vec::new();

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use super::attrs::{Attr, Attrs, Key, Scope};
 use super::diagnostic::Diagnostic;
 use super::graph::{Edge, Graph, NodeId};
-use super::lexer::{LexError, Lexer, Token, TokenKind};
+use super::lexer::{self, Kind, LexError, Lexeme, Lexer};
 use super::span::Span;
 use super::value::{Duration, Text, Value, ValueType};
 
@@ -69,6 +69,10 @@ pub(crate) fn parse_within(src: &str, budget: u64) -> Result<Parsed, Box<Diagnos
     // of typical workflow text), so growth does not copy the arrays.
     let estimate = src.len() / 300;
     parser.graph.reserve(estimate, estimate * 2);
+    // And about two short values per node that no other attribute writes
+    // (a label, a command): the table of shared values would otherwise be
+    // rebuilt at every doubling.
+    parser.texts.reserve(estimate * 2);
     parser.file().map_err(Box::new)?;
     parser.graph.finish();
     Ok(Parsed {
@@ -93,7 +97,7 @@ struct Frame {
 
 struct Parser<'src> {
     lexer: Lexer<'src>,
-    tok: Token<'src>,
+    tok: Lexeme,
     graph: Graph,
     frames: Vec<Frame>,
     diagnostics: Vec<Diagnostic>,
@@ -108,6 +112,11 @@ struct Parser<'src> {
     expansion_left: u64,
     /// The short values read so far, each held once (see [`SHARED_UP_TO`]).
     texts: hashbrown::HashSet<Text>,
+    /// The ids of an edge chain (`a -> b -> c`) and then their shared
+    /// handles, reused by every edge statement so that one costs no
+    /// allocation of its own.
+    chain: Vec<(&'src str, Span)>,
+    chain_ids: Vec<NodeId>,
 }
 
 /// Values up to this many bytes are shared between the attributes that
@@ -166,7 +175,7 @@ pub(crate) fn label_class(label: &str) -> String {
 impl<'src> Parser<'src> {
     fn new(src: &'src str, budget: u64) -> PResult<Self> {
         let mut lexer = Lexer::new(src);
-        let tok = lexer.next_token().map_err(lex_diag)?;
+        let tok = lexer.lex().map_err(lex_diag)?;
         Ok(Parser {
             lexer,
             tok,
@@ -178,6 +187,8 @@ impl<'src> Parser<'src> {
             member_at: Vec::new(),
             expansion_left: budget,
             texts: hashbrown::HashSet::new(),
+            chain: Vec::new(),
+            chain_ids: Vec::new(),
         })
     }
 
@@ -201,21 +212,43 @@ impl<'src> Parser<'src> {
         }
     }
 
-    fn advance(&mut self) -> PResult<Token<'src>> {
-        let next = self.lexer.next_token().map_err(lex_diag)?;
+    fn advance(&mut self) -> PResult<Lexeme> {
+        let next = self.lexer.lex().map_err(lex_diag)?;
         Ok(std::mem::replace(&mut self.tok, next))
+    }
+
+    /// The current token's text, when it is a word.
+    fn word(&self) -> Option<&'src str> {
+        (self.tok.kind == Kind::Word).then(|| self.lexer.word(self.tok))
+    }
+
+    /// The current token's text, when it is a quoted string without
+    /// escapes (the only kind that can spell a dotted node id).
+    fn plain_string(&self) -> Option<&'src str> {
+        match self.tok.kind {
+            Kind::Str => match self.lexer.string(self.tok) {
+                Cow::Borrowed(text) => Some(text),
+                Cow::Owned(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// How the current token reads in an error message.
+    fn describe(&self) -> String {
+        lexer::describe(self.tok.kind, self.lexer.word(self.tok))
     }
 
     fn unexpected(&self, expected: &str) -> Diagnostic {
         Diagnostic::error(
             SYNTAX,
-            format!("expected {expected}, found {}", self.tok.kind.describe()),
+            format!("expected {expected}, found {}", self.describe()),
         )
         .at(self.tok.span)
     }
 
-    fn expect(&mut self, kind: &TokenKind<'_>, expected: &str) -> PResult<Token<'src>> {
-        if std::mem::discriminant(&self.tok.kind) == std::mem::discriminant(kind) {
+    fn expect(&mut self, kind: Kind, expected: &str) -> PResult<Lexeme> {
+        if self.tok.kind == kind {
             self.advance()
         } else {
             Err(self.unexpected(expected))
@@ -223,10 +256,7 @@ impl<'src> Parser<'src> {
     }
 
     fn file(&mut self) -> PResult<()> {
-        let (kw, span) = match &self.tok.kind {
-            TokenKind::Word(w) => (keyword(w), self.tok.span),
-            _ => (None, self.tok.span),
-        };
+        let (kw, span) = (self.word().and_then(keyword), self.tok.span);
         match kw {
             Some("digraph") => {}
             Some("strict") => {
@@ -246,14 +276,19 @@ impl<'src> Parser<'src> {
             _ => return Err(self.unexpected("`digraph`")),
         }
         self.advance()?;
-        let name = match &self.tok.kind {
-            TokenKind::Word(w) if is_identifier(w) && keyword(w).is_none() => w.to_string(),
-            TokenKind::LBrace => {
+        let name = match self.tok.kind {
+            Kind::Word
+                if is_identifier(self.lexer.word(self.tok))
+                    && keyword(self.lexer.word(self.tok)).is_none() =>
+            {
+                self.lexer.word(self.tok).to_string()
+            }
+            Kind::LBrace => {
                 return Err(Diagnostic::error(SYNTAX, "the graph needs a name")
                     .at(self.tok.span)
                     .with_hint("write `digraph MyWorkflow {`"));
             }
-            TokenKind::Str(_) => {
+            Kind::Str | Kind::EscapedStr => {
                 return Err(Diagnostic::error(
                     SYNTAX,
                     "the graph name must be an identifier, not a quoted string",
@@ -266,12 +301,17 @@ impl<'src> Parser<'src> {
         let name_tok = self.advance()?;
         self.graph.name = name;
         self.graph.span = name_tok.span;
-        self.expect(&TokenKind::LBrace, "`{` after the graph name")?;
+        self.expect(Kind::LBrace, "`{` after the graph name")?;
         self.statements()?;
-        self.expect(&TokenKind::RBrace, "`}` to close the graph")?;
-        match &self.tok.kind {
-            TokenKind::Eof => Ok(()),
-            TokenKind::Word(w) if matches!(keyword(w), Some("digraph" | "graph" | "strict")) => {
+        self.expect(Kind::RBrace, "`}` to close the graph")?;
+        match self.tok.kind {
+            Kind::Eof => Ok(()),
+            Kind::Word
+                if matches!(
+                    keyword(self.lexer.word(self.tok)),
+                    Some("digraph" | "graph" | "strict")
+                ) =>
+            {
                 Err(
                     Diagnostic::error(SYNTAX, "only one graph per file is supported")
                         .at(self.tok.span)
@@ -280,10 +320,7 @@ impl<'src> Parser<'src> {
             }
             _ => Err(Diagnostic::error(
                 SYNTAX,
-                format!(
-                    "unexpected {} after the end of the graph",
-                    self.tok.kind.describe()
-                ),
+                format!("unexpected {} after the end of the graph", self.describe()),
             )
             .at(self.tok.span)
             .with_hint("everything must be inside `digraph Name { ... }`")),
@@ -295,13 +332,13 @@ impl<'src> Parser<'src> {
     /// loop, so nesting costs heap (bounded by [`MAX_NESTING`]), not stack.
     fn statements(&mut self) -> PResult<()> {
         loop {
-            match &self.tok.kind {
-                TokenKind::RBrace if self.in_subgraph() => {
+            match self.tok.kind {
+                Kind::RBrace if self.in_subgraph() => {
                     self.advance()?;
                     self.close_subgraph()?;
                 }
-                TokenKind::RBrace => return Ok(()),
-                TokenKind::Eof => {
+                Kind::RBrace => return Ok(()),
+                Kind::Eof => {
                     return Err(Diagnostic::error(
                         SYNTAX,
                         "unexpected end of file: a `{` is never closed",
@@ -309,7 +346,7 @@ impl<'src> Parser<'src> {
                     .at(self.tok.span)
                     .with_hint("add the missing `}`"));
                 }
-                TokenKind::Semicolon => {
+                Kind::Semicolon => {
                     self.advance()?;
                 }
                 _ => self.statement()?,
@@ -328,13 +365,13 @@ impl<'src> Parser<'src> {
     }
 
     fn statement(&mut self) -> PResult<()> {
-        let word = match &self.tok.kind {
-            TokenKind::Word(w) => *w,
-            TokenKind::LBrace => return self.subgraph(),
-            TokenKind::Str(Cow::Borrowed(s)) if is_dotted_id(s) => {
+        let word = match self.tok.kind {
+            Kind::Word => self.lexer.word(self.tok),
+            Kind::LBrace => return self.subgraph(),
+            Kind::Str if self.plain_string().is_some_and(is_dotted_id) => {
                 return self.node_or_edge_or_decl();
             }
-            TokenKind::Str(_) => {
+            Kind::Str | Kind::EscapedStr => {
                 return Err(Diagnostic::error(SYNTAX, "quoted node ids are not supported")
                     .at(self.tok.span)
                     .with_hint("name nodes with identifiers (letters, digits, underscores) and put display text in `label`"));
@@ -363,10 +400,10 @@ impl<'src> Parser<'src> {
             Some("subgraph") => {
                 self.advance()?;
                 // The subgraph's name only matters to Graphviz (`cluster_*`).
-                if matches!(&self.tok.kind, TokenKind::Word(w) if keyword(w).is_none()) {
+                if self.word().is_some_and(|w| keyword(w).is_none()) {
                     self.advance()?;
                 }
-                if self.tok.kind != TokenKind::LBrace {
+                if self.tok.kind != Kind::LBrace {
                     return Err(self.unexpected("`{` to open the subgraph"));
                 }
                 self.subgraph()
@@ -418,7 +455,7 @@ impl<'src> Parser<'src> {
             .last()
             .map_or(0, |f| f.node_defaults.weight() + f.edge_defaults.weight());
         self.charge(inherited)?;
-        self.expect(&TokenKind::LBrace, "`{`")?;
+        self.expect(Kind::LBrace, "`{`")?;
         let parent = self.frames.last();
         let frame = Frame {
             node_defaults: parent.map(|f| f.node_defaults.clone()).unwrap_or_default(),
@@ -464,8 +501,10 @@ impl<'src> Parser<'src> {
 
     /// A node id token: an identifier that is not a keyword.
     fn node_id(&mut self) -> PResult<(&'src str, Span)> {
-        match &self.tok.kind {
-            TokenKind::Word(w) if matches!(keyword(w), Some(k) if k != "strict") => {
+        let text = self.lexer.word(self.tok);
+        match self.tok.kind {
+            Kind::Word if matches!(keyword(text), Some(k) if k != "strict") => {
+                let w = text;
                 Err(Diagnostic::error(
                     SYNTAX,
                     format!("`{w}` is a keyword and cannot be a node id"),
@@ -473,17 +512,17 @@ impl<'src> Parser<'src> {
                 .at(self.tok.span)
                 .with_hint(format!("rename the node, e.g. `{}_step`", w.to_lowercase())))
             }
-            TokenKind::Word(w) if is_identifier(w) || is_dotted_id(w) => {
-                let id: &'src str = w;
+            Kind::Word if is_identifier(text) || is_dotted_id(text) => {
+                let tok = self.advance()?;
+                Ok((text, tok.span))
+            }
+            Kind::Str if self.plain_string().is_some_and(is_dotted_id) => {
+                let id = self.plain_string().unwrap_or_default();
                 let tok = self.advance()?;
                 Ok((id, tok.span))
             }
-            TokenKind::Str(Cow::Borrowed(s)) if is_dotted_id(s) => {
-                let id: &'src str = s;
-                let tok = self.advance()?;
-                Ok((id, tok.span))
-            }
-            TokenKind::Word(w) => {
+            Kind::Word => {
+                let w = text;
                 let fixed: String = w
                     .chars()
                     .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -497,13 +536,13 @@ impl<'src> Parser<'src> {
                     .at(self.tok.span)
                     .with_hint(format!("node ids use letters, digits and underscores and start with a letter or `_`, e.g. `{fixed}`")))
             }
-            TokenKind::Str(_) => Err(Diagnostic::error(
+            Kind::Str | Kind::EscapedStr => Err(Diagnostic::error(
                 SYNTAX,
                 "quoted node ids are not supported",
             )
             .at(self.tok.span)
             .with_hint("name nodes with identifiers and put display text in `label`")),
-            TokenKind::LBrace => Err(Diagnostic::error(
+            Kind::LBrace => Err(Diagnostic::error(
                 SYNTAX,
                 "subgraphs as edge endpoints are not supported",
             )
@@ -516,11 +555,11 @@ impl<'src> Parser<'src> {
     fn node_or_edge_or_decl(&mut self) -> PResult<()> {
         let (id, span) = self.node_id()?;
         match self.tok.kind {
-            TokenKind::Equals => return self.declaration(id, span),
-            TokenKind::Arrow => return self.edges(id, span),
+            Kind::Equals => return self.declaration(id, span),
+            Kind::Arrow => return self.edges(id, span),
             _ => {}
         }
-        let list = if self.tok.kind == TokenKind::LBracket {
+        let list = if self.tok.kind == Kind::LBracket {
             self.attr_list(Scope::Node)?
         } else {
             Attrs::new()
@@ -537,7 +576,7 @@ impl<'src> Parser<'src> {
 
     /// `key = value` at statement level: a graph (or subgraph) attribute.
     fn declaration(&mut self, key: &str, key_span: Span) -> PResult<()> {
-        self.expect(&TokenKind::Equals, "`=`")?;
+        self.expect(Kind::Equals, "`=`")?;
         let attr = self.value_for(Key::new(key), key_span, Scope::Graph)?;
         let mut list = Attrs::new();
         list.set(attr);
@@ -571,19 +610,36 @@ impl<'src> Parser<'src> {
 
     /// `a -> b -> c [attrs]`: pairwise edges sharing the attributes.
     fn edges(&mut self, first: &'src str, first_span: Span) -> PResult<()> {
-        let mut ids = vec![(first, first_span)];
-        while self.tok.kind == TokenKind::Arrow {
+        let mut ids = std::mem::take(&mut self.chain);
+        let mut shared = std::mem::take(&mut self.chain_ids);
+        ids.clear();
+        shared.clear();
+        let done = self.edge_chain(first, first_span, &mut ids, &mut shared);
+        self.chain = ids;
+        self.chain_ids = shared;
+        done
+    }
+
+    /// [`Parser::edges`] with its buffers: `ids` and `shared` come empty.
+    fn edge_chain(
+        &mut self,
+        first: &'src str,
+        first_span: Span,
+        ids: &mut Vec<(&'src str, Span)>,
+        shared: &mut Vec<NodeId>,
+    ) -> PResult<()> {
+        ids.push((first, first_span));
+        while self.tok.kind == Kind::Arrow {
             self.advance()?;
             ids.push(self.node_id()?);
         }
-        let list = if self.tok.kind == TokenKind::LBracket {
+        let list = if self.tok.kind == Kind::LBracket {
             self.attr_list(Scope::Edge)?
         } else {
             Attrs::new()
         };
         // Edges share the nodes' id strings rather than copying them.
-        let mut shared: Vec<NodeId> = Vec::with_capacity(ids.len());
-        for &(id, span) in &ids {
+        for &(id, span) in ids.iter() {
             shared.push(self.touch_node(id, span)?.1);
         }
         let mut attrs = self.frame().edge_defaults.clone();
@@ -631,22 +687,22 @@ impl<'src> Parser<'src> {
     }
 
     fn attr_list_into(&mut self, scope: Scope, attrs: &mut Attrs) -> PResult<()> {
-        if self.tok.kind != TokenKind::LBracket {
+        if self.tok.kind != Kind::LBracket {
             return Err(self.unexpected("`[`"));
         }
-        while self.tok.kind == TokenKind::LBracket {
+        while self.tok.kind == Kind::LBracket {
             self.advance()?;
             loop {
-                match &self.tok.kind {
-                    TokenKind::RBracket => {
+                match self.tok.kind {
+                    Kind::RBracket => {
                         self.advance()?;
                         break;
                     }
-                    TokenKind::Comma | TokenKind::Semicolon => {
+                    Kind::Comma | Kind::Semicolon => {
                         self.advance()?;
                     }
-                    TokenKind::Word(w) => {
-                        let key = *w;
+                    Kind::Word => {
+                        let key = self.lexer.word(self.tok);
                         let key_tok = self.advance()?;
                         // Known names are valid ones: only the others are
                         // checked character by character.
@@ -659,12 +715,12 @@ impl<'src> Parser<'src> {
                             .at(key_tok.span)
                             .with_hint("attribute names use letters, digits, `_` and `.`"));
                         }
-                        if self.tok.kind != TokenKind::Equals {
+                        if self.tok.kind != Kind::Equals {
                             return Err(Diagnostic::error(
                                 SYNTAX,
                                 format!(
                                     "expected `=` after attribute `{key}`, found {}",
-                                    self.tok.kind.describe()
+                                    self.describe()
                                 ),
                             )
                             .at(self.tok.span)
@@ -674,14 +730,14 @@ impl<'src> Parser<'src> {
                         let attr = self.value_for(interned, key_tok.span, scope)?;
                         attrs.set(attr);
                     }
-                    TokenKind::Str(_) => {
+                    Kind::Str | Kind::EscapedStr => {
                         return Err(
                             Diagnostic::error(SYNTAX, "attribute names cannot be quoted")
                                 .at(self.tok.span)
                                 .with_hint("write `key=\"value\"`"),
                         );
                     }
-                    TokenKind::Eof => {
+                    Kind::Eof => {
                         return Err(Diagnostic::error(
                             SYNTAX,
                             "unexpected end of file inside `[ ... ]`",
@@ -698,14 +754,11 @@ impl<'src> Parser<'src> {
 
     /// Reads the value after `key=`, typing and coercing it.
     fn value_for(&mut self, key: Key, key_span: Span, scope: Scope) -> PResult<Attr> {
-        if !matches!(self.tok.kind, TokenKind::Word(_) | TokenKind::Str(_)) {
+        if !matches!(self.tok.kind, Kind::Word | Kind::Str | Kind::EscapedStr) {
             {
                 return Err(Diagnostic::error(
                     SYNTAX,
-                    format!(
-                        "expected a value for `{key}`, found {}",
-                        self.tok.kind.describe()
-                    ),
+                    format!("expected a value for `{key}`, found {}", self.describe()),
                 )
                 .at(self.tok.span)
                 .with_hint(format!("write `{key}=value` or `{key}=\"text\"`")));
@@ -714,9 +767,14 @@ impl<'src> Parser<'src> {
         let tok = self.advance()?;
         let value_span = tok.span;
         let value = match tok.kind {
-            TokenKind::Str(s) => Value::Str(self.text(&s)),
-            TokenKind::Word(w) => Value::typed_word(w).unwrap_or_else(|| Value::Word(self.text(w))),
-            _ => Value::Str(self.text("")),
+            Kind::Word => {
+                let w = self.lexer.word(tok);
+                Value::typed_word(w).unwrap_or_else(|| Value::Word(self.text(w)))
+            }
+            _ => {
+                let s = self.lexer.string(tok);
+                Value::Str(self.text(&s))
+            }
         };
         let value = match key.declared_type(scope) {
             None => value,
@@ -741,12 +799,10 @@ impl Parser<'_> {
         if text.len() > SHARED_UP_TO {
             return Text::from(text);
         }
-        if let Some(known) = self.texts.get(text) {
-            return known.clone();
-        }
-        let new = Text::from(text);
-        self.texts.insert(new.clone());
-        new
+        // One hash and one probe whether the text is new or known.
+        self.texts
+            .get_or_insert_with(text, |t| Text::from(t))
+            .clone()
     }
 
     /// A value that does not fit its attribute's type. A whole number where

@@ -229,6 +229,23 @@ pub(crate) fn has_template(text: &str) -> bool {
     text.contains('{') && (text.contains("{{") || text.contains("{%") || text.contains("{#"))
 }
 
+/// True when some text taken from `source` may hold a template: the
+/// source has `{{`, `{%` or `{#`, or a backslash before a line break (a
+/// string that continues over the line may join a `{` on one line to a `{`
+/// on the next). False means template pass 2 has nothing to render in the
+/// values parsed from it. One vectorised scan: `{` and `\\` are rare in a
+/// workflow.
+#[must_use]
+pub(crate) fn may_hold_template(source: &str) -> bool {
+    let bytes = source.as_bytes();
+    memchr::memchr2_iter(b'{', b'\\', bytes).any(|at| {
+        matches!(
+            (bytes.get(at), bytes.get(at + 1)),
+            (Some(b'{'), Some(b'{' | b'%' | b'#')) | (Some(b'\\'), Some(b'\n' | b'\r'))
+        )
+    })
+}
+
 static USES_INPUTS: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\{[{%][^}]*\binputs\b").ok());
 
@@ -314,6 +331,21 @@ pub(crate) fn render_structure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_template_markers_and_continued_lines_may_hold_templates() {
+        assert!(!may_hold_template(
+            "digraph G { a [label=\"x { y }\", re=\"^v\\d+\"] }"
+        ));
+        for text in [
+            "a {{ goal }}",
+            "{% if x %}",
+            "{# note #}",
+            "\"{\\\n{ goal }}\"",
+        ] {
+            assert!(may_hold_template(text), "{text:?}");
+        }
+    }
 
     fn inputs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
