@@ -2,9 +2,8 @@
 #![allow(clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -13,39 +12,12 @@ use serde_json::{Value, json};
 /// Long enough for a slow machine, short enough that a broken agent fails the test.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A scratch directory, removed (with everything in it) when dropped.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for Scratch {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A fresh directory under the target dir, unique per call.
-fn scratch_dir(name: &str) -> Scratch {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "acpagent-{name}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    Scratch(dir)
+fn scratch_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("acpagent-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir")
 }
 
 /// What the agent asked the client for during a turn, and everything it streamed.
@@ -82,16 +54,16 @@ struct Client {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     next_id: i64,
-    work_dir: Scratch,
+    work_dir: tempfile::TempDir,
     transcript: PathBuf,
 }
 
 impl Client {
     fn start(name: &str, script: Value) -> Self {
         let work_dir = scratch_dir(name);
-        let script_path = work_dir.join("script.json");
+        let script_path = work_dir.path().join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("write script");
-        let transcript = work_dir.join("transcript.jsonl");
+        let transcript = work_dir.path().join("transcript.jsonl");
         let mut child = Command::new(env!("CARGO_BIN_EXE_weft-acp-agent"))
             .env("WEFT_ACP_SCRIPT", &script_path)
             .env("WEFT_ACP_LOG", &transcript)
@@ -182,7 +154,7 @@ impl Client {
 
     fn open_session(&mut self, capabilities: Value) -> String {
         self.initialize(capabilities);
-        let cwd = self.work_dir.to_string_lossy().into_owned();
+        let cwd = self.work_dir.path().to_string_lossy().into_owned();
         let id = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
         self.response(id)["result"]["sessionId"]
             .as_str()
@@ -374,7 +346,7 @@ fn without_a_script_the_agent_says_hello() {
 #[test]
 fn write_asks_the_client_with_the_absolute_path_and_completes_on_its_ack() {
     let outside_dir = scratch_dir("outside");
-    let outside = outside_dir.join("escape.txt");
+    let outside = outside_dir.path().join("escape.txt");
     let mut client = Client::start(
         "write",
         json!({"prompts": [[
@@ -383,7 +355,7 @@ fn write_asks_the_client_with_the_absolute_path_and_completes_on_its_ack() {
         ]]}),
     );
     let session = client.open_session(all_capabilities());
-    let work_dir = client.work_dir.clone();
+    let work_dir = client.work_dir.path().to_path_buf();
     let turn = client.turn(
         &session,
         |request| {
@@ -426,7 +398,7 @@ fn read_says_what_the_client_returned_or_its_error() {
         json!({"prompts": [[{"read": {"path": "a.txt"}}, {"read": {"path": "missing.txt"}}]]}),
     );
     let session = client.open_session(all_capabilities());
-    let a = client.work_dir.join("a.txt");
+    let a = client.work_dir.path().join("a.txt");
     let turn = client.turn(
         &session,
         |request| {
@@ -477,7 +449,7 @@ fn disk_write_puts_the_file_under_the_work_dir_without_a_message() {
     let session = client.open_session(all_capabilities());
     let turn = client.simple_turn(&session);
     assert!(turn.updates.is_empty());
-    let written = std::fs::read_to_string(client.work_dir.join("deep/b.txt")).expect("read");
+    let written = std::fs::read_to_string(client.work_dir.path().join("deep/b.txt")).expect("read");
     assert_eq!(written, "B");
 }
 
@@ -536,7 +508,7 @@ fn terminal_runs_create_wait_output_release_in_the_session_cwd() {
         json!({"prompts": [[{"terminal": {"command": "sh", "args": ["-c", "echo hi"], "output_byte_limit": 1000}}]]}),
     );
     let session = client.open_session(all_capabilities());
-    let work_dir = client.work_dir.clone();
+    let work_dir = client.work_dir.path().to_path_buf();
     let turn = client.turn(
         &session,
         |request| match request["method"].as_str().expect("method") {

@@ -3,50 +3,22 @@
 //! stream of each, that it writes files, fails, crashes and checks flags.
 #![allow(clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 
-/// A scratch directory, removed (with everything in it) when dropped.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for Scratch {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A fresh directory under the target dir, unique per call, holding the
-/// three symlinks and a `work` dir to run in.
-fn scratch(name: &str) -> Scratch {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "fakecli-{name}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("work")).expect("create scratch dir");
+fn scratch(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("fakecli-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir");
+    std::fs::create_dir(dir.path().join("work")).expect("create the work dir");
     for program in ["claude", "codex", "gemini"] {
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_weft-fakecli"), dir.join(program))
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_weft-fakecli"), dir.path().join(program))
             .expect("symlink the fake");
     }
-    Scratch(dir)
+    dir
 }
 
 /// The arguments Weft passes for a headless run.
@@ -121,8 +93,9 @@ fn session() -> Value {
 
 #[test]
 fn claude_session_is_system_assistant_user_and_a_result() {
-    let dir = scratch("claude");
-    let output = run(&dir, "claude", &headless_args("claude", "go"), &session());
+    let scratch_dir = scratch("claude");
+    let dir = scratch_dir.path();
+    let output = run(dir, "claude", &headless_args("claude", "go"), &session());
     assert!(output.status.success(), "{output:?}");
     let records = records(&output);
     assert_eq!(
@@ -157,8 +130,9 @@ fn claude_session_is_system_assistant_user_and_a_result() {
 
 #[test]
 fn codex_session_is_thread_items_and_turn_completed() {
-    let dir = scratch("codex");
-    let output = run(&dir, "codex", &headless_args("codex", "go"), &session());
+    let scratch_dir = scratch("codex");
+    let dir = scratch_dir.path();
+    let output = run(dir, "codex", &headless_args("codex", "go"), &session());
     assert!(output.status.success(), "{output:?}");
     let records = records(&output);
     assert_eq!(
@@ -194,8 +168,9 @@ fn codex_session_is_thread_items_and_turn_completed() {
 
 #[test]
 fn gemini_session_is_init_messages_tools_and_a_result() {
-    let dir = scratch("gemini");
-    let output = run(&dir, "gemini", &headless_args("gemini", "go"), &session());
+    let scratch_dir = scratch("gemini");
+    let dir = scratch_dir.path();
+    let output = run(dir, "gemini", &headless_args("gemini", "go"), &session());
     assert!(output.status.success(), "{output:?}");
     let records = records(&output);
     assert_eq!(
@@ -225,14 +200,15 @@ fn gemini_session_is_init_messages_tools_and_a_result() {
 #[test]
 fn failures_use_each_programs_error_shape_and_exit_code() {
     let script = json!({"steps": [{"say": "trying"}, {"fail": "quota exceeded"}]});
-    let dir = scratch("fail");
-    let claude = run(&dir, "claude", &headless_args("claude", "go"), &script);
+    let scratch_dir = scratch("fail");
+    let dir = scratch_dir.path();
+    let claude = run(dir, "claude", &headless_args("claude", "go"), &script);
     assert_eq!(claude.status.code(), Some(1));
     let last = records(&claude).pop().expect("a result");
     assert_eq!(last["is_error"], true);
     assert_eq!(last["errors"][0], "quota exceeded");
 
-    let codex = run(&dir, "codex", &headless_args("codex", "go"), &script);
+    let codex = run(dir, "codex", &headless_args("codex", "go"), &script);
     assert_eq!(codex.status.code(), Some(1));
     let records_codex = records(&codex);
     assert_eq!(
@@ -240,7 +216,7 @@ fn failures_use_each_programs_error_shape_and_exit_code() {
         ["error", "turn.failed"]
     );
 
-    let gemini = run(&dir, "gemini", &headless_args("gemini", "go"), &script);
+    let gemini = run(dir, "gemini", &headless_args("gemini", "go"), &script);
     assert_eq!(gemini.status.code(), Some(1));
     let last = records(&gemini).pop().expect("a result");
     assert_eq!(last["status"], "error");
@@ -250,8 +226,9 @@ fn failures_use_each_programs_error_shape_and_exit_code() {
 #[test]
 fn claude_api_error_is_success_subtype_with_is_error_and_exit_zero() {
     let script = json!({"steps": [{"fail": {"message": "rate limited", "api_status": 429}}]});
-    let dir = scratch("api");
-    let output = run(&dir, "claude", &headless_args("claude", "go"), &script);
+    let scratch_dir = scratch("api");
+    let dir = scratch_dir.path();
+    let output = run(dir, "claude", &headless_args("claude", "go"), &script);
     assert_eq!(output.status.code(), Some(0));
     let records = records(&output);
     assert_eq!(records[1]["error"], "rate_limit");
@@ -268,8 +245,9 @@ fn crash_garbage_and_raw_steps() {
         {"raw": {"type": "some_future_record", "x": 1}},
         {"crash": 7}
     ]});
-    let dir = scratch("crash");
-    let output = run(&dir, "codex", &headless_args("codex", "go"), &script);
+    let scratch_dir = scratch("crash");
+    let dir = scratch_dir.path();
+    let output = run(dir, "codex", &headless_args("codex", "go"), &script);
     assert_eq!(output.status.code(), Some(7));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -280,7 +258,8 @@ fn crash_garbage_and_raw_steps() {
 
 #[test]
 fn missing_required_flags_exit_2_naming_them() {
-    let dir = scratch("flags");
+    let scratch_dir = scratch("flags");
+    let dir = scratch_dir.path();
     let cases: [(&str, &[&str], &str); 4] = [
         (
             "claude",
@@ -293,7 +272,7 @@ fn missing_required_flags_exit_2_naming_them() {
     ];
     for (program, args, named) in cases {
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        let output = run(&dir, program, &args, &json!({"steps": []}));
+        let output = run(dir, program, &args, &json!({"steps": []}));
         assert_eq!(output.status.code(), Some(2), "{program} {args:?}");
         assert!(output.stdout.is_empty());
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -303,9 +282,10 @@ fn missing_required_flags_exit_2_naming_them() {
 
 #[test]
 fn argv_is_logged_one_json_line_per_run() {
-    let dir = scratch("log");
-    run(&dir, "gemini", &headless_args("gemini", "go"), &json!([]));
-    run(&dir, "claude", &headless_args("claude", "go"), &json!([]));
+    let scratch_dir = scratch("log");
+    let dir = scratch_dir.path();
+    run(dir, "gemini", &headless_args("gemini", "go"), &json!([]));
+    run(dir, "claude", &headless_args("claude", "go"), &json!([]));
     let log = std::fs::read_to_string(dir.join("argv.jsonl")).expect("a log");
     let lines: Vec<Value> = log
         .lines()
@@ -327,7 +307,8 @@ fn a_resumed_session_keeps_its_id_and_plays_the_resume_steps() {
         "resume_steps": [{"say": "second answer"}]
     });
     for program in ["claude", "codex", "gemini"] {
-        let dir = scratch("resume");
+        let scratch_dir = scratch("resume");
+        let dir = scratch_dir.path();
         let mut args = headless_args(program, "fix it");
         match program {
             // `exec [flags] resume <id> -- <prompt>`
@@ -337,7 +318,7 @@ fn a_resumed_session_keeps_its_id_and_plays_the_resume_steps() {
             }
             _ => args.extend(["--resume".to_owned(), "sess-9".to_owned()]),
         }
-        let out = run(&dir, program, &args, &script);
+        let out = run(dir, program, &args, &script);
         assert!(out.status.success(), "{program}: {out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -346,7 +327,7 @@ fn a_resumed_session_keeps_its_id_and_plays_the_resume_steps() {
         );
         assert!(text.contains("sess-9"), "{program} keeps the id: {text}");
 
-        let fresh = run(&dir, program, &headless_args(program, "go"), &script);
+        let fresh = run(dir, program, &headless_args(program, "go"), &script);
         let text = String::from_utf8_lossy(&fresh.stdout);
         assert!(text.contains("first answer"), "{program}: {text}");
     }
