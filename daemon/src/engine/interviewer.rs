@@ -215,7 +215,7 @@ pub fn wait_of(node: &crate::lang::graph::Node) -> (Option<u64>, Option<String>)
 pub fn choices(graph: &Graph, node_id: &str) -> (Vec<Choice>, bool) {
     let mut out = Vec::new();
     let mut freeform = false;
-    for edge in graph.outgoing(node_id).into_iter().map(|e| &graph.edges[e]) {
+    for edge in graph.edges_from(node_id) {
         if edge.attrs.value("freeform").and_then(Value::as_bool) == Some(true) {
             freeform = true;
             continue;

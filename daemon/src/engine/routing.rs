@@ -126,7 +126,11 @@ pub(crate) fn select(
             reason: EdgeReason::Jump,
         });
     }
-    let edges = graph.outgoing(&node.id);
+    let edges: Vec<usize> = graph
+        .outgoing(&node.id)
+        .iter()
+        .map(|&e| e as usize)
+        .collect();
     let random = node.attrs.text("selection").as_deref() == Some("random");
 
     if let Some(found) = explicit(graph, &edges, outcome, context, subject, random, rng) {

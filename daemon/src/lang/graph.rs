@@ -417,18 +417,26 @@ impl Graph {
     }
 
     /// The positions in [`Graph::edges`] of the edges leaving `node`, in
-    /// file order.
-    pub(crate) fn outgoing(&self, node: &str) -> Vec<usize> {
+    /// file order: borrowed from the index, copied only when the graph
+    /// changed since the index was built.
+    pub(crate) fn outgoing(&self, node: &str) -> std::borrow::Cow<'_, [u32]> {
         let built = self.outgoing.get_or_init(|| self.group_edges());
         match self.node_index(node) {
             Some(i) if built.of == self.edges.len() && i + 1 < built.starts.len() => {
                 let (from, to) = (built.starts[i] as usize, built.starts[i + 1] as usize);
-                built.edges[from..to].iter().map(|&e| e as usize).collect()
+                std::borrow::Cow::Borrowed(&built.edges[from..to])
             }
             _ => (0..self.edges.len())
                 .filter(|&e| &*self.edges[e].from == node)
+                .map(|e| e as u32)
                 .collect(),
         }
+    }
+
+    /// The edges leaving `node`, in file order ([`Graph::outgoing`]).
+    pub(crate) fn edges_from<'g>(&'g self, node: &str) -> impl Iterator<Item = &'g Edge> + 'g {
+        let at = self.outgoing(node);
+        (0..at.len()).map(move |k| &self.edges[at[k] as usize])
     }
 
     fn group_edges(&self) -> Outgoing {
@@ -487,10 +495,7 @@ mod tests {
         let src = "digraph G { a -> b; c -> a; a -> c; b -> c; a -> b [label=again] }";
         let mut graph = crate::lang::parser::parse(src).expect("parses").graph;
         let targets = |g: &Graph, id: &str| -> Vec<String> {
-            g.outgoing(id)
-                .iter()
-                .map(|&e| g.edges[e].to.to_string())
-                .collect()
+            g.edges_from(id).map(|e| e.to.to_string()).collect()
         };
         assert_eq!(targets(&graph, "a"), ["b", "c", "b"]);
         assert_eq!(targets(&graph, "c"), ["a"]);

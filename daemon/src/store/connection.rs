@@ -91,9 +91,18 @@ impl Store {
         std::thread::Builder::new()
             .name("weft-checkpoint".into())
             .spawn(move || {
-                // One request at a time; those made meanwhile are one.
+                // One request at a time; those made meanwhile are one. The
+                // connection is kept: while a reader holds an old snapshot
+                // the log stays long and every commit asks again.
+                let mut conn = None;
                 while woken.recv().is_ok() {
-                    if let Err(e) = Store::checkpoint_file(&db, Checkpoint::Passive) {
+                    let done = match &conn {
+                        Some(conn) => checkpoint_on(conn, Checkpoint::Passive),
+                        None => checkpointer(&db).and_then(|opened| {
+                            checkpoint_on(conn.insert(opened), Checkpoint::Passive)
+                        }),
+                    };
+                    if let Err(e) = done {
                         eprintln!("weft: checkpoint of {} failed: {e}", db.display());
                     }
                 }
@@ -120,12 +129,7 @@ impl Store {
     /// [`Store::checkpoint`] on a connection of its own to the database at
     /// `db`, so it can run on another thread than the store's owner.
     pub(crate) fn checkpoint_file(db: &Path, mode: Checkpoint) -> Result<()> {
-        let conn = Connection::open_with_flags(
-            db,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        checkpoint_on(&conn, mode)
+        checkpoint_on(&checkpointer(db)?, mode)
     }
 
     /// Opens the database of `home` read-only (the app, CLI inspection),
@@ -262,6 +266,16 @@ fn use_wal(conn: &Connection) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// A connection to the database at `db` for checkpoints only.
+fn checkpointer(db: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
 }
 
 fn checkpoint_on(conn: &Connection, mode: Checkpoint) -> Result<()> {

@@ -199,17 +199,12 @@ fn chosen(choice: &interviewer::Choice) -> Outcome {
 }
 
 fn freeform_outcome(cx: &StageCx<'_>, text: String) -> Outcome {
-    let edge = cx
-        .graph
-        .outgoing(&cx.node.id)
-        .into_iter()
-        .map(|e| &cx.graph.edges[e])
-        .find(|e| {
-            e.attrs
-                .value("freeform")
-                .and_then(crate::lang::value::Value::as_bool)
-                == Some(true)
-        });
+    let edge = cx.graph.edges_from(&cx.node.id).find(|e| {
+        e.attrs
+            .value("freeform")
+            .and_then(crate::lang::value::Value::as_bool)
+            == Some(true)
+    });
     let mut o = Outcome::succeeded()
         .update("human.gate.selected", "freeform")
         .update("human.gate.text", text);

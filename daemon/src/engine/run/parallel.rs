@@ -90,11 +90,7 @@ impl Fanout {
     /// reach a node before they join.
     fn plan(graph: &Graph, node: &Node) -> Result<Fanout, String> {
         let mut starts: Vec<String> = Vec::new();
-        for edge in graph
-            .outgoing(&node.id)
-            .into_iter()
-            .map(|e| &graph.edges[e])
-        {
+        for edge in graph.edges_from(&node.id) {
             if !starts.iter().any(|s| *s == *edge.to) {
                 starts.push(edge.to.to_string());
             }
@@ -555,7 +551,7 @@ fn distances(graph: &Graph, fork: &str, start: &str) -> BTreeMap<String, usize> 
             continue;
         }
         dist.insert(node.clone(), d);
-        for edge in graph.outgoing(&node).into_iter().map(|e| &graph.edges[e]) {
+        for edge in graph.edges_from(&node) {
             queue.push_back((edge.to.to_string(), d + 1));
         }
     }
@@ -616,7 +612,7 @@ fn shared_nodes(
                 ));
             }
             owner.insert(node.clone(), start.clone());
-            for edge in graph.outgoing(&node).into_iter().map(|e| &graph.edges[e]) {
+            for edge in graph.edges_from(&node) {
                 queue.push_back(edge.to.to_string());
             }
         }

@@ -719,12 +719,7 @@ impl Runner<'_> {
     /// `None` when nothing needs resolving (the common case).
     fn resolved_for_conditions(&self, node: &Node) -> Option<Map<String, Value>> {
         let mut keys: Vec<String> = Vec::new();
-        for edge in self
-            .graph
-            .outgoing(&node.id)
-            .into_iter()
-            .map(|e| &self.graph.edges[e])
-        {
+        for edge in self.graph.edges_from(&node.id) {
             if let Some(text) = edge.condition()
                 && let Ok(cond) = crate::lang::condition::parse(&text)
             {
