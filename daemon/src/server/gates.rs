@@ -26,21 +26,40 @@ use crate::store::{QuestionRecord, QuestionStatus, Store};
 use crate::util::lock::lock;
 
 /// Questions waiting for an answer, and answers waiting for their question.
+///
+/// Both under one lock: a run asks on its own thread while answers arrive
+/// on the daemon's, and "is it waiting? else keep the answer early" must be
+/// one step, or an ask landing between the two waits for an answer that
+/// sits unseen among the early ones.
 #[derive(Debug, Default)]
 pub struct Gates {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
     /// Asked by a run here, by question id.
-    waiting: Mutex<HashMap<String, (Question, oneshot::Sender<Answer>)>>,
+    waiting: HashMap<String, (Question, oneshot::Sender<Answer>)>,
     /// Answered before a run here asked them, by question id, with the run.
-    early: Mutex<HashMap<String, (String, Answer)>>,
+    early: HashMap<String, (String, Answer)>,
+}
+
+/// What became of an answer given to [`Gates::give`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Given {
+    /// The run was waiting on the question and has the answer.
+    Delivered,
+    /// The run has not asked yet: it takes the answer when it does.
+    Kept,
+    /// An answer was kept for the question already: this one.
+    KeptBefore(Answer),
+    /// No run here waits on the question or will ask it.
+    NotHere,
 }
 
 /// Why an answer was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerError {
-    /// No run here is waiting on this question nor will ask it (the run
-    /// is not running in this daemon).
-    #[error("no run is waiting on question {0}")]
-    NotWaiting(String),
     /// The answer names none of the options and the gate takes no free text.
     #[error("`{answer}` is not an option of question {question}; the options are: {options}")]
     NoSuchOption {
@@ -55,7 +74,6 @@ impl AnswerError {
     #[must_use]
     pub fn code(&self) -> Code {
         match self {
-            AnswerError::NotWaiting(_) => Code::QuestionNotWaiting,
             AnswerError::NoSuchOption { .. } => Code::QuestionNoSuchOption,
         }
     }
@@ -63,45 +81,36 @@ impl AnswerError {
 
 impl Gates {
     /// Whether `question` is waiting here.
-    #[must_use]
-    pub(crate) fn is_waiting(&self, question: &str) -> bool {
-        lock(&self.waiting).contains_key(question)
+    #[cfg(test)]
+    fn is_waiting(&self, question: &str) -> bool {
+        lock(&self.state).waiting.contains_key(question)
     }
 
-    /// Delivers an answer to the run waiting on `question`.
-    pub fn answer(&self, question: &str, by: &AnswerBy) -> Result<Answer, AnswerError> {
-        let mut waiting = lock(&self.waiting);
-        let Some((q, _)) = waiting.get(question) else {
-            return Err(AnswerError::NotWaiting(question.to_string()));
-        };
-        let answer = resolve(q, by)?;
-        if let Some((_, tx)) = waiting.remove(question) {
-            let _ = tx.send(answer.clone());
+    /// Gives `answer` to `question` of run `run_id` in one step: to the run
+    /// if it waits on it, else kept for it if the run is `active` here (it
+    /// takes the answer when it asks), unless an answer was kept already.
+    pub(crate) fn give(&self, run_id: &str, question: &str, answer: Answer, active: bool) -> Given {
+        let mut state = lock(&self.state);
+        if let Some((_, kept)) = state.early.get(question) {
+            return Given::KeptBefore(kept.clone());
         }
-        Ok(answer)
-    }
-
-    /// Keeps `answer` for `question` of run `run_id`, which has not asked it
-    /// yet: the run takes it when it does.
-    pub(crate) fn keep_early(&self, run_id: &str, question: &str, answer: Answer) {
-        lock(&self.early).insert(question.to_string(), (run_id.to_string(), answer));
-    }
-
-    /// The early answer kept for `question`, if any.
-    #[must_use]
-    pub(crate) fn early_answer(&self, question: &str) -> Option<Answer> {
-        lock(&self.early).get(question).map(|(_, a)| a.clone())
+        if let Some((_, tx)) = state.waiting.remove(question) {
+            let _ = tx.send(answer);
+            return Given::Delivered;
+        }
+        if !active {
+            return Given::NotHere;
+        }
+        state
+            .early
+            .insert(question.to_string(), (run_id.to_string(), answer));
+        Given::Kept
     }
 
     /// Drops the early answers of run `run_id` (it has stopped; a later
     /// resume asks its questions again).
     pub(crate) fn forget_run(&self, run_id: &str) {
-        lock(&self.early).retain(|_, (run, _)| run != run_id);
-    }
-
-    fn take_early(&self, question: &Question) -> Option<Answer> {
-        let (_, answer) = lock(&self.early).remove(&question.id)?;
-        fits(question, &answer).then_some(answer)
+        lock(&self.state).early.retain(|_, (run, _)| run != run_id);
     }
 }
 
@@ -209,7 +218,24 @@ impl Interviewer for SocketInterviewer {
         &'a self,
         question: &'a Question,
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
-        if let Some(answer) = self.gates.take_early(question) {
+        let (tx, rx) = oneshot::channel();
+        let early = {
+            let mut state = lock(&self.gates.state);
+            // An early answer the question cannot take is dropped, and the
+            // question waits as if there were none.
+            let early = state
+                .early
+                .remove(&question.id)
+                .map(|(_, answer)| answer)
+                .filter(|answer| fits(question, answer));
+            if early.is_none() {
+                state
+                    .waiting
+                    .insert(question.id.clone(), (question.clone(), tx));
+            }
+            early
+        };
+        if let Some(answer) = early {
             if let Some(store) = &self.store {
                 let _ = lock(store).answer_question(
                     &question.id,
@@ -219,8 +245,6 @@ impl Interviewer for SocketInterviewer {
             }
             return Box::pin(std::future::ready(answer));
         }
-        let (tx, rx) = oneshot::channel();
-        lock(&self.gates.waiting).insert(question.id.clone(), (question.clone(), tx));
         // Dropped (a timeout, a cancel), even before it is first polled:
         // the question no longer waits.
         let guard = Unpark {
@@ -245,12 +269,14 @@ struct Unpark {
 
 impl Drop for Unpark {
     fn drop(&mut self) {
-        lock(&self.gates.waiting).remove(&self.id);
+        lock(&self.gates.state).waiting.remove(&self.id);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn question() -> Question {
@@ -286,10 +312,12 @@ mod tests {
             let gates = interviewer.gates.clone();
             let answering = async move {
                 tokio::task::yield_now().await;
-                gates.answer("Q1", &by)
+                let answer = resolve(&question(), &by).expect("an option");
+                (gates.give("R", "Q1", answer.clone(), true), answer)
             };
-            let (answer, sent) = tokio::join!(asking, answering);
-            assert_eq!(sent, Ok(Answer::Choice(want)));
+            let (answer, (given, sent)) = tokio::join!(asking, answering);
+            assert_eq!(given, Given::Delivered);
+            assert_eq!(sent, Answer::Choice(want));
             assert_eq!(answer, Answer::Choice(want));
             assert!(!interviewer.gates.is_waiting("Q1"));
         }
@@ -300,15 +328,13 @@ mod tests {
         let interviewer = SocketInterviewer::default();
         let q = question();
         let asking = interviewer.ask(&q);
-        let err = interviewer
-            .gates
-            .answer("Q1", &AnswerBy::Key("Z".into()))
-            .expect_err("no such key");
+        let err = resolve(&q, &AnswerBy::Key("Z".into())).expect_err("no such key");
         assert_eq!(err.code(), "question.no_such_option");
         assert!(interviewer.gates.is_waiting("Q1"));
         assert_eq!(
-            interviewer.gates.answer("Q9", &AnswerBy::Key("Y".into())),
-            Err(AnswerError::NotWaiting("Q9".into()))
+            interviewer.gates.give("R", "Q9", Answer::Choice(0), false),
+            Given::NotHere,
+            "a question nobody asks, of a run not here"
         );
         drop(asking);
         assert!(
@@ -321,25 +347,77 @@ mod tests {
     async fn an_answer_kept_before_the_question_is_asked_is_taken_when_it_is() {
         let interviewer = SocketInterviewer::default();
         let q = question();
-        interviewer.gates.keep_early("R", "Q1", Answer::Choice(1));
+        let gates = &interviewer.gates;
+        assert_eq!(gates.give("R", "Q1", Answer::Choice(1), true), Given::Kept);
         assert_eq!(
-            interviewer.gates.early_answer("Q1"),
-            Some(Answer::Choice(1))
+            gates.give("R", "Q1", Answer::Choice(0), true),
+            Given::KeptBefore(Answer::Choice(1)),
+            "the first answer kept stands"
         );
         let answer = interviewer.ask(&q).await;
         assert_eq!(answer, Answer::Choice(1), "no wait: the answer was there");
-        assert!(!interviewer.gates.is_waiting("Q1"));
-        assert_eq!(interviewer.gates.early_answer("Q1"), None, "taken once");
+        assert!(!gates.is_waiting("Q1"));
+        assert_eq!(
+            gates.give("R", "Q1", Answer::Choice(0), false),
+            Given::NotHere,
+            "taken once"
+        );
+    }
+
+    #[test]
+    fn an_answer_given_while_the_run_asks_on_another_thread_always_reaches_it() {
+        // The run asks on its own thread while the daemon's thread gives
+        // the answer: whichever gets there first, the ask ends with it.
+        for i in 0..500 {
+            let interviewer = SocketInterviewer::default();
+            let gates = interviewer.gates.clone();
+            let giver = std::thread::spawn(move || {
+                if i % 2 == 0 {
+                    std::thread::yield_now();
+                }
+                gates.give("R", "Q1", Answer::Choice(1), true)
+            });
+            let q = question();
+            let answer = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("runtime")
+                .block_on(async {
+                    tokio::time::timeout(Duration::from_secs(60), interviewer.ask(&q)).await
+                });
+            let given = giver.join().expect("giver");
+            assert!(matches!(given, Given::Delivered | Given::Kept), "{given:?}");
+            assert_eq!(answer, Ok(Answer::Choice(1)), "round {i}: {given:?}");
+        }
+    }
+
+    #[test]
+    fn an_early_answer_the_question_cannot_take_is_dropped_and_the_question_waits() {
+        let interviewer = SocketInterviewer::default();
+        let q = question();
+        assert_eq!(
+            interviewer.gates.give("R", "Q1", Answer::Choice(7), true),
+            Given::Kept
+        );
+        let asking = interviewer.ask(&q);
+        assert!(interviewer.gates.is_waiting("Q1"));
+        drop(asking);
     }
 
     #[test]
     fn early_answers_of_a_run_that_stopped_are_forgotten() {
         let gates = Gates::default();
-        gates.keep_early("R1", "Q1", Answer::Choice(0));
-        gates.keep_early("R2", "Q2", Answer::Choice(0));
+        gates.give("R1", "Q1", Answer::Choice(0), true);
+        gates.give("R2", "Q2", Answer::Choice(0), true);
         gates.forget_run("R1");
-        assert_eq!(gates.early_answer("Q1"), None);
-        assert_eq!(gates.early_answer("Q2"), Some(Answer::Choice(0)));
+        assert_eq!(
+            gates.give("R1", "Q1", Answer::Choice(1), false),
+            Given::NotHere
+        );
+        assert_eq!(
+            gates.give("R2", "Q2", Answer::Choice(1), false),
+            Given::KeptBefore(Answer::Choice(0))
+        );
     }
 
     #[test]

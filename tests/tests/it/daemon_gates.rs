@@ -131,11 +131,17 @@ fn a_question_answered_the_moment_its_event_arrives_is_delivered_every_time() {
             runs.push(start_gate(&starter, &sb).await);
         }
         let mut answered = 0;
-        let mut completed = 0;
-        while completed < RUNS {
+        let mut completed = Vec::new();
+        while completed.len() < RUNS {
             let event = tokio::time::timeout(Duration::from_secs(120), events.next())
                 .await
-                .unwrap_or_else(|_| panic!("stuck: {answered} answered, {completed} completed"))
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "stuck: {answered} answered, {} completed; {}",
+                        completed.len(),
+                        unfinished(&home, &runs, &completed, &daemon)
+                    )
+                })
                 .unwrap_or_else(|| panic!("the subscription ended"));
             match event.kind {
                 EventKind::InterviewStarted { question_id, .. } => {
@@ -149,7 +155,7 @@ fn a_question_answered_the_moment_its_event_arrives_is_delivered_every_time() {
                     assert_eq!(answer.status, QuestionStatus::Answered);
                     answered += 1;
                 }
-                EventKind::RunCompleted { .. } => completed += 1,
+                EventKind::RunCompleted { .. } => completed.push(event.run_id.clone()),
                 EventKind::RunFailed { reason, .. } => panic!("a run failed: {reason}"),
                 _ => {}
             }
@@ -168,6 +174,33 @@ fn a_question_answered_the_moment_its_event_arrives_is_delivered_every_time() {
         RUNS,
         "every run took the answer and shipped"
     );
+}
+
+/// What the store says of the runs whose completion never arrived, and the
+/// daemon's log: what a stuck run needs to be diagnosed.
+fn unfinished(home: &Home, runs: &[String], completed: &[String], daemon: &Weftd) -> String {
+    let store = Store::open_read_only(home);
+    let mut report = String::new();
+    for run in runs.iter().filter(|r| !completed.contains(r)) {
+        let (status, events) = match &store {
+            Ok(s) => (
+                s.run(run)
+                    .map(|r| format!("{:?}", r.map(|r| r.status)))
+                    .map_err(|e| e.to_string()),
+                s.events(run, 0, Some(1000))
+                    .map(|e| {
+                        e.iter()
+                            .map(|e| e.kind.name().to_string())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .map_err(|e| e.to_string()),
+            ),
+            Err(e) => (Err(e.to_string()), Err(e.to_string())),
+        };
+        report += &format!("\nrun {run}: status {status:?}; events {events:?}");
+    }
+    format!("{report}\ndaemon log:\n{}", daemon.log_text())
 }
 
 #[test]

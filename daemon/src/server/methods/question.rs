@@ -6,7 +6,7 @@ use super::{Handler, Session, read};
 use crate::ipc::protocol::{QuestionAnswer, QuestionList, RpcError};
 use crate::model::Code;
 use crate::server::Daemon;
-use crate::server::gates::{self, AnswerError};
+use crate::server::gates::{self, AnswerError, Given};
 use crate::store::{QuestionRecord, QuestionStatus};
 
 impl Handler for QuestionList {
@@ -34,8 +34,10 @@ impl Handler for QuestionAnswer {
 /// for a run here that has not asked yet), or, for a question answered
 /// already, returns the recorded answer when it is the same one.
 ///
-/// Runs on the event loop without awaiting, so the engine cannot move
-/// between the checks below.
+/// Runs on the event loop without awaiting, so no run can start or end
+/// between the checks below; the run's own thread may ask its question at
+/// any moment, which [`Gates::give`](crate::server::Gates) settles in one
+/// step.
 fn answer(daemon: &Daemon, params: &QuestionAnswer) -> Result<QuestionRecord, RpcError> {
     let Some(mut record) = daemon.store().question(&params.question)? else {
         return Err(RpcError::new(
@@ -55,37 +57,42 @@ fn answer(daemon: &Daemon, params: &QuestionAnswer) -> Result<QuestionRecord, Rp
         }
         return Err(closed(&record));
     }
-    if let Some(early) = daemon.gates.early_answer(&record.id) {
-        record.status = QuestionStatus::Answered;
-        record.answer = Some(gates::recorded(&question, &early));
-        if record.answer.as_ref() == Some(&given_json) {
+    // One step against the run, which asks on its own thread.
+    match daemon.gates.give(
+        &record.run_id,
+        &record.id,
+        given,
+        daemon.is_active(&record.run_id),
+    ) {
+        Given::KeptBefore(early) => {
+            record.status = QuestionStatus::Answered;
+            record.answer = Some(gates::recorded(&question, &early));
+            if record.answer.as_ref() == Some(&given_json) {
+                return Ok(record);
+            }
+            return Err(closed(&record));
+        }
+        Given::Delivered => {
+            // Recorded now, not when the run gets to it: every later answer
+            // (a second client, a retry) finds it.
+            daemon.store().answer_question(
+                &record.id,
+                QuestionStatus::Answered,
+                Some(&given_json),
+            )?;
+            record.status = QuestionStatus::Answered;
+            record.answer = Some(given_json);
+            record.answered_at = Some(crate::store::timestamp());
             return Ok(record);
         }
-        return Err(closed(&record));
-    }
-    if daemon.gates.is_waiting(&record.id) {
-        let answer = daemon
-            .gates
-            .answer(&record.id, &params.answer)
-            .map_err(|e| from_answer_error(&e))?;
-        let answer = gates::recorded(&question, &answer);
-        // Recorded now, not when the run gets to it: every later answer
-        // (a second client, a retry) finds it.
-        daemon
-            .store()
-            .answer_question(&record.id, QuestionStatus::Answered, Some(&answer))?;
-        record.status = QuestionStatus::Answered;
-        record.answer = Some(answer);
-        record.answered_at = Some(crate::store::timestamp());
-        return Ok(record);
-    }
-    if daemon.is_active(&record.run_id) {
-        // Pending, and its run is queued or running here but has not asked
-        // (again) yet: it takes this answer when it does.
-        daemon.gates.keep_early(&record.run_id, &record.id, given);
-        record.status = QuestionStatus::Answered;
-        record.answer = Some(given_json);
-        return Ok(record);
+        Given::Kept => {
+            // Pending, and its run is queued or running here but has not
+            // asked (again) yet: it takes this answer when it does.
+            record.status = QuestionStatus::Answered;
+            record.answer = Some(given_json);
+            return Ok(record);
+        }
+        Given::NotHere => {}
     }
     let status = daemon
         .store()
