@@ -8,9 +8,12 @@
 //! were interrupted; on shutdown it interrupts running runs so that the next
 //! start resumes them.
 //!
-//! Runs, connections and writes share one thread (a tokio `LocalSet`): runs
-//! are I/O-bound, and the database has one writer anyway. Work that grows
-//! with its input never runs there, so one client cannot freeze the others:
+//! Connections, the event fan-out and the daemon's own writes share one
+//! thread (a tokio `LocalSet`); each run executes on a thread of its own
+//! ([`run_thread`]) and shares with it only thread-safe parts (the store's
+//! writer behind a mutex, the event hub, the gates, cancel tokens). Work
+//! that grows with its input never runs on the daemon's thread, so one
+//! client cannot freeze the others:
 //! loading and validating a workflow for `run.start` and every read that
 //! returns a list or a page (runs, stages, events, questions, subscription
 //! backlogs) run on the blocking pool, reads through read-only connections
@@ -122,7 +125,8 @@ enum Job {
     Resume(Box<RunRecord>, Option<Vec<(String, String)>>),
 }
 
-/// The daemon's state, shared by connections and run tasks (one thread).
+/// The daemon's state, shared by connections and the tasks that watch runs
+/// (on the daemon's thread; the runs themselves have threads of their own).
 pub struct Daemon {
     pub home: Home,
     pub paths: DaemonPaths,
