@@ -51,6 +51,7 @@ mod daemon;
 mod exit;
 mod fork;
 mod graph;
+mod handlers;
 mod manual;
 mod model;
 mod progress;
@@ -114,6 +115,13 @@ pub enum Command {
     /// Print a workflow's resolved graph: as normalised DOT, or with
     /// `--json` as nodes (handler, classes, effective attributes) and edges.
     Graph(GraphArgs),
+    /// List the handlers a node can have: shape, `type=` names, attributes.
+    ///
+    /// A node's handler comes from `type=` when it names one, else from
+    /// its shape. The `type=` names include Fabro's legacy aliases and the
+    /// Attractor spec's (`codergen`, `wait.human`, `tool`, ...). `--json`
+    /// prints the same as one object. Exits 0.
+    Handlers(HandlersArgs),
     /// Run a workflow (or a run configuration `.toml`) with live progress.
     ///
     /// The run executes in the daemon (weftd, started when it is not
@@ -245,6 +253,13 @@ pub enum Command {
     ///
     /// `weft man | man -l -` reads it; `weft man run` is weft-run(1).
     Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HandlersArgs {
+    /// Print one JSON object: `{"handlers": [...], "stage_attributes": [...]}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -824,6 +839,7 @@ where
     let result = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Graph(args) => graph::run(&args),
+        Command::Handlers(args) => handlers::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => run::resume(&args),
         Command::Daemon(args) => daemon::run(&args),

@@ -6,6 +6,7 @@ pub mod condition;
 pub mod diagnostic;
 pub mod files;
 pub mod graph;
+pub mod handlers;
 pub mod import;
 pub(crate) mod lexer;
 pub mod load;

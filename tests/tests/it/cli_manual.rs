@@ -74,3 +74,38 @@ fn counts_of_one_are_singular() {
         checked.stdout
     );
 }
+
+#[test]
+fn handlers_lists_every_handler_with_its_shape_type_names_and_attributes() {
+    let sb = Sandbox::new();
+    let text = sb.run(&["handlers"]);
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stdout
+            .contains("human  (shape=hexagon)\n  asks a person to choose"),
+        "{}",
+        text.stdout
+    );
+    let json = sb.run(&["handlers", "--json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    let v = weft_tests::json(&json.stdout);
+    let handlers = v["handlers"].as_array().expect("a list of handlers");
+    assert_eq!(handlers.len(), 11);
+    let agent = handlers
+        .iter()
+        .find(|h| h["name"] == "agent")
+        .expect("the agent handler");
+    assert_eq!(agent["shape"], "box");
+    assert!(
+        agent["types"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t == "codergen")),
+        "{agent}"
+    );
+    assert!(
+        v["stage_attributes"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|a| a == "goal_gate")),
+        "{v}"
+    );
+}
