@@ -35,6 +35,7 @@ mod daemon_gates;
 mod daemon_lifecycle;
 mod daemon_protocol;
 mod examples;
+mod fabro_diagnostics;
 mod notifications;
 mod reference_agents;
 mod reference_blocks;
