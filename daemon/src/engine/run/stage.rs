@@ -232,6 +232,14 @@ impl Runner<'_> {
                 return Ok((outcome, attempt));
             }
             if attempt >= policy.max_attempts {
+                if crate::engine::output::is_retry_request(&outcome)
+                    && let Some(failure) = &mut outcome.failure
+                {
+                    failure.message = format!(
+                        "{}; no attempt left after {attempt} (the budget is the node's max_retries or retry_policy, else the graph's default_max_retries)",
+                        failure.message
+                    );
+                }
                 if node
                     .attrs
                     .value("allow_partial")
@@ -751,11 +759,15 @@ impl Runner<'_> {
 }
 
 /// The stage's status.json (outcome, attempts, duration, and in git
-/// checkpoint mode its commit), for people and tools.
+/// checkpoint mode its commit), for people and tools. Beside Weft's own
+/// fields it carries those of the Attractor spec's status file (its
+/// appendix C): `outcome` in that spec's spelling and `preferred_next_label`.
 fn status_file(ran: &Ran) -> String {
     let outcome = &ran.outcome;
     let mut status_file = json!({
         "status": outcome.status,
+        "outcome": outcome.status.attractor_name(),
+        "preferred_next_label": outcome.preferred_label,
         "notes": outcome.notes,
         "failure_reason": outcome.failure_reason(),
         "failure_class": outcome.failure.as_ref().map(|f| f.class),
