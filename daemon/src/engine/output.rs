@@ -339,6 +339,26 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_directive_is_a_retryable_transient_failure_that_keeps_its_reason() {
+        let retry: Map<String, Value> =
+            serde_json::from_str(r#"{"outcome": "retry", "failure_reason": "flaky network"}"#)
+                .expect("json");
+        let mut outcome = Outcome::succeeded();
+        apply_routing(&retry, &mut outcome).expect("valid");
+        assert!(outcome.wants_retry());
+        assert!(is_retry_request(&outcome));
+        let failure = outcome.failure.as_ref().expect("failure");
+        assert_eq!(failure.class, FailureClass::TransientInfra);
+        assert!(failure.message.ends_with(": flaky network"), "{failure:?}");
+        // A plain failure is not a retry request.
+        let fail: Map<String, Value> =
+            serde_json::from_str(r#"{"outcome": "fail"}"#).expect("json");
+        let mut outcome = Outcome::succeeded();
+        apply_routing(&fail, &mut outcome).expect("valid");
+        assert!(!outcome.wants_retry() && !is_retry_request(&outcome));
+    }
+
+    #[test]
     fn malformed_directives_name_the_field() {
         let bad: Map<String, Value> =
             serde_json::from_str(r#"{"suggested_next_ids": "fix"}"#).expect("json");

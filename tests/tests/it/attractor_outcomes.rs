@@ -306,3 +306,84 @@ echo '{"outcome": "retry"}' > "$WEFT_STATUS_FILE"; exit 1
         "the second attempt wrote none"
     );
 }
+
+const TWO_EXITS: &str = r#"digraph TwoExits { start [shape=Mdiamond]
+  done [shape=Msquare]
+  failed_exit [shape=Msquare]
+  check [shape=parallelogram, script="sh check.sh"]
+  start -> check
+  check -> failed_exit [condition="outcome=failed"]
+  check -> done }"#;
+
+#[test]
+fn a_workflow_with_two_exits_validates_with_a_note_and_ends_at_the_exit_it_reaches() {
+    let sb = Sandbox::new();
+    sb.write("wf.fabro", TWO_EXITS);
+    let validated = sb.run(&["validate", "wf.fabro"]);
+    assert_eq!(validated.code, 0, "{validated:?}");
+    let said = format!("{}{}", validated.stdout, validated.stderr);
+    assert!(
+        said.contains("info[terminal_node]")
+            && said.contains("2 exit nodes (`done`, `failed_exit`)")
+            && !said.contains("error["),
+        "{said}"
+    );
+    let graph = sb.run(&["graph", "--json", "wf.fabro"]);
+    let graph = json(&graph.stdout);
+    assert_eq!(graph["exits"], serde_json::json!(["done", "failed_exit"]));
+    assert_eq!(graph["exit"], Value::Null, "no single exit");
+
+    // Succeeds: the unconditional edge to `done`, in process.
+    sb.write("check.sh", "exit 0");
+    let out = sb.run(&["run", "--no-daemon", "wf.fabro", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let c = json(&out.stdout);
+    assert_eq!(c["exit_node"], "done", "{c}");
+    assert!(out.stderr.contains("ended at `done`"), "{}", out.stderr);
+    let all = events(&sb, run_id(&c));
+    assert_eq!(
+        named(&all, "run.completed")[0]["properties"]["exit_node"],
+        "done"
+    );
+
+    // Fails: the condition leads to `failed_exit`, through the daemon.
+    sb.write("check.sh", "exit 1");
+    let out = sb.run(&["run", "wf.fabro", "--json"]);
+    assert_eq!(out.code, 0, "reaching an exit ends the run: {out:?}");
+    let c = json(&out.stdout);
+    assert_eq!(c["exit_node"], "failed_exit", "{c}");
+    assert_eq!(c["failed_stages"], serde_json::json!(["check"]));
+    assert!(
+        out.stderr.contains("ended at `failed_exit`"),
+        "{}",
+        out.stderr
+    );
+    let all = events(&sb, run_id(&c));
+    assert_eq!(
+        named(&all, "run.completed")[0]["properties"]["exit_node"],
+        "failed_exit"
+    );
+    let conclusion = json(
+        &std::fs::read_to_string(
+            Path::new(c["run_dir"].as_str().unwrap_or_default()).join("conclusion.json"),
+        )
+        .unwrap_or_default(),
+    );
+    assert_eq!(conclusion["exit_node"], "failed_exit");
+}
+
+#[test]
+fn a_single_exit_is_named_in_the_event_but_not_on_the_last_line() {
+    let sb = Sandbox::new();
+    let out = {
+        sb.write(
+            "wf.fabro",
+            r#"digraph One { start [shape=Mdiamond]; exit [shape=Msquare]; start -> exit }"#,
+        );
+        sb.run(&["run", "--no-daemon", "wf.fabro", "--json"])
+    };
+    assert_eq!(out.code, 0, "{out:?}");
+    let c = json(&out.stdout);
+    assert_eq!(c["exit_node"], "exit");
+    assert!(!out.stderr.contains("ended at"), "{}", out.stderr);
+}

@@ -94,7 +94,7 @@ impl Runner<'_> {
         Ok(match (leaving.finish, leaving.next) {
             (Some(finish), _) => Step::Finish(finish),
             (None, Some(target)) => Step::Next(target),
-            (None, None) => Step::Finish(Finish::Succeeded),
+            (None, None) => Step::Finish(Finish::Succeeded { exit: None }),
         })
     }
 
@@ -423,7 +423,9 @@ impl Runner<'_> {
             }
         }
         if node.handler == Handler::Exit && finish.is_none() {
-            finish = Some(Finish::Succeeded);
+            finish = Some(Finish::Succeeded {
+                exit: Some(node.id.to_string()),
+            });
             next = None;
         }
         Leaving {
@@ -675,7 +677,9 @@ impl Runner<'_> {
             ));
         }
         if node.handler == Handler::Exit {
-            return Finish::Succeeded;
+            return Finish::Succeeded {
+                exit: Some(node.id.to_string()),
+            };
         }
         // A dead end: the run is over. Goal gates still decide success.
         match self.unsatisfied_goal_gate() {
@@ -683,7 +687,7 @@ impl Runner<'_> {
                 "the run ended at {} (no outgoing edge) with goal gate {} unsatisfied",
                 node.id, gate.id
             )),
-            None => Finish::Succeeded,
+            None => Finish::Succeeded { exit: None },
         }
     }
 
