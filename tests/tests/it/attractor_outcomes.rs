@@ -193,17 +193,16 @@ fn a_status_file_routes_by_its_label_and_updates_the_context() {
     );
     let (code, c) = run(
         &sb,
-        &format!(
-            r#"digraph S {{ start [shape=Mdiamond]; exit [shape=Msquare]
-               check [shape=parallelogram, script="sh report.sh"]
-               fix [shape=parallelogram, script="WEFT_CONTEXT=$WEFT_CONTEXT sh fix.sh"]
-               ship [shape=parallelogram, script="true"]
-               start -> check
-               check -> ship [label="Ship"]
-               check -> fix [label="Fix"]
-               fix -> exit
-               ship -> exit }}"#
-        ),
+        // `fix` names WEFT_CONTEXT in its script, so it gets the context file.
+        r#"digraph S { start [shape=Mdiamond]; exit [shape=Msquare]
+           check [shape=parallelogram, script="sh report.sh"]
+           fix [shape=parallelogram, script="WEFT_CONTEXT=$WEFT_CONTEXT sh fix.sh"]
+           ship [shape=parallelogram, script="true"]
+           start -> check
+           check -> ship [label="Ship"]
+           check -> fix [label="Fix"]
+           fix -> exit
+           ship -> exit }"#,
     );
     assert_eq!(code, 0, "{c}");
     let stages: Vec<&str> = c["stages"]
