@@ -100,10 +100,11 @@ pub(crate) const RETRY_REQUESTED: &str = "the stage asked to be retried (outcome
 #[must_use]
 pub(crate) fn is_retry_request(outcome: &Outcome) -> bool {
     outcome.status == Status::Failed
-        && outcome
-            .failure
-            .as_ref()
-            .is_some_and(|f| f.message.starts_with(RETRY_REQUESTED))
+        && outcome.failure.as_ref().is_some_and(|f| {
+            f.class == FailureClass::TransientInfra
+                && f.retryable
+                && f.message.starts_with(RETRY_REQUESTED)
+        })
 }
 
 /// Applies a routing directive to `outcome`, checking field types.
