@@ -386,3 +386,27 @@ fn a_single_exit_is_named_in_the_event_but_not_on_the_last_line() {
     assert_eq!(c["exit_node"], "exit");
     assert!(!out.stderr.contains("ended at"), "{}", out.stderr);
 }
+
+#[test]
+fn every_exit_checks_the_goal_gates() {
+    let sb = Sandbox::new();
+    let (code, c) = run(
+        &sb,
+        r#"digraph Gated { start [shape=Mdiamond]
+           done [shape=Msquare]
+           failed_exit [shape=Msquare]
+           gate [shape=parallelogram, goal_gate=true, script="exit 1"]
+           start -> gate
+           gate -> failed_exit [condition="outcome=failed"]
+           gate -> done }"#,
+    );
+    assert_eq!(code, 1, "{c}");
+    assert_eq!(c["status"], "failed");
+    assert!(
+        c["failure_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("goal gate unsatisfied for node gate")),
+        "{c}"
+    );
+    assert_eq!(c["exit_node"], Value::Null, "it never got past the gate");
+}
