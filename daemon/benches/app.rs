@@ -353,6 +353,7 @@ fn generate(home: &Home) -> Result<Generated> {
                 RunStatus::Succeeded => EventKind::RunCompleted {
                     duration_ms: 5_000,
                     failed_stages: Vec::new(),
+                    exit_node: Some("exit".into()),
                 },
                 RunStatus::Failed => EventKind::RunFailed {
                     reason: "stage package failed: make exited with status 2".into(),
@@ -480,6 +481,7 @@ fn big_run(store: &mut Store, home: &Home, id: &str, created_at: &str, pid: u32)
                 EventKind::RunCompleted {
                     duration_ms: 360_000,
                     failed_stages: Vec::new(),
+                    exit_node: Some("exit".into()),
                 },
                 None,
             )],

@@ -239,6 +239,7 @@ fn summary(kind: &EventKind) -> String {
         EventKind::RunCompleted {
             duration_ms,
             failed_stages,
+            ..
         } => match super::progress::failed_note(failed_stages) {
             Some(note) => format!("succeeded, {note}, in {}", secs(duration_ms)),
             None => format!("succeeded in {}", secs(duration_ms)),
@@ -523,6 +524,7 @@ mod tests {
             EventKind::RunCompleted {
                 duration_ms: 1500,
                 failed_stages: Vec::new(),
+                exit_node: None,
             },
         ));
         assert_eq!(

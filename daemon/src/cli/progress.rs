@@ -394,11 +394,18 @@ impl Progress {
             EventKind::RunCompleted {
                 duration_ms,
                 failed_stages,
+                exit_node,
             } => Some(format!(
-                "run {} succeeded{} in {}",
+                "run {} succeeded{}{} in {}",
                 event.run_id,
                 failed_note(failed_stages)
                     .map(|note| format!(", {note},"))
+                    .unwrap_or_default(),
+                // Which exit matters only when there was a choice.
+                exit_node
+                    .as_deref()
+                    .filter(|_| state.run_dir.as_ref().is_some_and(several_exits))
+                    .map(|exit| format!(", ended at `{exit}`,"))
                     .unwrap_or_default(),
                 elapsed(Duration::from_millis(*duration_ms))
             )),
@@ -454,6 +461,19 @@ impl Progress {
             state.say(&line, now);
         }
     }
+}
+
+/// Whether the workflow a run directory holds (`graph.fabro`, as it was
+/// submitted) has more than one exit node. Best effort: a file that cannot
+/// be read or parsed says no.
+fn several_exits(run_dir: &RunDir) -> bool {
+    crate::limits::read_text_capped(
+        &run_dir.path().join("graph.fabro"),
+        crate::limits::MAX_WORKFLOW_BYTES,
+    )
+    .ok()
+    .and_then(|text| crate::lang::parser::parse(&text).ok())
+    .is_some_and(|parsed| parsed.graph.exit_nodes().len() > 1)
 }
 
 impl State {

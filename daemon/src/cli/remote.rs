@@ -453,6 +453,10 @@ async fn finish(
             Err(_) => break,
         }
     }
+    let exit_node = match &end.kind {
+        EventKind::RunCompleted { exit_node, .. } => exit_node.clone(),
+        _ => None,
+    };
     let conclusion = match detail {
         Some(detail) => {
             let run = &detail.run;
@@ -482,6 +486,7 @@ async fn finish(
                     })
                     .collect(),
                 failed_stages: run.failed_stages.clone(),
+                exit_node,
             }
         }
         None => {
@@ -490,6 +495,7 @@ async fn finish(
                 EventKind::RunCompleted {
                     duration_ms,
                     failed_stages: failed,
+                    ..
                 } => {
                     failed_stages.clone_from(failed);
                     (RunStatus::Succeeded, *duration_ms, None)
@@ -516,6 +522,7 @@ async fn finish(
                 run_dir: followed.run_dir.clone(),
                 stages: seen,
                 failed_stages,
+                exit_node,
             }
         }
     };

@@ -178,6 +178,10 @@ pub struct Conclusion {
     /// `on_failure="route"` policy routed past.
     #[serde(default)]
     pub failed_stages: Vec<String>,
+    /// The exit node the run reached (a workflow may have several); absent
+    /// when it did not end at one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_node: Option<String>,
 }
 
 /// Why a run could not start or resume.
@@ -1053,11 +1057,13 @@ async fn execute(
 /// How a run whose checkpoint names no next node had ended: at the exit
 /// node it succeeded; elsewhere its last stage decides.
 fn ended(graph: &Graph, current: Option<&str>, stages: &[crate::store::StageRecord]) -> Finish {
-    if current
+    if let Some(exit) = current
         .and_then(|id| graph.node(id))
-        .is_some_and(|n| n.handler == crate::lang::graph::Handler::Exit)
+        .filter(|n| n.handler == crate::lang::graph::Handler::Exit)
     {
-        return Finish::Succeeded;
+        return Finish::Succeeded {
+            exit: Some(exit.id.to_string()),
+        };
     }
     let last = stages.iter().rev().find(|s| s.outcome.is_some());
     match last {
@@ -1066,7 +1072,7 @@ fn ended(graph: &Graph, current: Option<&str>, stages: &[crate::store::StageReco
             stage.node_id,
             stage.failure_reason.as_deref().unwrap_or("no reason given")
         )),
-        _ => Finish::Succeeded,
+        _ => Finish::Succeeded { exit: None },
     }
 }
 
@@ -1084,12 +1090,13 @@ fn conclude(
     let duration_ms = millis(started.elapsed());
     let failed_stages = recorder.store().failed_stages(run_id)?;
     let (status, reason, kind) = match &finish {
-        Finish::Succeeded => (
+        Finish::Succeeded { exit } => (
             RunStatus::Succeeded,
             None,
             EventKind::RunCompleted {
                 duration_ms,
                 failed_stages: failed_stages.clone(),
+                exit_node: exit.clone(),
             },
         ),
         Finish::Failed(why) => (
@@ -1107,6 +1114,7 @@ fn conclude(
             EventKind::RunCompleted {
                 duration_ms,
                 failed_stages: failed_stages.clone(),
+                exit_node: None,
             },
         ),
         Finish::Cancelled(why) => (
@@ -1151,6 +1159,10 @@ fn conclude(
             duration_ms: s.duration_ms,
         })
         .collect();
+    let exit_node = match &finish {
+        Finish::Succeeded { exit } => exit.clone(),
+        _ => None,
+    };
     let conclusion = Conclusion {
         run_id: run_id.to_string(),
         status,
@@ -1159,6 +1171,7 @@ fn conclude(
         run_dir: run_dir_path,
         stages,
         failed_stages,
+        exit_node,
     };
     {
         let dir = recorder.run_dir();
@@ -1172,6 +1185,7 @@ fn conclude(
                     "duration_ms": conclusion.duration_ms,
                     "failure_reason": conclusion.failure_reason,
                     "failed_stages": conclusion.failed_stages,
+                    "exit_node": conclusion.exit_node,
                     "final_git_commit_sha": final_sha,
                 }),
             )?;

@@ -91,31 +91,79 @@ pub(crate) fn last_routing_object(text: &str) -> Option<Map<String, Value>> {
         .find(|o| ROUTING_FIELDS.iter().any(|f| o.contains_key(*f)))
 }
 
+/// How a retry request's failure message starts (see [`apply_routing`]):
+/// the engine recognises it when the attempts run out.
+pub(crate) const RETRY_REQUESTED: &str = "the stage asked to be retried (outcome \"retry\")";
+
+/// Whether `outcome` is a stage's request to be run again (`"outcome":
+/// "retry"`), not a failure of its own.
+#[must_use]
+pub(crate) fn is_retry_request(outcome: &Outcome) -> bool {
+    outcome.status == Status::Failed
+        && outcome.failure.as_ref().is_some_and(|f| {
+            f.class == FailureClass::TransientInfra
+                && f.retryable
+                && f.message.starts_with(RETRY_REQUESTED)
+        })
+}
+
 /// Applies a routing directive to `outcome`, checking field types.
 /// Fails (with a message naming the field) on a malformed directive.
+///
+/// An `outcome` replaces the status and whatever failure `outcome` had (a
+/// command's exit status, when its status file reports otherwise).
+/// `"retry"` (Attractor's RETRY: run me again) is never a final status: it
+/// becomes a retryable `transient_infra` failure, so the node's retry
+/// budget (`max_retries`, the graph's `default_max_retries`) runs the stage
+/// again, and when the budget is spent the stage fails, or partially
+/// succeeds under `allow_partial=true`. Transient, because the stage itself
+/// says another attempt may pass, which is what that class means; and so
+/// a graph default retries it for every kind of stage.
 pub(crate) fn apply_routing(
     directive: &Map<String, Value>,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
+    let mut retry = false;
     if let Some(v) = directive.get("outcome") {
-        let status = v.as_str().and_then(Status::parse).ok_or_else(|| {
-            format!(
-                "`outcome` must be one of succeeded, failed, partially_succeeded, skipped; got {v}"
-            )
-        })?;
+        retry = v
+            .as_str()
+            .is_some_and(|s| s.trim().eq_ignore_ascii_case("retry"));
+        let status = if retry {
+            Status::Failed
+        } else {
+            v.as_str().and_then(Status::parse).ok_or_else(|| {
+                format!(
+                    "`outcome` must be one of succeeded, failed, partially_succeeded, skipped, retry; got {v}"
+                )
+            })?
+        };
         outcome.status = status;
+        outcome.failure = None;
     }
     if let Some(v) = directive.get("failure_reason") {
         let reason = v
             .as_str()
             .ok_or_else(|| format!("`failure_reason` must be a string; got {v}"))?;
-        if outcome.status == Status::Failed {
+        if retry {
+            outcome.failure = Some(crate::model::Failure {
+                class: FailureClass::TransientInfra,
+                message: format!("{RETRY_REQUESTED}: {reason}"),
+                retryable: true,
+            });
+        } else if outcome.status == Status::Failed {
             outcome.failure = Some(crate::model::Failure {
                 class: FailureClass::Deterministic,
                 message: reason.to_string(),
                 retryable: false,
             });
         }
+    }
+    if retry && outcome.failure.is_none() {
+        outcome.failure = Some(crate::model::Failure {
+            class: FailureClass::TransientInfra,
+            message: RETRY_REQUESTED.to_string(),
+            retryable: true,
+        });
     }
     if outcome.status == Status::Failed && outcome.failure.is_none() {
         outcome.failure = Some(crate::model::Failure {
@@ -148,6 +196,33 @@ pub(crate) fn apply_routing(
         for (k, v) in updates {
             outcome.context_updates.insert(k.clone(), v.clone());
         }
+    }
+    Ok(())
+}
+
+/// Adds a status file's `notes` to `outcome`: Attractor writes one string,
+/// and a list of strings reads as well. Routing directives in a stage's
+/// output leave `notes` alone (their notes were always ignored, so a
+/// directive that carries anything there stays valid).
+pub(crate) fn apply_notes(
+    report: &Map<String, Value>,
+    outcome: &mut Outcome,
+) -> Result<(), String> {
+    let Some(v) = report.get("notes") else {
+        return Ok(());
+    };
+    let invalid = || format!("`notes` must be a string or an array of strings; got {v}");
+    match v {
+        Value::String(s) => outcome.notes.push(s.clone()),
+        Value::Array(items) => {
+            let notes = items
+                .iter()
+                .map(|x| x.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(invalid)?;
+            outcome.notes.extend(notes);
+        }
+        _ => return Err(invalid()),
     }
     Ok(())
 }
@@ -262,6 +337,26 @@ mod tests {
         apply_routing(&found, &mut outcome).expect("valid");
         assert_eq!(outcome.status, Status::Failed);
         assert_eq!(outcome.failure_reason(), Some("a } in text"));
+    }
+
+    #[test]
+    fn a_retry_directive_is_a_retryable_transient_failure_that_keeps_its_reason() {
+        let retry: Map<String, Value> =
+            serde_json::from_str(r#"{"outcome": "retry", "failure_reason": "flaky network"}"#)
+                .expect("json");
+        let mut outcome = Outcome::succeeded();
+        apply_routing(&retry, &mut outcome).expect("valid");
+        assert!(outcome.wants_retry());
+        assert!(is_retry_request(&outcome));
+        let failure = outcome.failure.as_ref().expect("failure");
+        assert_eq!(failure.class, FailureClass::TransientInfra);
+        assert!(failure.message.ends_with(": flaky network"), "{failure:?}");
+        // A plain failure is not a retry request.
+        let fail: Map<String, Value> =
+            serde_json::from_str(r#"{"outcome": "fail"}"#).expect("json");
+        let mut outcome = Outcome::succeeded();
+        apply_routing(&fail, &mut outcome).expect("valid");
+        assert!(!outcome.wants_retry() && !is_retry_request(&outcome));
     }
 
     #[test]

@@ -47,7 +47,11 @@ pub(crate) const DEFAULT_STALL_TIMEOUT_SECS: u64 = 1800;
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Finish {
-    Succeeded,
+    /// The run succeeded; `exit` names the exit node it reached (`None`
+    /// when it ended at a stage with no way out).
+    Succeeded {
+        exit: Option<String>,
+    },
     Failed(String),
     Cancelled(String),
     /// A parallel branch reached its join node (never the run's own end).

@@ -282,17 +282,19 @@ pub async fn run(
     // From here the group dies with this process, however it dies; only
     // now may the script start.
     super::reaper::watch(group.raw_pgid());
+    // The stage's directory may not exist yet: made here, while the shell
+    // starts, and before the gate opens, so that the script finds it (it
+    // may write its status file there, WEFT_STATUS_FILE).
+    if let Some(dir) = script.group_record.as_deref().and_then(Path::parent) {
+        let _ = crate::store::create_private_dir_all(dir);
+    }
     open_gate(&mut group).await;
     if let Some(record) = &script.group_record {
         // Best effort: the reaper does not need it, only the fallback does.
         let raw = pid.as_raw_nonzero().get().unsigned_abs();
         if let Some(start) = crate::os::process::start_time(raw) {
             // Private like everything in the run directory; atomic, so the
-            // fallback never reads half a record. The stage's directory may
-            // not exist yet: made here, while the shell starts.
-            if let Some(dir) = record.parent() {
-                let _ = crate::store::create_private_dir_all(dir);
-            }
+            // fallback never reads half a record.
             let _ = crate::store::write_atomic(record, format!("{raw} {start}\n").as_bytes());
         }
     }

@@ -943,6 +943,16 @@ mod tests {
     }
 
     #[test]
+    fn outcome_retry_parses_and_never_holds_since_no_stage_ends_with_it() {
+        // Attractor's RETRY asks for another attempt; the engine never
+        // leaves a stage with it, so no status ever equals it.
+        for status in ["succeeded", "failed", "partially_succeeded", "skipped"] {
+            assert!(!holds_with("outcome=retry", status, json!({})), "{status}");
+            assert!(holds_with("outcome!=retry", status, json!({})), "{status}");
+        }
+    }
+
+    #[test]
     fn preferred_label_compares_exactly() {
         let context = Map::new();
         let env = Env {

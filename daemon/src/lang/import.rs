@@ -550,6 +550,30 @@ impl Splice {
             .attrs
             .get("import")
             .map_or(placeholder.span, |a| a.value_span);
+        // Decision: a workflow with several exits (valid on its own, see
+        // terminal_node) cannot be imported. Spliced in, every exit would
+        // lead to the placeholder's edges alike, and which exit the part
+        // reached (a success exit, a failure exit) would be lost.
+        let exits = inner.exit_nodes();
+        if exits.len() > 1 {
+            let names: Vec<String> = exits.iter().map(|n| format!("`{}`", n.id)).collect();
+            return Err(Box::new(
+                Diagnostic::error(
+                    IMPORT_NOT_FOUND,
+                    format!(
+                        "`{}` has {} exit nodes ({}); an imported workflow needs exactly one",
+                        imported.written,
+                        exits.len(),
+                        names.join(", ")
+                    ),
+                )
+                .at(at)
+                .on_node(&placeholder.id)
+                .with_hint(
+                    "give the imported workflow one exit, and route on its outcome with conditions on the placeholder's edges",
+                ),
+            ));
+        }
         // A valid workflow has both; validation ran before this.
         let (Some(inner_start), Some(inner_exit)) = (inner.start(), inner.exit()) else {
             return Err(Box::new(
@@ -1331,6 +1355,21 @@ mod tests {
             "the placeholder left behind draws no warning of its own: {:?}",
             wf.diagnostics
         );
+    }
+
+    #[test]
+    fn a_workflow_with_several_exits_is_refused_as_an_import_at_the_path() {
+        let wf = load("two_exits.fabro");
+        let e = errors(&wf);
+        assert_eq!(e.len(), 1, "{:?}", wf.diagnostics);
+        assert_eq!(e[0].rule, super::IMPORT_NOT_FOUND);
+        assert_eq!(
+            e[0].message,
+            "`two_exits_part.fabro` has 2 exit nodes (`done`, `failed`); an imported workflow needs exactly one"
+        );
+        assert_eq!(at(e[0]), Some((5, 19)));
+        assert_eq!(e[0].node_id.as_deref(), Some("check"));
+        assert!(graph(&wf).node("check.test").is_none(), "not spliced");
     }
 
     #[test]

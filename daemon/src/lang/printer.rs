@@ -139,7 +139,10 @@ pub(crate) fn to_json(graph: &Graph) -> serde_json::Value {
         "name": graph.name,
         "attrs": graph.attrs,
         "start": graph.start().map(|n| n.id.as_ref()),
+        // The one exit, as before; `exits` lists them all (a workflow may
+        // have several, see terminal_node).
         "exit": graph.exit().map(|n| n.id.as_ref()),
+        "exits": graph.exit_nodes().iter().map(|n| n.id.as_ref()).collect::<Vec<&str>>(),
         "nodes": nodes,
         "edges": edges,
     })

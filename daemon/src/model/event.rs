@@ -70,6 +70,11 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         #[ts(as = "Option<Vec<String>>", optional)]
         failed_stages: Vec<String>,
+        /// The exit node the run reached (a workflow may have several);
+        /// absent when it ended at a stage with no way out, and in events
+        /// recorded before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_node: Option<String>,
     },
     #[serde(rename = "run.failed")]
     RunFailed { reason: String, duration_ms: u64 },
@@ -415,6 +420,26 @@ mod tests {
         };
         let back = EventKind::from_parts(kind.name(), kind.properties()).expect("reads back");
         assert_eq!(back, kind);
+    }
+
+    #[test]
+    fn a_run_completed_event_recorded_before_exit_nodes_were_kept_still_reads() {
+        let old = EventKind::from_parts("run.completed", serde_json::json!({"duration_ms": 5}))
+            .expect("reads");
+        assert_eq!(
+            old,
+            EventKind::RunCompleted {
+                duration_ms: 5,
+                failed_stages: Vec::new(),
+                exit_node: None,
+            }
+        );
+        let new = EventKind::RunCompleted {
+            duration_ms: 5,
+            failed_stages: Vec::new(),
+            exit_node: Some("failed_exit".into()),
+        };
+        assert_eq!(new.properties()["exit_node"], "failed_exit");
     }
 
     fn gate_question(permission: Option<PermissionAsk>) -> EventKind {

@@ -28,6 +28,19 @@ impl Status {
         }
     }
 
+    /// The spelling of StrongDM's Attractor spec (`success`, `fail`,
+    /// `partial_success`, `skipped`), which its status files carry as
+    /// `outcome`.
+    #[must_use]
+    pub fn attractor_name(self) -> &'static str {
+        match self {
+            Status::Succeeded => "success",
+            Status::Failed => "fail",
+            Status::PartiallySucceeded => "partial_success",
+            Status::Skipped => "skipped",
+        }
+    }
+
     /// Reads a status, accepting the Attractor spellings (`success`,
     /// `fail`, `partial_success`) as the condition language does.
     #[must_use]
@@ -324,6 +337,14 @@ mod tests {
             Some(Status::PartiallySucceeded)
         );
         assert_eq!(Status::parse("nope"), None);
+        for status in [
+            Status::Succeeded,
+            Status::Failed,
+            Status::PartiallySucceeded,
+            Status::Skipped,
+        ] {
+            assert_eq!(Status::parse(status.attractor_name()), Some(status));
+        }
     }
 
     #[test]

@@ -319,6 +319,36 @@ fn a_killed_run_resumes_without_rerunning_committed_stages() {
 }
 
 #[test]
+fn a_resumed_stage_never_reads_the_status_file_its_killed_attempt_wrote() {
+    let sb = Sandbox::new();
+    sb.write(
+        "report.json",
+        r#"{"outcome": "fail", "failure_reason": "stale"}"#,
+    );
+    sb.write(
+        "wf.fabro",
+        r#"digraph D { graph [on_failure="exit"]; start [shape=Mdiamond]; exit [shape=Msquare]
+           two [shape=parallelogram, script="if [ -f go ]; then exit 0; fi; cp report.json $WEFT_STATUS_FILE; echo $$ > two.pid; sleep 30"]
+           start -> two -> exit }"#,
+    );
+    kill_run_when(
+        &sb,
+        "wf.fabro",
+        "two.pid",
+        || true,
+        Duration::from_millis(50),
+    );
+    let record = only_run(&sb).unwrap_or_else(|| panic!("a run was recorded"));
+    sb.write("go", "");
+    let resumed = sb.run(&["resume", "--no-daemon", &record.id, "--json"]);
+    assert_eq!(
+        resumed.code, 0,
+        "the killed attempt's report was cleared: {}",
+        resumed.stderr
+    );
+}
+
+#[test]
 fn a_torn_checkpoint_is_rebuilt_from_the_events() {
     for damage in [
         "substr(checkpoint, 1, 40)",                              // truncated

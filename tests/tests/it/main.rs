@@ -10,6 +10,7 @@ mod acp_claude_adapter;
 mod acp_stages;
 mod agent_stages;
 mod attractor;
+mod attractor_outcomes;
 mod budgets;
 mod checkpoints;
 mod cli_apply;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::StageCx;
+use super::{StageCx, reported_status};
 use crate::engine::output;
 use crate::engine::retry::RetryPolicy;
 use crate::exec::process::{self, Language, Script};
@@ -66,10 +66,17 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     cx.stage_file("stdout.log", None);
     cx.stage_file("stderr.log", None);
 
+    // The command may report its outcome in a file of its own (see
+    // reported_status.rs); only this attempt's report counts.
+    let status_path = cx.dir.join(reported_status::FILE_NAME);
+    if let Err(why) = reported_status::clear(&status_path) {
+        return Outcome::failed(FailureClass::Deterministic, why);
+    }
     let mut env = vec![
         ("WEFT_RUN_ID".into(), cx.run.run_id.clone()),
         ("WEFT_NODE_ID".into(), node.id.to_string()),
         ("WEFT_VISIT".into(), cx.visit.to_string()),
+        ("WEFT_STATUS_FILE".into(), status_path.display().to_string()),
     ];
     // A script that reads $WEFT_CONTEXT gets the run context as a JSON file
     // (blob refs read back). Only then: writing it for every command would
@@ -211,7 +218,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             ),
         );
     }
-    if result.exit_code != Some(0) {
+    let exit_failure = (result.exit_code != Some(0)).then(|| {
         let status = match (result.exit_code, result.signal) {
             (Some(code), _) => format!("command exited with status {code}"),
             (None, Some(sig)) => format!("command was killed by signal {sig}"),
@@ -223,11 +230,41 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
             None => status,
         };
         let o = failed(FailureClass::Deterministic, message);
-        return if RetryPolicy::explicit(node) {
+        if RetryPolicy::explicit(node) {
             o.retryable()
         } else {
             o
-        };
+        }
+    });
+    // A status file, when the command wrote one, decides the outcome in
+    // place of its exit status and of any routing in its output.
+    match reported_status::read(&status_path) {
+        Err(why) => return failed(FailureClass::Deterministic, why),
+        Ok(Some(report)) => {
+            let mut reported = exit_failure.unwrap_or(outcome);
+            let exit_note = reported.failure_reason().map(str::to_string);
+            if let Err(why) = reported_status::apply(&report, &mut reported) {
+                return failed(
+                    FailureClass::Deterministic,
+                    format!("invalid status file {}: {why}", status_path.display()),
+                );
+            }
+            if let Some(exit) = exit_note {
+                reported
+                    .notes
+                    .push(format!("{exit}; the status file decided the outcome"));
+            }
+            if node.attrs.contains("output_schema") {
+                reported.notes.push(
+                    "output_schema was not checked: the status file reported the outcome".into(),
+                );
+            }
+            return reported;
+        }
+        Ok(None) => {}
+    }
+    if let Some(failure) = exit_failure {
+        return failure;
     }
 
     match node.attrs.non_empty("output_schema") {

@@ -17,6 +17,7 @@ mod human;
 mod model_stage;
 pub(crate) use model_stage::repair_message;
 mod prompt;
+mod reported_status;
 mod start;
 mod wait;
 

@@ -437,7 +437,7 @@ impl Runner<'_> {
             })
             .unwrap_or_default();
         match finish {
-            Finish::Joined(_) | Finish::Succeeded => {
+            Finish::Joined(_) | Finish::Succeeded { .. } => {
                 let status = last_status(&self.state, &nodes);
                 let reason = nodes
                     .last()

@@ -94,7 +94,7 @@ impl Runner<'_> {
         Ok(match (leaving.finish, leaving.next) {
             (Some(finish), _) => Step::Finish(finish),
             (None, Some(target)) => Step::Next(target),
-            (None, None) => Step::Finish(Finish::Succeeded),
+            (None, None) => Step::Finish(Finish::Succeeded { exit: None }),
         })
     }
 
@@ -232,6 +232,14 @@ impl Runner<'_> {
                 return Ok((outcome, attempt));
             }
             if attempt >= policy.max_attempts {
+                if crate::engine::output::is_retry_request(&outcome)
+                    && let Some(failure) = &mut outcome.failure
+                {
+                    failure.message = format!(
+                        "{}; no attempt left after {attempt} (the budget is the node's max_retries or retry_policy, else the graph's default_max_retries)",
+                        failure.message
+                    );
+                }
                 if node
                     .attrs
                     .value("allow_partial")
@@ -415,7 +423,9 @@ impl Runner<'_> {
             }
         }
         if node.handler == Handler::Exit && finish.is_none() {
-            finish = Some(Finish::Succeeded);
+            finish = Some(Finish::Succeeded {
+                exit: Some(node.id.to_string()),
+            });
             next = None;
         }
         Leaving {
@@ -667,7 +677,9 @@ impl Runner<'_> {
             ));
         }
         if node.handler == Handler::Exit {
-            return Finish::Succeeded;
+            return Finish::Succeeded {
+                exit: Some(node.id.to_string()),
+            };
         }
         // A dead end: the run is over. Goal gates still decide success.
         match self.unsatisfied_goal_gate() {
@@ -675,7 +687,7 @@ impl Runner<'_> {
                 "the run ended at {} (no outgoing edge) with goal gate {} unsatisfied",
                 node.id, gate.id
             )),
-            None => Finish::Succeeded,
+            None => Finish::Succeeded { exit: None },
         }
     }
 
@@ -751,11 +763,15 @@ impl Runner<'_> {
 }
 
 /// The stage's status.json (outcome, attempts, duration, and in git
-/// checkpoint mode its commit), for people and tools.
+/// checkpoint mode its commit), for people and tools. Beside Weft's own
+/// fields it carries those of the Attractor spec's status file (its
+/// appendix C): `outcome` in that spec's spelling and `preferred_next_label`.
 fn status_file(ran: &Ran) -> String {
     let outcome = &ran.outcome;
     let mut status_file = json!({
         "status": outcome.status,
+        "outcome": outcome.status.attractor_name(),
+        "preferred_next_label": outcome.preferred_label,
         "notes": outcome.notes,
         "failure_reason": outcome.failure_reason(),
         "failure_class": outcome.failure.as_ref().map(|f| f.class),

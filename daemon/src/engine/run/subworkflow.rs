@@ -405,5 +405,6 @@ fn concluded(record: &RunRecord) -> Conclusion {
         run_dir: record.run_dir.clone(),
         stages: Vec::new(),
         failed_stages: record.failed_stages.clone(),
+        exit_node: None,
     }
 }

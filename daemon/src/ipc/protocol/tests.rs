@@ -429,6 +429,7 @@ fn replies_and_notifications_have_the_exact_wire_shape() {
             kind: EventKind::RunCompleted {
                 duration_ms: 5,
                 failed_stages: Vec::new(),
+                exit_node: None,
             },
         },
     );

@@ -1,7 +1,7 @@
 //! `reachability`: every node can run. Walks from the start node along
 //! edges and retry targets (a failure may jump to one, execution/failures.mdx).
-//! A declared node never reached is a warning; an unreachable exit node is an
-//! error, since the workflow could never finish. Skipped unless there is
+//! A declared node never reached is a warning; an exit node is an error
+//! when no exit can be reached, since the workflow could never finish. Skipped unless there is
 //! exactly one start node (`start_node` reports that).
 
 use std::collections::VecDeque;
@@ -28,9 +28,15 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         queue.extend(cx.outgoing[i].iter().filter_map(|&e| cx.ends(e as usize).1));
         queue.extend(retry_targets(cx, &graph.nodes[i].attrs));
     }
-    let exit = graph.exit().map(|n| n.id.as_ref());
+    // The run can finish if it can reach some exit: with several exits
+    // (see terminal_node), one out of reach is only a node that never runs.
+    let can_finish = graph
+        .nodes
+        .iter()
+        .zip(&reached)
+        .any(|(n, r)| *r && n.handler == Handler::Exit);
     for (node, _) in graph.nodes.iter().zip(&reached).filter(|(_, r)| !**r) {
-        if Some(node.id.as_ref()) == exit {
+        if node.handler == Handler::Exit && !can_finish {
             out.push(
                 Diagnostic::error(
                     "reachability",
@@ -96,6 +102,24 @@ mod tests {
         assert!(d[0].is_error());
         assert_eq!(d[0].node_id.as_deref(), Some("exit"));
         assert_eq!(d[0].span.map(|s| s.line), Some(3));
+    }
+
+    #[test]
+    fn with_several_exits_one_reachable_exit_is_enough() {
+        let src = wrap("  failed [shape=Msquare]\n  a [prompt=\"x\"]\n  start -> a -> exit");
+        let d = of_rule(&src, "reachability");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].severity, Severity::Warning, "the run can still finish");
+        assert_eq!(d[0].node_id.as_deref(), Some("failed"));
+
+        let src = wrap("  failed [shape=Msquare]\n  a [prompt=\"x\"]\n  start -> a -> a");
+        let d = of_rule(&src, "reachability");
+        let errors: Vec<_> = d
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.node_id.as_deref())
+            .collect();
+        assert_eq!(errors, [Some("exit"), Some("failed")], "{d:?}");
     }
 
     #[test]

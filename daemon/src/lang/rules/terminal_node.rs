@@ -1,8 +1,15 @@
-//! `terminal_node` (error): a workflow has exactly one exit node
-//! (`shape=Msquare`, or a node with id `exit`/`Exit`/`end`/`End`).
+//! `terminal_node`: a workflow has an exit node (`shape=Msquare`, or a node
+//! with id `exit`/`Exit`/`end`/`End`); none is an error.
+//!
+//! Decision, several exits: Fabro requires exactly one, but StrongDM's
+//! Attractor spec contradicts itself (one in its shape table, at least one
+//! in its own `terminal_node` rule) and its workflows write a success exit
+//! and a failure exit. Weft accepts them: a run ends at whichever exit it
+//! reaches, as it ends at the one exit, goal gates checked. More than one
+//! is an `info` note, so a Fabro user learns that Fabro would refuse it.
 
 use super::Cx;
-use crate::lang::diagnostic::Diagnostic;
+use crate::lang::diagnostic::{Diagnostic, Severity};
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
     match cx.graph.exit_nodes().as_slice() {
@@ -12,24 +19,21 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
                 .with_hint("add `exit [shape=Msquare]` and an edge from the last stage to it"),
         ),
         [_] => {}
-        [first, rest @ ..] => {
-            for extra in rest {
-                out.push(
-                    Diagnostic::error(
-                        "terminal_node",
-                        format!(
-                            "`{}` is a second exit node (the first is `{}`)",
-                            extra.id, first.id
-                        ),
-                    )
-                    .at(extra.span)
-                    .on_node(&extra.id)
-                    .with_hint(format!(
-                        "a workflow has exactly one exit node: route this edge to `{}`",
-                        first.id
-                    )),
-                );
-            }
+        exits @ [_, second, ..] => {
+            let names: Vec<String> = exits.iter().map(|n| format!("`{}`", n.id)).collect();
+            out.push(
+                Diagnostic::new(
+                    "terminal_node",
+                    Severity::Info,
+                    format!(
+                        "the workflow has {} exit nodes ({}): the run ends at whichever exit it reaches; Fabro requires exactly one",
+                        exits.len(),
+                        names.join(", ")
+                    ),
+                )
+                .at(second.span)
+                .on_node(&second.id),
+            );
         }
     }
 }
@@ -55,13 +59,20 @@ mod tests {
     }
 
     #[test]
-    fn each_extra_exit_node_is_reported_where_it_is_declared() {
+    fn several_exit_nodes_are_one_info_note_at_the_second() {
         let src = wrap("  done [shape=Msquare]\n  also [shape=Msquare]\n  start -> exit");
         let d = of_rule(&src, "terminal_node");
-        let ids: Vec<_> = d.iter().map(|d| d.node_id.as_deref()).collect();
-        assert_eq!(ids, [Some("done"), Some("also")]);
-        assert!(d.iter().all(|d| d.is_error()));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].severity, crate::lang::Severity::Info);
+        assert_eq!(d[0].node_id.as_deref(), Some("done"));
         assert_eq!(d[0].span.map(|s| s.line), Some(4));
+        assert!(
+            d[0].message
+                .contains("3 exit nodes (`exit`, `done`, `also`)")
+                && d[0].message.contains("Fabro requires exactly one"),
+            "{}",
+            d[0].message
+        );
     }
 
     #[test]

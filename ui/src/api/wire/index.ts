@@ -580,7 +580,13 @@ resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms:
  * The nodes whose latest visit failed, routed past by the default
  * `on_failure="route"` policy; absent when none did.
  */
-failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+failed_stages?: Array<string>, 
+/**
+ * The exit node the run reached (a workflow may have several);
+ * absent when it ended at a stage with no way out, and in events
+ * recorded before it was kept.
+ */
+exit_node?: string | null, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -643,7 +649,13 @@ resumed: boolean, } } | { "event": "run.completed", "properties": { duration_ms:
  * The nodes whose latest visit failed, routed past by the default
  * `on_failure="route"` policy; absent when none did.
  */
-failed_stages?: Array<string>, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+failed_stages?: Array<string>, 
+/**
+ * The exit node the run reached (a workflow may have several);
+ * absent when it ended at a stage with no way out, and in events
+ * recorded before it was kept.
+ */
+exit_node?: string | null, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
