@@ -115,13 +115,6 @@ pub enum Command {
     /// Print a workflow's resolved graph: as normalised DOT, or with
     /// `--json` as nodes (handler, classes, effective attributes) and edges.
     Graph(GraphArgs),
-    /// List the handlers a node can have: shape, `type=` names, attributes.
-    ///
-    /// A node's handler comes from `type=` when it names one, else from
-    /// its shape. The `type=` names include Fabro's legacy aliases and the
-    /// Attractor spec's (`codergen`, `wait.human`, `tool`, ...). `--json`
-    /// prints the same as one object. Exits 0.
-    Handlers(HandlersArgs),
     /// Run a workflow (or a run configuration `.toml`) with live progress.
     ///
     /// The run executes in the daemon (weftd, started when it is not
@@ -243,6 +236,13 @@ pub enum Command {
     /// model and exits 0 when all answer, 1 when any fails, 2 on usage
     /// errors.
     Model(ModelArgs),
+    /// List the handlers a node can have: shape, `type=` names, attributes.
+    ///
+    /// A node's handler comes from `type=` when it names one, else from
+    /// its shape. The `type=` names include Fabro's legacy aliases and the
+    /// Attractor spec's (`codergen`, `wait.human`, `tool`, ...). `--json`
+    /// prints the same as one object. Exits 0.
+    Handlers(HandlersArgs),
     /// Print a shell completion script: `weft completions bash > ...`.
     ///
     /// bash: `weft completions bash > ~/.local/share/bash-completion/completions/weft`;
