@@ -62,8 +62,11 @@ pub(crate) const MODEL_KEYS: &[&str] = &[
     "acp.permissions",
 ];
 
-/// The other attributes a placeholder may carry.
-const PLACEHOLDER_KEYS: &[&str] = &["import", "label", "class"];
+/// The other attributes a placeholder may carry: besides these, the
+/// Attractor spec's names of model attributes (`llm_model`), which the
+/// loader has copied to Weft's (`model`) by now, so they are passed down
+/// under that name.
+const PLACEHOLDER_KEYS: &[&str] = &["import", "label", "class", "llm_model", "llm_provider"];
 
 /// Graph attributes of an imported file that are fine to drop: the goal
 /// (a run has one, the importer's), presentation, and the stylesheet (which
