@@ -17,13 +17,14 @@
 //! neither spelling (they were `unknown_attribute` warnings, now notes), and
 //! its docs call `$goal` legacy text that nothing expands.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::attrs::{ATTRACTOR_SPELLINGS, Attr, Attrs, Key, Scope};
 use super::diagnostic::{Diagnostic, Severity};
 use super::graph::Graph;
+use super::parser::{EXPANSION_TOO_LARGE, MAX_EXPANSION_BYTES};
 use super::span::span_after;
-use super::value::Value;
+use super::value::{Text, Value};
 
 /// The rule id of every note about an Attractor spelling; the rule that
 /// reports attribute spellings lives in `rules/attractor_spelling.rs`, the
@@ -79,8 +80,24 @@ pub(crate) fn goal_variable_at(text: &str) -> Option<usize> {
     None
 }
 
+/// How long `text` is once every `$goal` token in it is replaced by `goal`
+/// (saturating): what expanding costs, known before any of it is done.
+#[must_use]
+pub(crate) fn expanded_len(text: &str, goal: &str) -> usize {
+    let mut tokens = 0usize;
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(goal_variable_at) {
+        tokens += 1;
+        from += at + GOAL_VARIABLE.len();
+    }
+    let per_token = goal.len().saturating_sub(GOAL_VARIABLE.len());
+    text.len().saturating_add(tokens.saturating_mul(per_token))
+}
+
 /// `text` with every `$goal` token replaced by `goal`; `None` when it has
 /// none. One pass: a goal that itself contains `$goal` is not expanded again.
+/// The caller bounds the size first ([`expanded_len`]): a text of `$goal`s
+/// times a long goal grows fast.
 #[must_use]
 pub(crate) fn expand_goal(text: &str, goal: &str) -> Option<String> {
     let mut at = goal_variable_at(text)?;
@@ -104,14 +121,29 @@ pub(crate) fn expand_goal(text: &str, goal: &str) -> Option<String> {
 /// place once: in the `prompt`, and in the `label` of an LLM node without
 /// a prompt, whose label is its prompt (the engine expands that one when
 /// the stage runs; the label itself stays as written, for display).
-pub(crate) fn expand_goal_variable(graph: &mut Graph, source: &str, out: &mut Vec<Diagnostic>) {
+///
+/// The text this creates is taken from `budget` (the load's expansion
+/// budget, which node defaults and imports share): one value that many
+/// nodes share through `node [...]` is expanded once and shared again, and
+/// labels are charged what the stage will expand. Past the budget, one
+/// `expansion_too_large` error and the rest is left as written.
+pub(crate) fn expand_goal_variable(
+    graph: &mut Graph,
+    source: &str,
+    budget: &mut u64,
+    out: &mut Vec<Diagnostic>,
+) {
     let goal = graph
         .attrs
         .text("goal")
         .map(std::borrow::Cow::into_owned)
         .unwrap_or_default();
-    // `node [prompt=...]` puts one written value on many nodes: note it once.
+    // `node [prompt=...]` puts one written value on many nodes: note it
+    // once, expand it once. Keyed by the shared text's address; the map
+    // keeps the original alive so that no address is reused meanwhile.
     let mut noted = FxHashSet::default();
+    let mut done: FxHashMap<usize, (Text, Value)> = FxHashMap::default();
+    let mut over = false;
     for node in &mut graph.nodes {
         let prompt_set = node
             .attrs
@@ -124,25 +156,58 @@ pub(crate) fn expand_goal_variable(graph: &mut Graph, source: &str, out: &mut Ve
             if !is_prompt && !label_as_prompt {
                 continue;
             }
-            let Some(text) = attr.value.as_str() else {
+            let Value::Str(text) = &attr.value else {
                 continue;
             };
-            if goal_variable_at(text).is_none() {
+            if over || goal_variable_at(text).is_none() {
                 continue;
             }
-            let expanded = if is_prompt {
-                expand_goal(text, &goal)
-            } else {
-                None
-            };
             if noted.insert(attr.value_span.start) {
                 out.push(note(source, attr, &node.id));
             }
-            if let Some(expanded) = expanded {
-                attr.value = Value::Str(expanded.into());
+            let key = text.as_ptr() as usize;
+            if let Some((_, expanded)) = done.get(&key) {
+                if is_prompt {
+                    attr.value = expanded.clone();
+                }
+                continue;
             }
+            let cost = expanded_len(text, &goal) as u64;
+            let Some(left) = budget.checked_sub(cost) else {
+                over = true;
+                out.push(too_large(attr, &node.id));
+                continue;
+            };
+            *budget = left;
+            let original = text.clone();
+            let expanded = if is_prompt {
+                expand_goal(text, &goal)
+                    .map_or_else(|| attr.value.clone(), |e| Value::Str(e.into()))
+            } else {
+                // Charged now, expanded when the stage runs.
+                attr.value.clone()
+            };
+            if is_prompt {
+                attr.value = expanded.clone();
+            }
+            done.insert(key, (original, expanded));
         }
     }
+}
+
+/// The error when expanding `$goal` would pass the load's expansion budget.
+fn too_large(attr: &Attr, node: &str) -> Diagnostic {
+    Diagnostic::error(
+        EXPANSION_TOO_LARGE,
+        format!(
+            "replacing `$goal` with the goal in `{}` of `{node}` makes the workflow's text larger than {} in all",
+            attr.key,
+            crate::limits::human_bytes(MAX_EXPANSION_BYTES)
+        ),
+    )
+    .at(attr.value_span)
+    .on_node(node)
+    .with_hint("write `$goal` fewer times, or give a shorter goal")
 }
 
 /// The note for a `$goal` in `attr`: at the token where the file has it
@@ -185,6 +250,65 @@ mod tests {
         assert_eq!(goal_variable_at("$goals then $goal"), Some(12));
         assert_eq!(goal_variable_at("$goalé"), None);
         assert_eq!(goal_variable_at("no variable"), None);
+    }
+
+    #[test]
+    fn a_goal_repeated_past_the_expansion_budget_is_an_error_not_a_bomb() {
+        let goal = "g".repeat(1 << 20);
+        let prompt = "$goal ".repeat(100);
+        let src = format!(
+            "digraph G {{ graph [goal=\"{goal}\"]\n start [shape=Mdiamond]; exit [shape=Msquare]\n a [prompt=\"{prompt}\"]\n b [prompt=\"{prompt}\"]\n start -> a -> b -> exit }}"
+        );
+        let wf = crate::lang::Workflow::from_bytes(
+            "big.dot",
+            src.as_bytes(),
+            std::path::Path::new("."),
+            &crate::lang::LoadOptions::default(),
+        );
+        let errors: Vec<_> = wf.diagnostics.iter().filter(|d| d.is_error()).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].rule, EXPANSION_TOO_LARGE);
+        assert_eq!(
+            errors[0].node_id.as_deref(),
+            Some("a"),
+            "100 MiB for `a` alone"
+        );
+        assert_eq!(expanded_len("$goal and $goal", "abcdefg"), 19);
+    }
+
+    #[test]
+    fn a_shared_default_prompt_is_expanded_once_and_noted_once() {
+        let mut src = String::from(
+            "digraph G { graph [goal=\"ship\"]\n node [prompt=\"do $goal\"]\n start [shape=Mdiamond]; exit [shape=Msquare]\n",
+        );
+        for i in 0..50 {
+            src.push_str(&format!(" n{i}\n start -> n{i} -> exit\n"));
+        }
+        src.push('}');
+        let wf = crate::lang::Workflow::from_bytes(
+            "many.dot",
+            src.as_bytes(),
+            std::path::Path::new("."),
+            &crate::lang::LoadOptions::default(),
+        );
+        let graph = wf.graph.as_ref().expect("graph");
+        let prompts: Vec<_> = (0..50)
+            .map(|i| {
+                graph
+                    .node(&format!("n{i}"))
+                    .and_then(|n| n.attrs.text("prompt"))
+            })
+            .collect();
+        assert!(
+            prompts.iter().all(|p| p.as_deref() == Some("do ship")),
+            "{prompts:?}"
+        );
+        let notes = wf
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == ATTRACTOR_SPELLING)
+            .count();
+        assert_eq!(notes, 1, "{:?}", wf.diagnostics);
     }
 
     #[test]

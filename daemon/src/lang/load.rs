@@ -265,7 +265,12 @@ pub(super) fn assemble(
         || !wf.file_refs.is_empty()
         || template::may_hold_template(&wf.source)
     {
-        attractor::expand_goal_variable(&mut graph, &wf.source, &mut wf.diagnostics);
+        attractor::expand_goal_variable(
+            &mut graph,
+            &wf.source,
+            &mut chain.budget.expansion_bytes,
+            &mut wf.diagnostics,
+        );
     }
     // After this file's templates, so spliced text (already rendered in its
     // own file) is never rendered twice.

@@ -50,12 +50,21 @@ impl StylesheetError {
 }
 
 /// A parsed stylesheet: its rules in source order (order breaks ties).
-#[derive(Debug, Clone, PartialEq, Default)]
+/// Two stylesheets are equal when their rules are: how a property was spelt
+/// is not part of what it means (a printed stylesheet uses Weft's names and
+/// parses back equal).
+#[derive(Debug, Clone, Default)]
 pub struct Stylesheet {
     pub rules: Vec<Rule>,
     /// Properties written with the Attractor spec's name (`llm_model`), in
     /// source order, for the `attractor_spelling` rule's notes.
     pub attractor_spellings: Vec<AttractorSpelling>,
+}
+
+impl PartialEq for Stylesheet {
+    fn eq(&self, other: &Stylesheet) -> bool {
+        self.rules == other.rules
+    }
 }
 
 /// A property written with the Attractor spec's name: where (byte
@@ -650,6 +659,13 @@ mod tests {
                 ("llm_model", "llm_model", Property::Model),
                 ("llm_provider", "llm_provider", Property::Provider)
             ]
+        );
+        let printed = sheet.to_string();
+        assert!(printed.contains("model: claude-sonnet-4-5"), "{printed}");
+        assert_eq!(
+            parse(&printed),
+            Ok(sheet),
+            "prints Weft's names, parses back equal"
         );
     }
 

@@ -47,7 +47,18 @@ impl Prompt {
                     .non_empty("label")
                     .map_or_else(|| node.id.to_string(), |l| l.into_owned());
                 let goal = run_goal(cx).unwrap_or_default();
-                crate::lang::attractor::expand_goal(&stand_in, &goal).unwrap_or(stand_in)
+                // Loading charged this expansion to its budget already;
+                // a goal changed since (a resumed run) is held to it too.
+                let size = crate::lang::attractor::expanded_len(&stand_in, &goal) as u64;
+                if size > crate::lang::parser::MAX_EXPANSION_BYTES {
+                    cx.notice(format!(
+                        "`$goal` in the label of {} was left as written: the goal would make the prompt larger than the limit",
+                        node.id
+                    ));
+                    stand_in
+                } else {
+                    crate::lang::attractor::expand_goal(&stand_in, &goal).unwrap_or(stand_in)
+                }
             }
         };
         let text = if preamble.is_empty() {
