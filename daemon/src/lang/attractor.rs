@@ -60,6 +60,20 @@ fn alias_in(attrs: &mut Attrs, scope: Scope) {
     }
 }
 
+/// The note for an attribute written with the spec's name `spec`, read as
+/// Weft's `weft`; the caller places it.
+#[must_use]
+pub(crate) fn spelling_note(spec: &str, weft: &str) -> Diagnostic {
+    Diagnostic::new(
+        ATTRACTOR_SPELLING,
+        Severity::Info,
+        format!("`{spec}` is the Attractor spec's name for `{weft}`"),
+    )
+    .with_hint(format!(
+        "Weft reads it as `{weft}`, which is how Fabro workflows write it"
+    ))
+}
+
 /// Where the first `$goal` starts in `text`: the exact token, not `$goals`
 /// or `$goal_x` (a longer name is some other variable).
 #[must_use]

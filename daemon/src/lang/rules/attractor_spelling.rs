@@ -19,7 +19,7 @@
 use rustc_hash::FxHashSet;
 
 use super::Cx;
-use crate::lang::attractor::ATTRACTOR_SPELLING;
+use crate::lang::attractor::{ATTRACTOR_SPELLING, spelling_note};
 use crate::lang::attrs::{ATTRACTOR_SPELLINGS, Attr, Attrs, Scope};
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::stylesheet;
@@ -72,14 +72,7 @@ fn spellings(
                     "`{spec}` is the Attractor spec's name for `{weft}`, and `{weft}` wins; remove one of them"
                 ))
             }
-            _ => Diagnostic::new(
-                ATTRACTOR_SPELLING,
-                Severity::Info,
-                format!("`{spec}` is the Attractor spec's name for `{weft}`"),
-            )
-            .with_hint(format!(
-                "Weft reads it as `{weft}`, which is how Fabro workflows write it"
-            )),
+            _ => spelling_note(spec, weft),
         };
         let d = d.at(written.key_span);
         out.push(match node {
