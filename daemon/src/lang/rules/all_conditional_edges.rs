@@ -21,6 +21,8 @@
 //! `on_failure="exit"` (it stops the run), `on_failure="succeed"` or
 //! `auto_status=true` (it routes as a success), or a retry target.
 
+use rustc_hash::FxHashSet;
+
 use super::Cx;
 use crate::lang::Handler;
 use crate::lang::condition;
@@ -40,6 +42,9 @@ const PARTIAL: Outcomes = 4;
 const EVERY: Outcomes = 0b1111;
 
 pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
+    // The ids retry targets name, gathered on the first diamond that needs
+    // them: once, not once per diamond (a graph may have many of both).
+    let mut retry_targets: Option<FxHashSet<String>> = None;
     for (i, node) in cx.graph.nodes.iter().enumerate() {
         if matches!(node.handler, Handler::Start | Handler::Exit) || cx.outgoing[i].is_empty() {
             continue;
@@ -68,7 +73,8 @@ pub(super) fn check(cx: &Cx<'_>, out: &mut Vec<Diagnostic>) {
         }
         let diamond = node.handler == Handler::Conditional;
         let possible = if diamond {
-            outcomes_before(cx, i)
+            let named = retry_targets.get_or_insert_with(|| retry_target_ids(cx));
+            outcomes_before(cx, i, named)
         } else {
             outcomes_of(node, cx)
         };
@@ -120,14 +126,8 @@ fn outcomes_of(node: &Node, cx: &Cx<'_>) -> Outcomes {
 /// docs/engine.md), so the union over the nodes with an edge into it. All
 /// four when one of those is a diamond too, when a retry target names it
 /// (a jump from any failed stage), or when nothing leads into it.
-fn outcomes_before(cx: &Cx<'_>, i: usize) -> Outcomes {
-    let id: &str = &cx.graph.nodes[i].id;
-    let named_by_retry = ["retry_target", "fallback_retry_target"].iter().any(|key| {
-        cx.graph.attrs.text(key).as_deref() == Some(id)
-            || cx
-                .nodes_with(key)
-                .any(|(_, n)| n.attrs.text(key).as_deref() == Some(id))
-    });
+fn outcomes_before(cx: &Cx<'_>, i: usize, retry_targets: &FxHashSet<String>) -> Outcomes {
+    let named_by_retry = retry_targets.contains::<str>(&cx.graph.nodes[i].id);
     let mut outcomes = 0;
     for (e, _) in cx.in_edges(i) {
         match cx.ends(e).0.map(|from| &cx.graph.nodes[from]) {
@@ -140,6 +140,18 @@ fn outcomes_before(cx: &Cx<'_>, i: usize) -> Outcomes {
     } else {
         outcomes
     }
+}
+
+/// Every id a retry target names, on the graph or on a node.
+fn retry_target_ids(cx: &Cx<'_>) -> FxHashSet<String> {
+    let mut ids = FxHashSet::default();
+    for key in ["retry_target", "fallback_retry_target"] {
+        ids.extend(cx.graph.attrs.text(key).map(|t| t.trim().to_string()));
+        for (_, node) in cx.nodes_with(key) {
+            ids.extend(node.attrs.text(key).map(|t| t.trim().to_string()));
+        }
+    }
+    ids
 }
 
 /// True when a failure of `node` goes somewhere without an edge matching
@@ -342,6 +354,16 @@ mod tests {
             d[0].message
                 .contains("the stage before it, which can be partially_succeeded"),
             "{d:?}"
+        );
+        let d = of_rule(
+            &before("a [prompt=\"x\"]\n  graph [retry_target=check]"),
+            "all_conditional_edges",
+        );
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(
+            d[0].message
+                .contains("which can be partially_succeeded or skipped"),
+            "a retry target jumps there from any stage: {d:?}"
         );
     }
 
