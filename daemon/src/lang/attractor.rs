@@ -156,7 +156,7 @@ pub(crate) fn expand_goal_variable(
     // once, expand it once. Keyed by the shared text's address; the map
     // keeps the original alive so that no address is reused meanwhile.
     let mut noted = FxHashSet::default();
-    let mut done: FxHashMap<usize, (Text, Value)> = FxHashMap::default();
+    let mut done: FxHashMap<usize, (Text, Option<Value>)> = FxHashMap::default();
     let mut over = false;
     for node in &mut graph.nodes {
         let prompt_set = node
@@ -173,35 +173,39 @@ pub(crate) fn expand_goal_variable(
             let Value::Str(text) = &attr.value else {
                 continue;
             };
+            // A shared value is looked at once, with or without a `$goal`:
+            // scanning a long default prompt again for every node would
+            // cost its length times the nodes.
+            let key = text.as_ptr() as usize;
+            if let Some((_, expanded)) = done.get(&key) {
+                if let (true, Some(expanded)) = (is_prompt, expanded) {
+                    attr.value = expanded.clone();
+                }
+                continue;
+            }
+            let original = text.clone();
             if over || goal_variable_at(text).is_none() {
+                done.insert(key, (original, None));
                 continue;
             }
             if noted.insert(attr.value_span.start) {
                 out.push(note(source, attr, &node.id));
             }
-            let key = text.as_ptr() as usize;
-            if let Some((_, expanded)) = done.get(&key) {
-                if is_prompt {
-                    attr.value = expanded.clone();
-                }
-                continue;
-            }
             let cost = expanded_len(text, &goal) as u64;
             let Some(left) = budget.checked_sub(cost) else {
                 over = true;
                 out.push(too_large(attr, &node.id));
+                done.insert(key, (original, None));
                 continue;
             };
             *budget = left;
-            let original = text.clone();
+            // A label is charged now and expanded when the stage runs.
             let expanded = if is_prompt {
-                expand_goal(text, &goal)
-                    .map_or_else(|| attr.value.clone(), |e| Value::Str(e.into()))
+                expand_goal(text, &goal).map(|e| Value::Str(e.into()))
             } else {
-                // Charged now, expanded when the stage runs.
-                attr.value.clone()
+                None
             };
-            if is_prompt {
+            if let Some(expanded) = &expanded {
                 attr.value = expanded.clone();
             }
             done.insert(key, (original, expanded));
@@ -316,6 +320,14 @@ mod tests {
         assert!(
             prompts.iter().all(|p| p.as_deref() == Some("do ship")),
             "{prompts:?}"
+        );
+        let shared = |id: &str| match graph.node(id).and_then(|n| n.attrs.value("prompt")) {
+            Some(Value::Str(text)) => text.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            std::sync::Arc::ptr_eq(&shared("n0"), &shared("n49")),
+            "one expansion, shared by every node the default reaches"
         );
         let notes = wf
             .diagnostics
