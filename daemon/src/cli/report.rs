@@ -246,25 +246,26 @@ pub fn summary(wf: &Workflow) -> String {
     }
 }
 
-/// Counts of errors and warnings, as `2 errors, 1 warning`.
+/// Counts of errors, warnings and notes (info), as `2 errors, 1 warning`;
+/// a kind with none is left out, `None` when there are none at all.
 #[must_use]
 pub fn counts(diagnostics: &[Diagnostic]) -> Option<String> {
-    let errors = diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count();
-    let warnings = diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Warning)
-        .count();
-    let errors_text = || count(errors as u64, "error", "errors");
-    let warnings_text = || count(warnings as u64, "warning", "warnings");
-    match (errors, warnings) {
-        (0, 0) => None,
-        (0, _) => Some(warnings_text()),
-        (_, 0) => Some(errors_text()),
-        (_, _) => Some(format!("{}, {}", errors_text(), warnings_text())),
-    }
+    let of = |severity: Severity| {
+        diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    };
+    let parts: Vec<String> = [
+        (of(Severity::Error), "error", "errors"),
+        (of(Severity::Warning), "warning", "warnings"),
+        (of(Severity::Info), "note", "notes"),
+    ]
+    .into_iter()
+    .filter(|(n, ..)| *n > 0)
+    .map(|(n, one, many)| count(n as u64, one, many))
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// One diagnostic as the JSON object of `weft validate --json`: `rule`,

@@ -9,6 +9,12 @@
 //! times by default (35 s to fail a 1 s timeout), which nobody who wrote
 //! `timeout="1s"` expects. A node (`retry_policy`, `max_retries`) or the
 //! graph (`default_max_retries`) asks for stage retries.
+//!
+//! The Attractor spec's `default_max_retry` (singular) is the same setting:
+//! the loader copies it to `default_max_retries` (`lang/attractor.rs`), so
+//! it is read here under that name. The spec itself says 50 by default in
+//! its attribute table and 0 in its retry section; Weft keeps 0 for both
+//! dialects, for the reasons above.
 
 use std::time::Duration;
 

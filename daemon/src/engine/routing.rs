@@ -25,7 +25,7 @@ use super::interviewer::parse_accelerator;
 use crate::lang::condition::{self, Env};
 use crate::lang::graph::{Edge, Graph, Handler, Node};
 use crate::model::EdgeReason;
-use crate::model::{Outcome, Status};
+use crate::model::{Failure, FailureClass, Outcome, Status};
 
 /// Where to go next.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,8 +110,76 @@ pub(crate) struct Subject<'a> {
 ///
 /// May rewrite `outcome`: under `on_failure="succeed"` a failed outcome with
 /// no explicit route is promoted to `succeeded` (its failure details kept,
-/// a note added) before the second selection.
+/// a note added) before the second selection; and an outcome that is not a
+/// failure but matches none of the node's edges becomes one (see
+/// [`unmatched`]), so that the run fails there instead of ending as if it
+/// had reached the exit.
 pub(crate) fn select(
+    graph: &Graph,
+    node: &Node,
+    outcome: &mut Outcome,
+    context: &Map<String, Value>,
+    subject: Option<Subject<'_>>,
+    rng: &mut impl Rng,
+) -> Route {
+    let route = by_edges(graph, node, outcome, context, subject, rng);
+    if route == Route::End {
+        unmatched(graph, node, outcome, subject);
+    }
+    route
+}
+
+/// The run ends at `node` with an outcome that is not a failure although
+/// the node has edges: none matched it (all of them conditional, every one
+/// false). Before issue 21 the run then ended as succeeded, as if the
+/// exit had been reached; now the stage fails, naming the outcome no edge
+/// matched (a routing directive's `partial_success` where the edges cover
+/// success and failure, typically), and the run fails with it. A node
+/// whose edges all go to the exit keeps ending the run as before: the
+/// `all_conditional_edges` rule accepts that on purpose.
+fn unmatched(graph: &Graph, node: &Node, outcome: &mut Outcome, subject: Option<Subject<'_>>) {
+    if outcome.status == Status::Failed || node.handler == Handler::Exit {
+        return;
+    }
+    let mut edges = graph.edges_from(&node.id).peekable();
+    if edges.peek().is_none() {
+        // A dead end (no edge at all): the run is over there, by design.
+        return;
+    }
+    if edges.all(|e| {
+        graph
+            .node(&e.to)
+            .is_some_and(|n| n.handler == Handler::Exit)
+    }) {
+        return;
+    }
+    let message = match subject {
+        Some(read) => format!(
+            "no edge out of {} matches the outcome `{}` of the stage before it",
+            node.id, read.outcome
+        ),
+        None => format!(
+            "no edge out of {} matches its outcome `{}`",
+            node.id,
+            outcome.status.as_str()
+        ),
+    };
+    let was = outcome.status;
+    outcome.status = Status::Failed;
+    outcome.failure = Some(Failure {
+        class: FailureClass::Deterministic,
+        message,
+        retryable: false,
+    });
+    outcome.notes.push(format!(
+        "the stage ended {}; no edge matched it",
+        was.as_str()
+    ));
+}
+
+/// Selection proper: jump, explicit routes, failure policy, unconditional
+/// edges, retry targets.
+fn by_edges(
     graph: &Graph,
     node: &Node,
     outcome: &mut Outcome,
@@ -325,4 +393,89 @@ fn pick(graph: &Graph, candidates: &[usize], random: bool, rng: &mut impl Rng) -
 pub(crate) fn normalise_label(label: &str) -> String {
     let (_, text) = parse_accelerator(label);
     text.trim().to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+
+    use rand::SeedableRng;
+    use rand::rngs::SmallRng;
+
+    use super::*;
+    use crate::lang::{LoadOptions, Workflow};
+
+    fn graph(body: &str) -> Graph {
+        let src =
+            format!("digraph T {{\n  start [shape=Mdiamond]\n  exit [shape=Msquare]\n{body}\n}}\n");
+        Workflow::from_bytes(
+            "t.fabro",
+            src.as_bytes(),
+            std::path::Path::new("."),
+            &LoadOptions::default(),
+        )
+        .graph
+        .expect("parses")
+    }
+
+    fn route(
+        graph: &Graph,
+        id: &str,
+        outcome: &mut Outcome,
+        subject: Option<Subject<'_>>,
+    ) -> Route {
+        let node = graph.node(id).expect("node");
+        let mut rng = SmallRng::seed_from_u64(1);
+        select(graph, node, outcome, &Map::new(), subject, &mut rng)
+    }
+
+    #[test]
+    fn an_outcome_no_conditional_edge_matches_becomes_a_failure_naming_it() {
+        let g = graph(
+            "  a [prompt=\"x\"]\n  b [prompt=\"y\"]\n  start -> a\n  a -> b [condition=\"outcome=success\"]\n  a -> start [condition=\"outcome=fail\"]\n  b -> exit",
+        );
+        let mut partial = Outcome::with_status(Status::PartiallySucceeded);
+        assert_eq!(route(&g, "a", &mut partial, None), Route::End);
+        assert_eq!(partial.status, Status::Failed);
+        assert_eq!(
+            partial.failure_reason(),
+            Some("no edge out of a matches its outcome `partially_succeeded`")
+        );
+        let mut success = Outcome::succeeded();
+        assert!(matches!(route(&g, "a", &mut success, None), Route::Next(_)));
+    }
+
+    #[test]
+    fn a_diamond_names_the_outcome_it_read_and_a_dead_end_still_ends_quietly() {
+        let g = graph(
+            "  a [prompt=\"x\"]\n  gate [shape=diamond]\n  last [prompt=\"z\"]\n  start -> a -> gate\n  gate -> last [condition=\"outcome=success\"]\n  gate -> a [condition=\"outcome=fail\"]\n  last -> exit\n  lone [prompt=\"l\"]\n  start -> lone",
+        );
+        let mut own = Outcome::succeeded();
+        let read = Subject {
+            outcome: "partially_succeeded",
+            preferred_label: "",
+        };
+        assert_eq!(route(&g, "gate", &mut own, Some(read)), Route::End);
+        assert_eq!(
+            own.failure_reason(),
+            Some(
+                "no edge out of gate matches the outcome `partially_succeeded` of the stage before it"
+            )
+        );
+        let mut done = Outcome::succeeded();
+        assert_eq!(route(&g, "lone", &mut done, None), Route::End);
+        assert_eq!(
+            done.status,
+            Status::Succeeded,
+            "no edges at all: a dead end"
+        );
+    }
+
+    #[test]
+    fn conditions_that_all_lead_to_the_exit_still_end_the_run_there() {
+        let g = graph("  a [prompt=\"x\"]\n  start -> a\n  a -> exit [condition=\"context.done\"]");
+        let mut success = Outcome::succeeded();
+        assert_eq!(route(&g, "a", &mut success, None), Route::End);
+        assert_eq!(success.status, Status::Succeeded);
+    }
 }

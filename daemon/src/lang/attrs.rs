@@ -134,6 +134,18 @@ const EDGE_ATTRS: &[(&str, ValueType)] = &[
     ("freeform", Bool),
 ];
 
+/// Attributes the Attractor spec spells differently, as `(scope, the spec's
+/// name, Weft's name)` (issue 21; docs/language.md, "Coming from
+/// Attractor"). The loader copies each to Weft's name when that is unset
+/// ([`super::attractor`]) and the `attractor_spelling` rule notes it. They
+/// are known names (no `unknown_attribute` warning) but never offered as
+/// "did you mean" suggestions: a typo is pointed at Weft's own spelling.
+pub(crate) const ATTRACTOR_SPELLINGS: &[(Scope, &str, &str)] = &[
+    (Scope::Node, "llm_model", "model"),
+    (Scope::Node, "llm_provider", "provider"),
+    (Scope::Graph, "default_max_retry", "default_max_retries"),
+];
+
 /// Graphviz presentation attributes: accepted anywhere, read by nothing but
 /// the renderer, never warned about.
 const PRESENTATION: &[&str] = &[
@@ -213,6 +225,13 @@ static KNOWN: LazyLock<FxHashMap<&'static str, KeyInfo>> = LazyLock::new(|| {
         for &(name, ty) in table {
             map.entry(name).or_insert_with(|| blank(name)).types[scope as usize] = Some(ty);
         }
+    }
+    for &(scope, name, weft) in ATTRACTOR_SPELLINGS {
+        let ty = table(scope)
+            .iter()
+            .find(|(k, _)| *k == weft)
+            .map(|(_, ty)| *ty);
+        map.entry(name).or_insert_with(|| blank(name)).types[scope as usize] = ty;
     }
     for &name in PRESENTATION {
         map.entry(name).or_insert_with(|| blank(name)).presentation = true;

@@ -170,6 +170,17 @@ impl Condition {
         self.expr.eval(env)
     }
 
+    /// Whether the condition holds for a stage that ended `outcome`, whatever
+    /// the context and the preferred label: `Some(true)` when it always
+    /// does, `Some(false)` when it never does, `None` when it depends on
+    /// them. Clauses on `outcome` are decided, every other clause is
+    /// unknown (three-valued logic). For validation: which outcomes an
+    /// edge set surely routes.
+    #[must_use]
+    pub fn given_outcome(&self, outcome: &str) -> Option<bool> {
+        self.expr.given_outcome(outcome)
+    }
+
     /// Every key referenced, as written, each once, in order of first use.
     #[must_use]
     pub fn keys(&self) -> Vec<&str> {
@@ -576,6 +587,43 @@ impl Expr {
         }
     }
 
+    fn given_outcome(&self, outcome: &str) -> Option<bool> {
+        match self {
+            Expr::Or(items) => {
+                let mut all_false = true;
+                for item in items {
+                    match item.given_outcome(outcome) {
+                        Some(true) => return Some(true),
+                        Some(false) => {}
+                        None => all_false = false,
+                    }
+                }
+                all_false.then_some(false)
+            }
+            Expr::And(items) => {
+                let mut all_true = true;
+                for item in items {
+                    match item.given_outcome(outcome) {
+                        Some(false) => return Some(false),
+                        Some(true) => {}
+                        None => all_true = false,
+                    }
+                }
+                all_true.then_some(true)
+            }
+            Expr::Not(inner) => inner.given_outcome(outcome).map(|b| !b),
+            Expr::Clause(clause) if clause.key == "outcome" => {
+                let context = Map::new();
+                Some(clause.eval(&Env {
+                    outcome,
+                    preferred_label: "",
+                    context: &context,
+                }))
+            }
+            Expr::Clause(_) => None,
+        }
+    }
+
     fn collect_keys<'c>(&'c self, keys: &mut Vec<&'c str>) {
         match self {
             Expr::Or(items) | Expr::And(items) => items.iter().for_each(|e| e.collect_keys(keys)),
@@ -693,6 +741,34 @@ mod tests {
 
     fn holds(src: &str, context: Value) -> bool {
         holds_with(src, "succeeded", context)
+    }
+
+    #[test]
+    fn a_condition_given_an_outcome_is_decided_only_by_its_outcome_clauses() {
+        let given = |src: &str, outcome: &str| {
+            parse(src)
+                .unwrap_or_else(|e| panic!("{src:?}: {e:?}"))
+                .given_outcome(outcome)
+        };
+        assert_eq!(given("outcome=success", "succeeded"), Some(true));
+        assert_eq!(given("outcome=success", "failed"), Some(false));
+        assert_eq!(given("outcome!=fail", "partially_succeeded"), Some(true));
+        assert_eq!(
+            given(
+                "outcome=fail || outcome=partial_success",
+                "partially_succeeded"
+            ),
+            Some(true)
+        );
+        assert_eq!(given("outcome=success && context.ok", "succeeded"), None);
+        assert_eq!(
+            given("outcome=success && context.ok", "failed"),
+            Some(false)
+        );
+        assert_eq!(given("outcome=failed || context.ok", "succeeded"), None);
+        assert_eq!(given("outcome=failed || context.ok", "failed"), Some(true));
+        assert_eq!(given("!(outcome=skipped)", "skipped"), Some(false));
+        assert_eq!(given("preferred_label=Fix", "succeeded"), None);
     }
 
     fn parse_err(src: &str) -> ConditionError {

@@ -62,8 +62,11 @@ pub(crate) const MODEL_KEYS: &[&str] = &[
     "acp.permissions",
 ];
 
-/// The other attributes a placeholder may carry.
-const PLACEHOLDER_KEYS: &[&str] = &["import", "label", "class"];
+/// The other attributes a placeholder may carry: besides these, the
+/// Attractor spec's names of model attributes (`llm_model`), which the
+/// loader has copied to Weft's (`model`) by now, so they are passed down
+/// under that name.
+const PLACEHOLDER_KEYS: &[&str] = &["import", "label", "class", "llm_model", "llm_provider"];
 
 /// Graph attributes of an imported file that are fine to drop: the goal
 /// (a run has one, the importer's), presentation, and the stylesheet (which
@@ -285,6 +288,19 @@ pub(super) fn splice_all(
 fn check_placeholder_attrs(placeholder: &Node, out: &mut Vec<Diagnostic>) {
     for attr in placeholder.attrs.iter() {
         let key = attr.key.as_str();
+        // The placeholder is gone once spliced, so its Attractor spellings
+        // are noted here rather than by the `attractor_spelling` rule.
+        if let Some((.., weft)) = attrs::ATTRACTOR_SPELLINGS
+            .iter()
+            .find(|(scope, spec, _)| *scope == Scope::Node && *spec == key)
+            && attr.key_span.start >= placeholder.span.start
+        {
+            out.push(
+                super::attractor::spelling_note(key, weft)
+                    .at(attr.key_span)
+                    .on_node(&placeholder.id),
+            );
+        }
         if MODEL_KEYS.contains(&key)
             || PLACEHOLDER_KEYS.contains(&key)
             || attr.key_span.start < placeholder.span.start
@@ -1257,6 +1273,41 @@ mod tests {
             node_text(g, "mid.leaf.build", "output_schema").as_deref(),
             Some("@parts/leaf.schema.json"),
             "rebased onto the outer file's directory, where the engine resolves it"
+        );
+    }
+
+    #[test]
+    fn a_placeholders_attractor_model_spellings_reach_imported_llm_nodes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("part.dot"),
+            "digraph P { start [shape=Mdiamond]; exit [shape=Msquare]\n plain [prompt=\"p\"]\n own [prompt=\"o\", llm_model=own]\n start -> plain -> own -> exit }",
+        )
+        .expect("write part");
+        let main = dir.path().join("main.dot");
+        std::fs::write(
+            &main,
+            "digraph M { start [shape=Mdiamond]; exit [shape=Msquare]\n work [import=\"part.dot\", llm_model=m, llm_provider=p]\n start -> work -> exit }",
+        )
+        .expect("write main");
+        let wf = Workflow::load(&main, &LoadOptions::default()).expect("load");
+        assert!(wf.is_valid(), "{:?}", wf.diagnostics);
+        let g = graph(&wf);
+        assert_eq!(node_text(g, "work.plain", "model").as_deref(), Some("m"));
+        assert_eq!(node_text(g, "work.plain", "provider").as_deref(), Some("p"));
+        assert_eq!(node_text(g, "work.own", "model").as_deref(), Some("own"));
+        let notes: Vec<_> = wf
+            .diagnostics
+            .iter()
+            .map(|d| (d.rule, d.span.map(|s| (s.line, s.column))))
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                ("attractor_spelling", Some((2, 27))),
+                ("attractor_spelling", Some((2, 40)))
+            ],
+            "the placeholder's own spellings; the imported file's are its own"
         );
     }
 

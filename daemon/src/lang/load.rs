@@ -1,6 +1,7 @@
-//! Loading a workflow: bytes → template pass 1 → parse → `@file` references
-//! → template pass 2 → imports (each imported file loaded the same way) →
-//! model stylesheets → validation rules.
+//! Loading a workflow: bytes → template pass 1 → parse → old and Attractor
+//! spellings copied to Weft's names → `@file` references → template pass 2
+//! → `$goal` → imports (each imported file loaded the same way) → model
+//! stylesheets → validation rules.
 //!
 //! Loading never fails on bad workflow content: every problem becomes a
 //! [`Diagnostic`]. Only reading the file itself can fail.
@@ -16,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::attractor;
 use super::attrs::{Attr, Attrs, Key};
 use super::budget::Budget;
 use super::diagnostic::Diagnostic;
@@ -225,6 +227,7 @@ pub(super) fn assemble(
     wf.diagnostics.extend(parsed.diagnostics);
     let mut graph = parsed.graph;
     alias_tool_command(&mut graph);
+    attractor::alias_spellings(&mut graph);
     wf.file_refs = resolve_file_refs(&mut graph, base_dir, chain);
     if let Some(goal) = &options.goal {
         let span = graph
@@ -254,6 +257,20 @@ pub(super) fn assemble(
         // Templates may have rewritten `shape` or `type`: resolve handlers
         // again.
         graph.finish();
+    }
+    // After the templates, so the goal is the one the run has (`--goal`,
+    // rendered). Only where `$goal` can be: in the file, an inlined file, or
+    // a template's output.
+    if wf.source.contains("$goal")
+        || !wf.file_refs.is_empty()
+        || template::may_hold_template(&wf.source)
+    {
+        attractor::expand_goal_variable(
+            &mut graph,
+            &wf.source,
+            &mut chain.budget.expansion_bytes,
+            &mut wf.diagnostics,
+        );
     }
     // After this file's templates, so spliced text (already rendered in its
     // own file) is never rendered twice.

@@ -1,5 +1,6 @@
 //! The workflow language: source text in, a validated [`Graph`] out.
 
+pub(crate) mod attractor;
 pub mod attrs;
 pub mod budget;
 pub mod condition;

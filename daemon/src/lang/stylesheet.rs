@@ -12,6 +12,9 @@
 //! value       := bare-word | '"' chars '"'      // bare: [A-Za-z0-9._:/-]+
 //! ```
 //!
+//! `llm_model` and `llm_provider`, the Attractor spec's names for `model`
+//! and `provider`, are read as those (recorded for a note, never an error).
+//!
 //! The spec says CSS comments are not supported, so `/* */` is an error with
 //! a hint rather than silently accepted or mis-parsed as a value.
 
@@ -47,9 +50,32 @@ impl StylesheetError {
 }
 
 /// A parsed stylesheet: its rules in source order (order breaks ties).
-#[derive(Debug, Clone, PartialEq, Default)]
+/// Two stylesheets are equal when their rules are: how a property was spelt
+/// is not part of what it means (a printed stylesheet uses Weft's names and
+/// parses back equal).
+#[derive(Debug, Clone, Default)]
 pub struct Stylesheet {
     pub rules: Vec<Rule>,
+    /// Properties written with the Attractor spec's name (`llm_model`), in
+    /// source order, for the `attractor_spelling` rule's notes.
+    pub attractor_spellings: Vec<AttractorSpelling>,
+}
+
+impl PartialEq for Stylesheet {
+    fn eq(&self, other: &Stylesheet) -> bool {
+        self.rules == other.rules
+    }
+}
+
+/// A property written with the Attractor spec's name: where (byte
+/// positions in the stylesheet string, as [`StylesheetError`]'s), as what,
+/// and the property it names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttractorSpelling {
+    pub offset: usize,
+    pub len: usize,
+    pub written: &'static str,
+    pub property: Property,
 }
 
 /// One selector and its declarations. A selector list `a, .b { ... }` parses
@@ -121,6 +147,18 @@ impl Property {
     #[must_use]
     pub(crate) fn from_name(name: &str) -> Option<Property> {
         Property::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The property the Attractor spec names `name` (§8.2 has `llm_model`
+    /// and `llm_provider`; `reasoning_effort` is spelt alike), with that
+    /// name as a static string.
+    #[must_use]
+    pub(crate) fn from_attractor_name(name: &str) -> Option<(Property, &'static str)> {
+        match name {
+            "llm_model" => Some((Property::Model, "llm_model")),
+            "llm_provider" => Some((Property::Provider, "llm_provider")),
+            _ => None,
+        }
     }
 
     /// The only values the property accepts, or `None` when any value goes
@@ -216,7 +254,12 @@ impl Stylesheet {
 /// The first syntax error, unknown property or disallowed value, with its
 /// byte position and usually a hint.
 pub fn parse(src: &str) -> Result<Stylesheet, StylesheetError> {
-    Parser { src, pos: 0 }.stylesheet()
+    Parser {
+        src,
+        pos: 0,
+        attractor_spellings: Vec::new(),
+    }
+    .stylesheet()
 }
 
 const SELECTOR_KINDS: &str = "a selector (`*`, a shape, `.class` or `#id`)";
@@ -235,6 +278,7 @@ fn is_bare_value_char(c: char) -> bool {
 struct Parser<'a> {
     src: &'a str,
     pos: usize,
+    attractor_spellings: Vec<AttractorSpelling>,
 }
 
 impl<'a> Parser<'a> {
@@ -310,7 +354,10 @@ impl<'a> Parser<'a> {
             }
             self.skip_ws()?;
         }
-        Ok(Stylesheet { rules })
+        Ok(Stylesheet {
+            rules,
+            attractor_spellings: std::mem::take(&mut self.attractor_spellings),
+        })
     }
 
     /// One or more comma-separated selectors, stopping before the `{`.
@@ -414,7 +461,16 @@ impl<'a> Parser<'a> {
         if name.is_empty() {
             return Err(self.unexpected("a property name"));
         }
-        let Some(property) = Property::from_name(name) else {
+        let spelt = Property::from_attractor_name(name);
+        if let Some((property, written)) = spelt {
+            self.attractor_spellings.push(AttractorSpelling {
+                offset: start,
+                len: name.len(),
+                written,
+                property,
+            });
+        }
+        let Some(property) = Property::from_name(name).or(spelt.map(|(p, _)| p)) else {
             let names = Property::ALL.map(Property::name);
             let err = StylesheetError::new(start, name.len(), format!("unknown property `{name}`"));
             return Err(match suggest(name, &names) {
@@ -580,6 +636,38 @@ impl fmt::Display for Stylesheet {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn attractor_property_names_read_as_weft_properties_and_are_recorded() {
+        let src = "* { llm_model: claude-sonnet-4-5; llm_provider: anthropic; }\n#x { model: m; }";
+        let sheet = parse(src).expect("parses");
+        assert_eq!(
+            sheet.resolve("y", "box", &[]),
+            vec![
+                (Property::Model, "claude-sonnet-4-5"),
+                (Property::Provider, "anthropic")
+            ]
+        );
+        let spelt: Vec<_> = sheet
+            .attractor_spellings
+            .iter()
+            .map(|s| (&src[s.offset..s.offset + s.len], s.written, s.property))
+            .collect();
+        assert_eq!(
+            spelt,
+            vec![
+                ("llm_model", "llm_model", Property::Model),
+                ("llm_provider", "llm_provider", Property::Provider)
+            ]
+        );
+        let printed = sheet.to_string();
+        assert!(printed.contains("model: claude-sonnet-4-5"), "{printed}");
+        assert_eq!(
+            parse(&printed),
+            Ok(sheet),
+            "prints Weft's names, parses back equal"
+        );
+    }
 
     const DOCS_EXAMPLE: &str = "
         *            { model: claude-haiku-4-5;reasoning_effort: low; }

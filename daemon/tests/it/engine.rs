@@ -178,6 +178,27 @@ async fn diamond_conditions_read_the_previous_stages_outcome() {
 }
 
 #[tokio::test]
+async fn an_outcome_no_edge_matches_fails_the_run_naming_the_node_and_the_outcome() {
+    let r = run("unmatched_outcome.fabro", Options::default()).await;
+    assert_eq!(r.sequence(), seq(&["start", "implement"]));
+    assert_eq!(r.status(), RunStatus::Failed);
+    assert!(
+        r.reason()
+            .contains("no edge out of implement matches its outcome `partially_succeeded`"),
+        "{}",
+        r.reason()
+    );
+    let outcome = r.outcome("implement");
+    assert!(
+        outcome
+            .notes
+            .iter()
+            .any(|n| n.contains("ended partially_succeeded")),
+        "the stage's own outcome is kept in a note: {outcome:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_run_that_succeeds_past_failures_lists_the_nodes_whose_latest_visit_failed() {
     let r = run("failed_stages_routed_past.fabro", Options::default()).await;
     assert_eq!(r.status(), RunStatus::Succeeded);

@@ -8,6 +8,7 @@
 mod acp_wire;
 mod agent;
 mod apis;
+mod attractor;
 mod checkpoints;
 mod cli_streams;
 mod engine;

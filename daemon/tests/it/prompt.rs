@@ -585,3 +585,43 @@ async fn a_stylesheet_sends_two_nodes_to_two_providers() {
     assert_eq!(r.outcome("draft").llm.expect("usage").provider, "anthropic");
     assert_eq!(r.outcome("critic").llm.expect("usage").provider, "openai");
 }
+
+/// The Attractor spec's spellings (issue 21): `llm_model` in the
+/// stylesheet, `$goal` in a prompt and in a label standing in for one.
+const ATTRACTOR: &str = r##"digraph Attractor {
+    graph [goal="the health endpoint",
+           model_stylesheet="* { llm_model: claude-haiku-4-5; llm_provider: anthropic; }"]
+    start [shape=Mdiamond]; exit [shape=Msquare]
+    plan  [shape=tab, prompt="Plan $goal."]
+    greet [shape=tab, label="Greet $goal"]
+    start -> plan -> greet -> exit
+}"##;
+
+#[tokio::test]
+async fn an_attractor_workflow_gets_its_stylesheet_model_and_the_goal_for_goal_variable() {
+    let key = fresh_key("attractor");
+    let turn = |text: &str| Reply::Turn {
+        text: Some(text.into()),
+        tool_calls: Vec::new(),
+        usage: None,
+        finish: None,
+    };
+    fake_llm().script(&key, [turn("Planned."), turn("Hello.")]);
+    let r = run(ATTRACTOR, &key, "", ModelChoice::default()).await;
+    assert_eq!(r.conclusion.status, RunStatus::Succeeded, "{}", r.reason());
+    let sent = bodies(&key);
+    assert_eq!(sent.len(), 2, "two calls");
+    assert_eq!(
+        sent[0]["model"], "claude-haiku-4-5",
+        "llm_model in the stylesheet"
+    );
+    let plan = sent[0]["messages"][0]["content"].to_string();
+    assert!(plan.contains("Plan the health endpoint."), "{plan}");
+    let greet = sent[1]["messages"][0]["content"].to_string();
+    assert!(greet.contains("Greet the health endpoint"), "{greet}");
+    assert!(
+        r.stage_file("greet", "prompt.md")
+            .contains("Greet the health endpoint"),
+        "the label standing in for the prompt is expanded when the stage runs"
+    );
+}

@@ -35,12 +35,32 @@ impl Prompt {
         let node = cx.node;
         let fidelity = Fidelity::parse(&cx.context.text("internal.fidelity")).unwrap_or_default();
         let preamble = preamble::render(fidelity, &gather(cx));
-        let prompt = node
-            .attrs
-            .non_empty("prompt")
-            .or_else(|| node.attrs.non_empty("label"))
-            .map(|p| p.into_owned())
-            .unwrap_or_else(|| node.id.to_string());
+        // The loader replaced `$goal` in `prompt` already; a label (or an
+        // id) standing in for the prompt is expanded here, as the
+        // Attractor spec does, and only here: the label stays as written
+        // for display.
+        let prompt = match node.attrs.non_empty("prompt") {
+            Some(prompt) => prompt.into_owned(),
+            None => {
+                let stand_in = node
+                    .attrs
+                    .non_empty("label")
+                    .map_or_else(|| node.id.to_string(), |l| l.into_owned());
+                let goal = run_goal(cx).unwrap_or_default();
+                // Loading charged this expansion to its budget already;
+                // a goal changed since (a resumed run) is held to it too.
+                let size = crate::lang::attractor::expanded_len(&stand_in, &goal) as u64;
+                if size > crate::lang::parser::MAX_EXPANSION_BYTES {
+                    cx.notice(format!(
+                        "`$goal` in the label of {} was left as written: the goal would make the prompt larger than the limit",
+                        node.id
+                    ));
+                    stand_in
+                } else {
+                    crate::lang::attractor::expand_goal(&stand_in, &goal).unwrap_or(stand_in)
+                }
+            }
+        };
         let text = if preamble.is_empty() {
             prompt
         } else {
@@ -49,6 +69,16 @@ impl Prompt {
         cx.write_file("prompt.md", text.as_bytes());
         Prompt { text, fidelity }
     }
+}
+
+/// The run's goal: the graph's (with `--goal` applied when loading), else
+/// the context's `graph.goal`.
+fn run_goal(cx: &StageCx<'_>) -> Option<String> {
+    cx.graph
+        .attrs
+        .non_empty("goal")
+        .map(|g| g.into_owned())
+        .or_else(|| Some(cx.context.text("graph.goal")).filter(|g| !g.is_empty()))
 }
 
 /// The run's LLM client, or the stage's failure when it cannot be set up

@@ -33,6 +33,9 @@ const MINIMUMS: &[(&str, i64)] = &[
     ("max_visits", 0),
     ("max_parallel", 1),
     ("default_max_retries", 0),
+    // The Attractor spec's name for it: listed, so that a bad value is
+    // reported under the name written (the loader's copy shares its spans).
+    ("default_max_retry", 0),
     ("max_node_visits", 0),
     ("max_turns", 1),
     ("max_tool_rounds", 1),

@@ -13,6 +13,7 @@ use super::span::Span;
 use super::workflow::{FileRef, span_in_value};
 
 mod all_conditional_edges;
+mod attractor_spelling;
 mod attribute_value;
 mod auto_status_deprecated;
 mod command_requires_script;
@@ -92,6 +93,10 @@ pub(crate) const RULES: &[Rule] = &[
     ("auto_status_deprecated", auto_status_deprecated::check),
     ("tool_command_deprecated", tool_command_deprecated::check),
     ("unknown_attribute", unknown_attribute::check),
+    (
+        crate::lang::attractor::ATTRACTOR_SPELLING,
+        attractor_spelling::check,
+    ),
     ("output_schema_valid", output_schema_valid::check),
 ];
 
