@@ -32,6 +32,13 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("01-simple.dot", &[]),
     ("02-branch.dot", &[]),
     (
+        "03-review.dot",
+        &[
+            "warning undeclared_node 14:20",
+            "warning undeclared_node 15:20",
+        ],
+    ),
+    (
         "04-stylesheet.dot",
         &[
             "info attractor_spelling 5:17",
