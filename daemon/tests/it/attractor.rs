@@ -59,6 +59,19 @@ const EXPECTED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "attribute-tables.dot",
+        &[
+            "info attractor_spelling 5:31",
+            "info attractor_spelling 5:61",
+            "info attractor_spelling 6:9",
+            "info attractor_spelling 17:36",
+            "info attractor_spelling 21:25",
+            "info attractor_spelling 21:46",
+            "info all_conditional_edges 24:5",
+            "warning tool_command_deprecated 24:61",
+        ],
+    ),
+    (
         "default-max-retry.dot",
         &[
             "info attractor_spelling 5:34",

@@ -149,3 +149,32 @@ fn the_spec_s_smoke_test_expands_goal_and_passes_its_goal_gate() {
     );
     assert!(!body.contains("$goal"), "{body}");
 }
+
+#[test]
+fn every_attribute_of_the_spec_s_tables_is_read_and_the_node_s_own_llm_model_wins() {
+    let ran = run("attribute-tables.dot");
+    assert_eq!(ran.conclusion["status"], "succeeded", "{}", ran.conclusion);
+    // The gate's first option is `[Y] Yes`; the diamond passes on the gate's
+    // success to its `outcome=success` edge.
+    assert_eq!(
+        ran.path(),
+        ["start", "plan", "check", "approve", "route", "exit"]
+    );
+    assert_eq!(ran.requests.len(), 1, "one model stage ran");
+    let plan = &ran.requests[0];
+    assert_eq!(
+        plan.body["model"], "gpt-5.2",
+        "the node's llm_model beats the stylesheet's"
+    );
+    assert!(matches!(
+        plan.provider,
+        Wire::OpenAiResponses | Wire::OpenAiChat
+    ));
+    assert!(
+        plan.body
+            .to_string()
+            .contains("Plan the work for: Exercise every attribute"),
+        "{}",
+        plan.body
+    );
+}
