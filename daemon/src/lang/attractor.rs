@@ -47,10 +47,12 @@ pub(crate) fn alias_spellings(graph: &mut Graph) {
 
 fn alias_in(attrs: &mut Attrs, scope: Scope) {
     for &(_, spec, weft) in ATTRACTOR_SPELLINGS.iter().filter(|(s, ..)| *s == scope) {
-        if attrs.contains(weft) {
+        // The spec's spelling first: almost no node has one, so this is
+        // one lookup per spelling on every node of a large workflow.
+        let Some(written) = attrs.get(spec) else {
             continue;
-        }
-        if let Some(written) = attrs.get(spec) {
+        };
+        if !attrs.contains(weft) {
             let copy = Attr {
                 key: Key::new(weft),
                 ..written.clone()

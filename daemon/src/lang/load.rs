@@ -260,8 +260,9 @@ pub(super) fn assemble(
     }
     // After the templates, so the goal is the one the run has (`--goal`,
     // rendered). Only where `$goal` can be: in the file, an inlined file, or
-    // a template's output.
-    if wf.source.contains("$goal")
+    // a template's output. (`memmem`, not `str::contains`: this scans the
+    // whole source, 1.7% of a 10k-node load's instructions the plain way.)
+    if memchr::memmem::find(wf.source.as_bytes(), b"$goal").is_some()
         || !wf.file_refs.is_empty()
         || template::may_hold_template(&wf.source)
     {
