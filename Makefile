@@ -20,10 +20,15 @@ DEMO_DIR := $(CARGO_TARGET_DIR)/demo
 # Tauri's build dependencies (see ../shared/design/PLATFORM.md), the tools the
 # end-to-end tests drive (Xvfb, WebKitWebDriver, a session bus, a notification
 # server, Chromium) and Graphviz (the parse benchmark compares against `gc`).
+# The sandbox tests (tests/tests/it/sandbox_docker.rs, docs/sandbox.md) run a
+# hermetic Podman Docker-API service: podman with runc (never crun, which
+# refuses this kind of cgroup v1/hybrid host; do not add it), catatonit for
+# the containers' init, and busybox-static + bash-static for the test image.
 APT_PACKAGES := \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev \
 	libssl-dev libxdo-dev pkg-config build-essential file \
-	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3
+	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3 \
+	podman runc catatonit busybox-static bash-static
 
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 

@@ -19,17 +19,19 @@
 //! 8. [`store`]: the durable run store (SQLite, blobs, run directories).
 //! 9. [`exec`]: stage processes (process groups, the start gate, the
 //!    reaper), cancellation, and the environment commands inherit.
-//! 10. [`git`]: git checkpoints: the repository a run starts from, its
+//! 10. [`sandbox`]: sandboxes: a run's commands in a container, through
+//!     the Docker Engine API (Docker or Podman).
+//! 11. [`git`]: git checkpoints: the repository a run starts from, its
 //!     branch and worktree, a commit and patch per stage.
-//! 11. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
+//! 12. [`llm`]: language-model providers (Anthropic, OpenAI, Gemini,
 //!     OpenAI-compatible servers), the model catalog, retries and failover.
-//! 12. [`agent`]: Weft's own coding agent: the tool loop, its tools and
+//! 13. [`agent`]: Weft's own coding agent: the tool loop, its tools and
 //!     guardrails.
-//! 13. [`engine`]: executes runs: the run loop, routing, handlers.
-//! 14. [`ipc`]: the wire protocol, its framing and socket, and the client.
-//! 15. [`server`]: `weftd`, the daemon: the engine behind the socket.
-//! 16. [`views`]: the desktop app's read models over the store.
-//! 17. [`cli`]: the `weft` command.
+//! 14. [`engine`]: executes runs: the run loop, routing, handlers.
+//! 15. [`ipc`]: the wire protocol, its framing and socket, and the client.
+//! 16. [`server`]: `weftd`, the daemon: the engine behind the socket.
+//! 17. [`views`]: the desktop app's read models over the store.
+//! 18. [`cli`]: the `weft` command.
 
 pub mod agent;
 #[cfg(test)]
@@ -45,6 +47,7 @@ pub mod limits;
 pub mod llm;
 pub mod model;
 pub mod os;
+pub mod sandbox;
 pub mod secrets;
 pub mod server;
 pub mod store;

@@ -1,6 +1,8 @@
 //! Support for the end-to-end tests in `tests/tests/it/`: locating the real
 //! binaries and running them in a sandbox with its own `WEFT_HOME`.
 
+pub mod podman;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -44,5 +44,6 @@ mod reference_docs;
 mod retros;
 mod run_list;
 mod run_outcomes;
+mod sandbox_docker;
 mod secrets;
 mod ui_fixtures;
