@@ -174,6 +174,24 @@ impl PodmanService {
     }
 }
 
+impl PodmanService {
+    /// Kills a container's processes (SIGKILL), as a host reboot or the
+    /// fallback of a cancel would; the container stays, stopped.
+    ///
+    /// # Panics
+    /// When the service refuses.
+    pub fn kill_container(&self, id: &str) {
+        let (status, body) = request(
+            &self.socket(),
+            "POST",
+            &format!("/v1.41/containers/{id}/kill?signal=KILL"),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("killing container {id}: {e}"));
+        assert_eq!(status, 204, "killing container {id}: {body}");
+    }
+}
+
 impl Drop for PodmanService {
     fn drop(&mut self) {
         // Containers outlive the service; remove them while it answers.

@@ -41,7 +41,7 @@ fn engine_of(service: &PodmanService) -> Engine {
 }
 
 #[tokio::test]
-async fn a_runs_container_is_found_again_by_its_label_and_remove_leaves_none() {
+async fn a_runs_container_is_found_again_by_its_label_restarted_when_stopped_and_removed() {
     let service = PodmanService::start();
     let work = tempfile::tempdir().expect("work dir");
     let mut settings = Settings::new(TEST_IMAGE);
@@ -73,6 +73,26 @@ async fn a_runs_container_is_found_again_by_its_label_and_remove_leaves_none() {
         .await
         .expect("list");
     assert_eq!(finished, vec![made.clone()]);
+
+    // A container whose processes were killed is started again.
+    service.kill_container(&made.id);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while restarted
+        .containers_of_run("run-a")
+        .await
+        .expect("list")
+        .iter()
+        .any(|c| c.running)
+    {
+        assert!(Instant::now() < deadline, "the killed container still runs");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = restarted
+        .ensure_container("run-a", work.path(), &settings)
+        .await
+        .expect("start again");
+    assert_eq!(started, made);
+    assert_eq!(bash(&restarted, &made.id, "true").await.exit_code, Some(0));
 
     restarted.remove(&made.id).await.expect("remove");
     assert_eq!(service.container_ids(), Vec::<String>::new());
