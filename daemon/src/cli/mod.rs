@@ -60,6 +60,7 @@ mod remote;
 mod report;
 mod retro;
 mod run;
+mod sandbox;
 mod steer;
 mod transcript;
 mod validate;
@@ -243,6 +244,14 @@ pub enum Command {
     /// Attractor spec's (`codergen`, `wait.human`, `tool`, ...). `--json`
     /// prints the same as one object. Exits 0.
     Handlers(HandlersArgs),
+    /// Check that a Docker engine (Docker, or Podman's Docker API service)
+    /// answers where DOCKER_HOST points, for sandboxed runs.
+    ///
+    /// `weft sandbox check` says which engine answered and its API version,
+    /// or why none did; `--image IMAGE` also checks that the engine has that
+    /// image (nothing is pulled). Exits 0 when all is well, 1 when the
+    /// engine does not answer or lacks the image, 2 on usage errors.
+    Sandbox(SandboxArgs),
     /// Print a shell completion script: `weft completions bash > ...`.
     ///
     /// bash: `weft completions bash > ~/.local/share/bash-completion/completions/weft`;
@@ -260,6 +269,25 @@ pub struct HandlersArgs {
     /// Print one JSON object: `{"handlers": [...], "stage_attributes": [...]}`.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    #[command(subcommand)]
+    pub command: SandboxCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SandboxCommand {
+    /// Whether the engine at DOCKER_HOST answers (and has IMAGE).
+    Check {
+        /// An image the engine must have, e.g. the one runs will use.
+        #[arg(long, value_name = "IMAGE")]
+        image: Option<String>,
+        /// Print one JSON object: host, reachable, engine, image, error.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -840,6 +868,7 @@ where
         Command::Validate(args) => validate::run(&args),
         Command::Graph(args) => graph::run(&args),
         Command::Handlers(args) => handlers::run(&args),
+        Command::Sandbox(args) => sandbox::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => run::resume(&args),
         Command::Daemon(args) => daemon::run(&args),

@@ -82,6 +82,14 @@ pub enum SandboxError {
     Settings(String),
 }
 
+/// What an engine says it is ([`Engine::describe`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EngineInfo {
+    pub name: String,
+    pub version: String,
+    pub api_version: String,
+}
+
 /// A run's container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Container {
@@ -178,6 +186,44 @@ impl Engine {
             .await
             .map(drop)
             .map_err(|e| self.error("ping", e))
+    }
+
+    /// What the engine says it is: its platform name (`Podman Engine`,
+    /// `Docker Engine - Community`) or product version, and its API
+    /// version. One request, slower than a ping on Podman (~300 ms): for
+    /// `weft sandbox check`, not for every run.
+    ///
+    /// # Errors
+    /// [`SandboxError::Unreachable`] when it does not answer.
+    pub async fn describe(&self) -> Result<EngineInfo, SandboxError> {
+        let v = self
+            .docker
+            .version()
+            .await
+            .map_err(|e| self.error("asking its version", e))?;
+        Ok(EngineInfo {
+            name: v
+                .platform
+                .map(|p| p.name)
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| "Docker Engine API".to_string()),
+            version: v.version.unwrap_or_default(),
+            api_version: v.api_version.unwrap_or_default(),
+        })
+    }
+
+    /// Whether the engine has `image` (by name or id), without pulling it.
+    ///
+    /// # Errors
+    /// The engine is unreachable or refuses the question.
+    pub async fn has_image(&self, image: &str) -> Result<bool, SandboxError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(e) => Err(self.error("looking up the image", e)),
+        }
     }
 
     /// The run's container, running: the one labelled with `run_id` if

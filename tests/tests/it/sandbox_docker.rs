@@ -371,3 +371,46 @@ fn processes_naming(dir: &Path) -> Vec<String> {
     }
     found
 }
+
+#[test]
+fn sandbox_check_names_the_engine_and_its_image_or_says_why_not() {
+    let service = PodmanService::start();
+    let sb = weft_tests::Sandbox::new();
+    let check = |args: &[&str], host: &str| {
+        let out = sb
+            .weft()
+            .env("DOCKER_HOST", host)
+            .args(["sandbox", "check"])
+            .args(args)
+            .output()
+            .expect("weft sandbox check");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let host = service.docker_host();
+    let (code, stdout, stderr) = check(&["--image", TEST_IMAGE], &host);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("(API 1.41) at unix://"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("image: {TEST_IMAGE} is there")),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = check(&["--image", "weft-missing:1", "--json"], &host);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let report = weft_tests::json(&stdout);
+    assert_eq!(report["reachable"], true);
+    assert_eq!(report["image_present"], false);
+    assert_eq!(report["ok"], false);
+
+    let gone = format!("unix://{}/gone.sock", service.dir().display());
+    let (code, stdout, stderr) = check(&["--image", TEST_IMAGE], &gone);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("no Docker engine at unix://") && stderr.contains("(DOCKER_HOST)"),
+        "{stderr}"
+    );
+}
