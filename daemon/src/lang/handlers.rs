@@ -191,23 +191,9 @@ mod tests {
     use super::*;
     use crate::lang::attrs::{Scope, is_known, names};
 
-    const ALL: [Handler; 11] = [
-        Handler::Start,
-        Handler::Exit,
-        Handler::Agent,
-        Handler::Prompt,
-        Handler::Command,
-        Handler::Human,
-        Handler::Conditional,
-        Handler::Parallel,
-        Handler::FanIn,
-        Handler::Wait,
-        Handler::SubWorkflow,
-    ];
-
     #[test]
     fn every_handler_is_described_once_with_its_canonical_name_first() {
-        for handler in ALL {
+        for handler in Handler::ALL {
             let found: Vec<_> = HANDLERS.iter().filter(|h| h.handler == handler).collect();
             assert_eq!(found.len(), 1, "{handler:?}");
             assert_eq!(found[0].name, handler.name());
@@ -218,7 +204,7 @@ mod tests {
                 assert_eq!(Handler::from_type(ty), Some(handler), "{ty}");
             }
         }
-        assert_eq!(HANDLERS.len(), ALL.len());
+        assert_eq!(HANDLERS.len(), Handler::ALL.len());
     }
 
     #[test]

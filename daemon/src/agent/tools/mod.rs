@@ -305,7 +305,7 @@ pub(super) fn optional_bool(arguments: &Value, key: &str) -> Result<Option<bool>
 }
 
 /// `a number`, `an array`: what a JSON value is, for argument errors.
-pub(super) fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

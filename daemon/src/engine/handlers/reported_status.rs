@@ -100,7 +100,7 @@ pub(crate) fn read(path: &Path) -> Result<Option<Map<String, Value>>, String> {
         Ok(other) => Err(refuse(format!(
             "must hold a JSON object (outcome, preferred_next_label, suggested_next_ids, \
              context_updates, notes, failure_reason); it holds {}",
-            kind_of(&other)
+            crate::agent::tools::json_kind(&other)
         ))),
         Err(e) => Err(refuse(format!("is not valid JSON: {e}"))),
     }
@@ -111,17 +111,6 @@ pub(crate) fn read(path: &Path) -> Result<Option<Map<String, Value>>, String> {
 pub(crate) fn apply(report: &Map<String, Value>, outcome: &mut Outcome) -> Result<(), String> {
     output::apply_routing(report, outcome)?;
     output::apply_notes(report, outcome)
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
