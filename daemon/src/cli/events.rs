@@ -260,6 +260,14 @@ fn summary(kind: &EventKind) -> String {
             message.clone()
         }
         EventKind::EnvWithheld { names } => format!("withheld from commands: {}", names.join(", ")),
+        EventKind::SandboxReady {
+            container,
+            image,
+            attach,
+            ..
+        } => format!("in container {container} ({image}, {attach})"),
+        EventKind::SandboxRemoved { container } => format!("container {container} removed"),
+        EventKind::SandboxKept { container, .. } => format!("container {container} kept"),
         EventKind::StageStarted {
             handler, attempt, ..
         } => {

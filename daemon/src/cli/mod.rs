@@ -416,6 +416,17 @@ pub struct RunArgs {
     /// no background process). Ctrl-C then cancels the run.
     #[arg(long)]
     pub no_daemon: bool,
+    /// Where commands and the agent's shell run: `local` (on this machine,
+    /// the default) or `docker` (in a container per run, through the
+    /// Docker Engine API at DOCKER_HOST; docs/sandbox.md).
+    #[arg(long, value_name = "PROVIDER", value_enum)]
+    pub sandbox: Option<crate::model::sandbox::Provider>,
+    /// The image of the run's container (with --sandbox docker).
+    #[arg(long, value_name = "IMAGE")]
+    pub sandbox_image: Option<String>,
+    /// Keep the run's container after the run ends, to look inside it.
+    #[arg(long)]
+    pub preserve_sandbox: bool,
 }
 
 #[derive(Debug, Args)]

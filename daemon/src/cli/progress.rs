@@ -389,6 +389,17 @@ impl Progress {
                 "  ! no activity for {idle_secs}s: the stall watchdog stops the run"
             )),
             EventKind::RunNotice { message } => Some(format!("  note: {message}")),
+            EventKind::SandboxReady {
+                container,
+                image,
+                attach,
+                ..
+            } if attach != "running" => Some(format!(
+                "  ▣ {stage}: container {container} ({image}) {attach}"
+            )),
+            EventKind::SandboxKept { engine, container } => Some(format!(
+                "  ▣ container {container} kept: DOCKER_HOST={engine} docker exec -it {container} sh"
+            )),
             EventKind::BudgetWarning { message, .. } => Some(format!("  ! {message}")),
             EventKind::EnvWithheld { names } => Some(withheld_line(names)),
             EventKind::RunCompleted {

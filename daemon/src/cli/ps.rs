@@ -37,6 +37,9 @@ struct PsRow<'a> {
     failure_reason: Option<&'a str>,
     run_dir: String,
     labels: &'a [String],
+    /// Where its commands ran when not on the host (`docker IMAGE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<&'a str>,
     /// Language-model calls, tokens and dollars; absent when none was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     llm: Option<crate::model::RunSpend>,
@@ -57,6 +60,7 @@ impl<'a> PsRow<'a> {
             failure_reason: run.failure_reason.as_deref(),
             run_dir: run.run_dir.display().to_string(),
             labels: &run.labels,
+            sandbox: run.sandbox.as_deref(),
             llm: run.llm,
             failed_stages: &run.failed_stages,
         }
@@ -177,7 +181,12 @@ fn write_table(
 ) -> std::io::Result<()> {
     // The LLM column only when some listed run called a model.
     let with_llm = runs.iter().any(|run| run.llm.is_some());
+    // The SANDBOX column only when some listed run ran in a container.
+    let with_sandbox = runs.iter().any(|run| run.sandbox.is_some());
     let mut header = vec!["ID", "STATUS", "WORKFLOW", "STARTED", "DURATION"];
+    if with_sandbox {
+        header.push("SANDBOX");
+    }
     if with_llm {
         header.push("LLM");
     }
@@ -207,6 +216,9 @@ fn write_table(
                     None => "-".to_string(),
                 },
             ];
+            if with_sandbox {
+                row.push(run.sandbox.clone().unwrap_or_else(|| "host".to_string()));
+            }
             if with_llm {
                 row.push(run.llm.map_or_else(
                     || "-".to_string(),

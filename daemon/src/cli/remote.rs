@@ -53,6 +53,7 @@ pub async fn run(request: RunRequest, json: bool, detach: bool) -> CliResult {
     params.no_checkpoint = request.no_checkpoint;
     params.include_dirty = request.include_dirty;
     params.retro = request.retro;
+    params.sandbox = request.sandbox;
     params.env = CallerEnv::current();
     let home = super::home()?;
     let client = connect(&home).await.map_err(|e| {

@@ -65,6 +65,9 @@ struct RunSection {
     budget: Budget,
     /// `retros = true|false`: a retrospective when the run ends.
     retros: Option<bool>,
+    /// `[run.sandbox]`: where commands run (docs/sandbox.md).
+    #[serde(default)]
+    sandbox: crate::model::SandboxConfig,
 }
 
 /// `[run.checkpoint]`: `enabled = false` is `--no-checkpoint`,
@@ -227,6 +230,7 @@ fn execute(
         nesting: 0,
         agents: crate::engine::steering::RunningAgents::default(),
         budget: None,
+        sandbox: None,
     };
     super::block_on(async {
         let signals = tokio::spawn(forward_signals(cancel.clone()));
@@ -289,6 +293,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
     let mut budget = Budget::default();
     let mut checkpoint = CheckpointSection::default();
     let mut retro = None;
+    let mut sandbox = crate::model::SandboxConfig::default();
     let workflow_path = if file.extension().is_some_and(|e| e == "toml") {
         let text = crate::config::read(&file)?
             .ok_or_else(|| format!("cannot read `{}`: no such file", file.display()))?;
@@ -321,6 +326,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
             .check()
             .map_err(|e| format!("{}: [run.budget] {e}", file.display()))?;
         retro = config.run.retros;
+        sandbox = config.run.sandbox;
         crate::engine::handlers::check_agent_defaults(&agent)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         model = ModelChoice {
@@ -376,6 +382,19 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
         .check()
         .map_err(|e| format!("--{}", e.replacen('_', "-", 1)))?;
     let budget = flags.or(budget);
+    let sandbox = crate::model::SandboxConfig {
+        provider: args.sandbox,
+        image: args.sandbox_image.clone(),
+        keep: args
+            .preserve_sandbox
+            .then_some(crate::model::sandbox::Keep::Always),
+        ..crate::model::SandboxConfig::default()
+    }
+    .or(sandbox);
+    crate::sandbox::config::settings(&sandbox).map_err(|e| match args.file.extension() {
+        Some(ext) if ext == "toml" => format!("{}: {e}", args.file.display()),
+        _ => e,
+    })?;
     Ok(RunRequest {
         workflow_path: Some(workflow_path),
         source,
@@ -398,6 +417,7 @@ fn request(args: &RunArgs) -> Result<RunRequest, String> {
             (_, true) => Some(false),
             _ => retro,
         },
+        sandbox,
         ..RunRequest::default()
     })
 }

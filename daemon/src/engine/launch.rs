@@ -27,6 +27,8 @@ use crate::lang::workflow::{LoadOptions, Workflow};
 use crate::model::{
     AgentDefaults, Budget, Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus,
 };
+use crate::model::SandboxConfig;
+use crate::sandbox::run::{Finished, RunSandbox};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
 use crate::util::lock::lock;
 
@@ -78,6 +80,8 @@ pub struct RunRequest {
     /// `--retro` / `--no-retro` / `[run] retros`: make a retro when the run
     /// ends; `None` leaves it to settings.toml (docs/engine.md, "Retros").
     pub retro: Option<bool>,
+    /// `--sandbox`, `[run.sandbox]`: where commands run (docs/sandbox.md).
+    pub sandbox: SandboxConfig,
 }
 
 /// The options stored with a run, so a resume behaves like the start.
@@ -119,6 +123,10 @@ pub(crate) struct RunOptions {
     /// The run's own choice about a retro (see [`RunRequest::retro`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retro: Option<bool>,
+    /// Where commands run, with the engine's address resolved at the start
+    /// (the caller's `DOCKER_HOST`), so a resume reaches the same engine.
+    #[serde(default, skip_serializing_if = "SandboxConfig::is_empty")]
+    pub sandbox: SandboxConfig,
 }
 
 /// What a run uses from its surroundings.
@@ -144,6 +152,10 @@ pub struct Services {
     /// sub-workflow's child run spends against its parent's limits.
     /// `None` for a top-level run, which has a budget of its own.
     pub budget: Option<super::handlers::budget::RunBudget>,
+    /// The sandbox of the run these services start runs inside: a child
+    /// run's commands run in its parent's container. `None` for a
+    /// top-level run, which has its own if its configuration asks.
+    pub sandbox: Option<Arc<crate::sandbox::run::RunSandbox>>,
 }
 
 impl std::fmt::Debug for Services {
@@ -339,6 +351,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
     request.env_policy.check().map_err(EngineError::Config)?;
     super::handlers::check_agent_defaults(&request.agent).map_err(EngineError::Config)?;
     request.budget.check().map_err(EngineError::Config)?;
+    crate::sandbox::config::settings(&request.sandbox).map_err(EngineError::Config)?;
     graph_budget(&graph).map_err(EngineError::Config)?;
     let run_id = ulid::Ulid::generate().to_string();
     // A repository a run cannot branch from is refused before anything is
@@ -366,6 +379,7 @@ pub fn prepare(request: RunRequest, services: &Services) -> Result<Prepared, Eng
         budget: request.budget,
         git: None,
         retro: request.retro,
+        sandbox: resolved_sandbox(&request),
     };
     let run_dir = match &request.run_dir {
         Some(dir) => {
@@ -883,6 +897,13 @@ async fn execute(
             services.cancel.clone(),
         ),
     };
+    // The run's own sandbox, or its parent's; one that cannot work fails
+    // the run below, once it is recorded as started.
+    let owns_sandbox = services.sandbox.is_none();
+    let sandbox = match &services.sandbox {
+        Some(parent) => Ok(Some(parent.clone())),
+        None => open_sandbox(&options.sandbox, run_id, &work_dir, &run_dir_path).await,
+    };
     let env = RunEnv {
         budget,
         artifacts: std::sync::Arc::new(artifacts),
@@ -908,6 +929,7 @@ async fn execute(
         ),
         git: git.as_ref().map(|(git, _)| git.clone()),
         acp_threads: super::handlers::acp_threads::AcpThreads::default(),
+        sandbox: sandbox.as_ref().ok().cloned().flatten(),
     };
     recorder.emit(
         EventKind::RunStarted {
@@ -955,6 +977,29 @@ async fn execute(
                 None,
             )?;
         }
+    }
+    match &sandbox {
+        Err(why) => {
+            return conclude(
+                run_id,
+                &recorder,
+                run_dir_path,
+                started,
+                Finish::Failed(format!("the run's sandbox cannot start: {why}")),
+                env.git.as_deref(),
+            );
+        }
+        Ok(Some(sandbox)) if owns_sandbox => {
+            let message = format!(
+                "sandbox: commands run in a container of {} on the engine at {} \
+                 (made when a stage first needs it), the work dir at {}",
+                sandbox.image(),
+                sandbox.engine(),
+                crate::sandbox::WORK_DIR
+            );
+            recorder.emit(EventKind::RunNotice { message }, None)?;
+        }
+        Ok(_) => {}
     }
     let _ = recorder.run_dir().append_log(&format!(
         "run {run_id} {}",
@@ -1012,6 +1057,12 @@ async fn execute(
     // Agents kept for threads end with the run, whatever ended it.
     env.acp_threads.stop_all().await;
     let finish = finish?;
+    if owns_sandbox
+        && let Some(sandbox) = &env.sandbox
+        && !matches!(finish, Finish::Interrupted(_))
+    {
+        finish_sandbox(sandbox, &recorder, matches!(finish, Finish::Succeeded { .. })).await;
+    }
 
     runner.flush_checkpoint_file();
     let conclusion = conclude(
@@ -1052,6 +1103,75 @@ async fn execute(
         let _ = recorder.emit(EventKind::RunNotice { message }, None);
     }
     Ok(conclusion)
+}
+
+/// The sandbox `config` asks for, reached and checked (the engine answers,
+/// it has the image); `Ok(None)` for the local provider.
+async fn open_sandbox(
+    config: &SandboxConfig,
+    run_id: &str,
+    work_dir: &Path,
+    run_dir: &Path,
+) -> Result<Option<Arc<RunSandbox>>, String> {
+    let Some(settings) = crate::sandbox::config::settings(config)? else {
+        return Ok(None);
+    };
+    let engine = config
+        .engine
+        .clone()
+        .unwrap_or_else(|| crate::sandbox::docker::DEFAULT_DOCKER_HOST.to_string());
+    RunSandbox::connect(
+        &engine,
+        settings,
+        config.keep(),
+        config.user.as_deref(),
+        (run_id, work_dir, run_dir),
+    )
+    .await
+    .map(|sandbox| Some(Arc::new(sandbox)))
+    .map_err(|e| e.to_string())
+}
+
+/// Removes the run's container or keeps it, as its policy says, and
+/// records which. A removal that fails is a notice: the container stays
+/// recorded in `sandbox.json`, and the next daemon start removes it.
+async fn finish_sandbox(sandbox: &RunSandbox, recorder: &Recorder, succeeded: bool) {
+    let kind = match sandbox.finish(succeeded).await {
+        Ok(Finished::None) => return,
+        Ok(Finished::Removed { container }) => EventKind::SandboxRemoved { container },
+        Ok(Finished::Kept { container }) => EventKind::SandboxKept {
+            engine: sandbox.engine().to_string(),
+            container,
+        },
+        Err(e) => EventKind::RunNotice {
+            message: format!(
+                "the run's container could not be removed: {e}; weftd tries again when it next starts"
+            ),
+        },
+    };
+    let _ = recorder.emit(kind, None);
+}
+
+/// The run's `[run.sandbox]` with the engine's address fixed: the
+/// configuration's, else the caller's `DOCKER_HOST`, else the usual socket.
+fn resolved_sandbox(request: &RunRequest) -> SandboxConfig {
+    let mut config = request.sandbox.clone();
+    if config.provider() == crate::model::sandbox::Provider::Docker && config.engine.is_none() {
+        let caller = match &request.env {
+            Some(env) => env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "DOCKER_HOST")
+                .map(|(_, v)| v.clone()),
+            None => std::env::var("DOCKER_HOST").ok(),
+        };
+        config.engine = Some(
+            caller
+                .filter(|h| !h.trim().is_empty())
+                .unwrap_or_else(|| crate::sandbox::docker::DEFAULT_DOCKER_HOST.to_string()),
+        );
+    }
+    config
 }
 
 /// How a run whose checkpoint names no next node had ended: at the exit

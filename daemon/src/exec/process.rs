@@ -73,7 +73,7 @@ impl Language {
     }
 
     /// The interpreter that runs a script given with `-c`.
-    fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Language::Shell => "bash",
             Language::Python => "python3",
@@ -149,6 +149,9 @@ pub struct ProcessResult {
     pub timed_out: bool,
     /// Cancellation stopped the script (or kept it from starting).
     pub cancelled: Option<CancelReason>,
+    /// What killed it, when a limit outside it did and says so: a
+    /// sandbox's memory limit ("the sandbox's memory limit (64 MiB)").
+    pub killed_by: Option<String>,
     /// From just before the spawn until the shell was reaped.
     pub duration: Duration,
     /// The end of stdout, decoded as lossy UTF-8: all of it up to
@@ -222,16 +225,7 @@ pub async fn run(
     stderr_log: &Path,
     on_output: impl FnMut(Stream, &str) + Send,
 ) -> io::Result<ProcessResult> {
-    let mut capture = Capture {
-        stdout_log: Log::new(stdout_log),
-        stderr_log: Log::new(stderr_log),
-        stdout_decoder: Utf8Decoder::default(),
-        stderr_decoder: Utf8Decoder::default(),
-        stdout: Tail::default(),
-        stderr: Tail::default(),
-        merged: Tail::default(),
-        on_output,
-    };
+    let mut capture = Capture::new(stdout_log, stderr_log, on_output);
     let started = Instant::now();
     if let Some(reason) = cancel.reason() {
         return Ok(ProcessResult {
@@ -239,6 +233,7 @@ pub async fn run(
             signal: None,
             timed_out: false,
             cancelled: Some(reason),
+            killed_by: None,
             duration: started.elapsed(),
             stdout: String::new(),
             stderr: String::new(),
@@ -313,9 +308,7 @@ pub async fn run(
     let status = group.kill_and_reap().await;
     let stop = supervised?;
     let status = status?;
-    capture.stdout_log.finish()?;
-    capture.stderr_log.finish()?;
-    Ok(ProcessResult {
+    capture.into_result(Ended {
         exit_code: status.code(),
         signal: status.signal(),
         timed_out: matches!(stop, Some(Stop::Timeout)),
@@ -324,12 +317,16 @@ pub async fn run(
             _ => None,
         },
         duration: started.elapsed(),
-        stdout_total: capture.stdout.total,
-        stderr_total: capture.stderr.total,
-        stdout: capture.stdout.into_text(),
-        stderr: capture.stderr.into_text(),
-        merged: capture.merged.into_text(),
     })
+}
+
+/// How a script ended, for [`Capture::into_result`].
+pub(crate) struct Ended {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: Option<CancelReason>,
+    pub duration: Duration,
 }
 
 /// Why the supervisor stopped the script early.
@@ -557,7 +554,9 @@ impl Log {
 }
 
 /// Where output goes: the log files, the callback and the result texts.
-struct Capture<F> {
+/// A sandbox's exec feeds one too, so that output from a container is
+/// logged, cut and passed on exactly as a local command's.
+pub(crate) struct Capture<F> {
     stdout_log: Log,
     stderr_log: Log,
     stdout_decoder: Utf8Decoder,
@@ -569,8 +568,49 @@ struct Capture<F> {
 }
 
 impl<F: FnMut(Stream, &str) + Send> Capture<F> {
+    /// Output to `stdout_log` and `stderr_log` (each created by its first
+    /// output, see [`Log`]) and `on_output`.
+    pub(crate) fn new(stdout_log: &Path, stderr_log: &Path, on_output: F) -> Capture<F> {
+        Capture {
+            stdout_log: Log::new(stdout_log),
+            stderr_log: Log::new(stderr_log),
+            stdout_decoder: Utf8Decoder::default(),
+            stderr_decoder: Utf8Decoder::default(),
+            stdout: Tail::default(),
+            stderr: Tail::default(),
+            merged: Tail::default(),
+            on_output,
+        }
+    }
+
+    /// The result of a script whose output all went here. Streams not
+    /// yet finished (their end seen) are finished first.
+    ///
+    /// # Errors
+    /// A log file that cannot be emptied.
+    pub(crate) fn into_result(mut self, ended: Ended) -> io::Result<ProcessResult> {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            self.finish(stream);
+        }
+        self.stdout_log.finish()?;
+        self.stderr_log.finish()?;
+        Ok(ProcessResult {
+            exit_code: ended.exit_code,
+            signal: ended.signal,
+            timed_out: ended.timed_out,
+            cancelled: ended.cancelled,
+            killed_by: None,
+            duration: ended.duration,
+            stdout_total: self.stdout.total,
+            stderr_total: self.stderr.total,
+            stdout: self.stdout.into_text(),
+            stderr: self.stderr.into_text(),
+            merged: self.merged.into_text(),
+        })
+    }
+
     /// Logs a chunk read from `stream` and passes on its complete characters.
-    async fn take(&mut self, stream: Stream, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) async fn take(&mut self, stream: Stream, bytes: &[u8]) -> io::Result<()> {
         let (log, decoder) = match stream {
             Stream::Stdout => (&mut self.stdout_log, &mut self.stdout_decoder),
             Stream::Stderr => (&mut self.stderr_log, &mut self.stderr_decoder),

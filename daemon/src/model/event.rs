@@ -86,6 +86,23 @@ pub enum EventKind {
     /// Something the user should know that does not stop the run.
     #[serde(rename = "run.notice")]
     RunNotice { message: String },
+    /// A stage's commands run in the run's container (docs/sandbox.md):
+    /// `container` is its short id, `attach` how the stage found it
+    /// (`created`, `reused` after a crash, `running`).
+    #[serde(rename = "sandbox.ready")]
+    SandboxReady {
+        container: String,
+        image: String,
+        engine: String,
+        attach: String,
+    },
+    /// The run ended and its container was removed.
+    #[serde(rename = "sandbox.removed")]
+    SandboxRemoved { container: String },
+    /// The run ended and its container was kept, as its `keep` policy
+    /// says: `docker exec -it CONTAINER bash` reaches it.
+    #[serde(rename = "sandbox.kept")]
+    SandboxKept { engine: String, container: String },
     /// The run's spend passed the warning share of a limit (once per
     /// limit): `limit` is `run.cost`, `run.tokens`, `day.cost` or
     /// `day.tokens`; `max` and `spent` are dollars or tokens.
@@ -336,6 +353,9 @@ impl EventKind {
             EventKind::RunCancelled { .. } => "run.cancelled",
             EventKind::RunInterrupted { .. } => "run.interrupted",
             EventKind::RunNotice { .. } => "run.notice",
+            EventKind::SandboxReady { .. } => "sandbox.ready",
+            EventKind::SandboxRemoved { .. } => "sandbox.removed",
+            EventKind::SandboxKept { .. } => "sandbox.kept",
             EventKind::BudgetWarning { .. } => "budget.warning",
             EventKind::EnvWithheld { .. } => "run.env_withheld",
             EventKind::StageStarted { .. } => "stage.started",

@@ -19,6 +19,7 @@ pub mod outcome;
 pub mod permission;
 pub mod retro;
 pub mod run;
+pub mod sandbox;
 pub mod spend;
 
 pub use code::Code;
@@ -32,4 +33,5 @@ pub use run::{
     AgentDefaults, Budget, DEFAULT_WARN_AT, ModelChoice, ParentLink, RunSpend, RunStatus,
     RunSummary,
 };
+pub use sandbox::SandboxConfig;
 pub use spend::{Spend, Usage};

@@ -100,6 +100,11 @@ pub struct RunSummary {
     /// For a sub-workflow's child run, the stage it runs under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
+    /// Where its commands run when not on the host: `docker IMAGE`
+    /// (docs/sandbox.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sandbox: Option<String>,
     /// Language-model tokens and cost over its stages, when any called one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<RunSpend>,

@@ -80,6 +80,28 @@ pub enum SandboxError {
     },
     #[error("sandbox settings: {0}")]
     Settings(String),
+    #[error("cannot record a sandboxed command's output: {0}")]
+    Output(String),
+}
+
+/// Where an exec's output goes as it arrives ([`Engine::exec_into`]).
+pub trait OutputSink {
+    /// Takes one piece of `stream`'s output, as the engine framed it.
+    fn take(
+        &mut self,
+        stream: Stream,
+        bytes: &[u8],
+    ) -> impl Future<Output = std::io::Result<()>>;
+}
+
+/// A callback as an [`OutputSink`] that never fails.
+struct EachChunk<F>(F);
+
+impl<F: FnMut(Stream, &[u8])> OutputSink for EachChunk<F> {
+    async fn take(&mut self, stream: Stream, bytes: &[u8]) -> std::io::Result<()> {
+        (self.0)(stream, bytes);
+        Ok(())
+    }
 }
 
 /// What an engine says it is ([`Engine::describe`]).
@@ -123,6 +145,9 @@ pub struct Command<'a> {
     pub env: &'a [(String, String)],
     /// The working directory inside the container; [`WORK_DIR`] when none.
     pub workdir: Option<&'a str>,
+    /// Who runs it (`UID:GID`, a user the image knows); none: the image's
+    /// user.
+    pub user: Option<&'a str>,
 }
 
 /// A connection to one engine.
@@ -291,7 +316,24 @@ impl Engine {
         &self,
         container: &str,
         command: Command<'_>,
-        mut on_output: impl FnMut(Stream, &[u8]),
+        on_output: impl FnMut(Stream, &[u8]),
+        cancel: impl Future<Output = ()>,
+    ) -> Result<ExecOutcome, SandboxError> {
+        self.exec_into(container, command, &mut EachChunk(on_output), cancel)
+            .await
+    }
+
+    /// [`Engine::exec`], the output going to `sink`, which may wait (write
+    /// a log file) before the next piece is read. A sink that fails stops
+    /// the exec as a cancel does, and its error is returned.
+    ///
+    /// # Errors
+    /// As [`Engine::exec`], and [`SandboxError::Output`] when `sink` fails.
+    pub async fn exec_into(
+        &self,
+        container: &str,
+        command: Command<'_>,
+        sink: &mut impl OutputSink,
         cancel: impl Future<Output = ()>,
     ) -> Result<ExecOutcome, SandboxError> {
         let tag = ulid::Ulid::generate().to_string();
@@ -308,6 +350,7 @@ impl Engine {
             cmd: Some(command.argv.to_vec()),
             env: Some(env),
             working_dir: Some(command.workdir.unwrap_or(WORK_DIR).to_string()),
+            user: command.user.map(str::to_string),
             ..Default::default()
         };
         let exec = self
@@ -336,23 +379,30 @@ impl Engine {
         };
         let (mut stdout, mut stderr) = (Tail::default(), Tail::default());
         let mut cancelled = false;
+        let mut sink_error = None;
         let cancel = std::pin::pin!(cancel);
         let mut cancel = cancel;
         loop {
             tokio::select! {
-                item = output.next() => match item {
-                    None => break,
-                    Some(Ok(LogOutput::StdOut { message } | LogOutput::Console { message })) => {
-                        stdout.push(&message);
-                        on_output(Stream::Stdout, &message);
+                item = output.next() => {
+                    let (stream, message) = match item {
+                        None => break,
+                        Some(Ok(LogOutput::StdOut { message } | LogOutput::Console { message })) => {
+                            stdout.push(&message);
+                            (Stream::Stdout, message)
+                        }
+                        Some(Ok(LogOutput::StdErr { message })) => {
+                            stderr.push(&message);
+                            (Stream::Stderr, message)
+                        }
+                        Some(Ok(LogOutput::StdIn { .. })) => continue,
+                        Some(Err(e)) => return Err(self.error("streaming an exec's output", e)),
+                    };
+                    if let Err(e) = sink.take(stream, &message).await {
+                        sink_error = Some(e);
+                        break;
                     }
-                    Some(Ok(LogOutput::StdErr { message })) => {
-                        stderr.push(&message);
-                        on_output(Stream::Stderr, &message);
-                    }
-                    Some(Ok(LogOutput::StdIn { .. })) => {}
-                    Some(Err(e)) => return Err(self.error("streaming an exec's output", e)),
-                },
+                }
                 () = &mut cancel => {
                     cancelled = true;
                     break;
@@ -360,8 +410,11 @@ impl Engine {
             }
         }
         drop(output);
-        if cancelled {
+        if cancelled || sink_error.is_some() {
             self.kill_exec(container, &exec.id, &tag).await?;
+        }
+        if let Some(e) = sink_error {
+            return Err(SandboxError::Output(e.to_string()));
         }
         // Read now: Podman forgets an exec some seconds after it ends.
         let exit_code = self
@@ -485,6 +538,7 @@ impl Engine {
                     argv: &argv,
                     env: &[],
                     workdir: Some("/"),
+                    user: None,
                 },
                 |_, _| {},
                 std::future::pending(),
@@ -494,6 +548,53 @@ impl Engine {
             line.strip_prefix("oom_kill ")
                 .and_then(|n| n.trim().parse().ok())
         }))
+    }
+
+    /// Kills every process of the container and starts it again: what a
+    /// resumed run does to the container its dead executor left, so that
+    /// no command of the earlier attempt runs on beside the new one. The
+    /// container's files are kept.
+    ///
+    /// # Errors
+    /// The engine is unreachable or refuses.
+    pub async fn restart(&self, container: &str) -> Result<(), SandboxError> {
+        let kill = KillContainerOptionsBuilder::default()
+            .signal("KILL")
+            .build();
+        match self.docker.kill_container(container, Some(kill)).await {
+            // 409: it was not running.
+            Ok(())
+            | Err(BollardError::DockerResponseServerError {
+                status_code: 409, ..
+            }) => {}
+            Err(e) => return Err(self.error("stopping the run's container", e)),
+        }
+        // The kill is asynchronous: start only once the engine has seen
+        // the container stop, or the start is a no-op on a dying one.
+        let deadline = Instant::now() + KILL_WAIT;
+        loop {
+            let state = self
+                .docker
+                .inspect_container(container, None)
+                .await
+                .map_err(|e| self.error("waiting for the run's container to stop", e))?
+                .state;
+            if state.and_then(|s| s.running) != Some(true) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(SandboxError::Engine {
+                    host: self.host.clone(),
+                    action: "restarting the run's container".to_string(),
+                    message: format!("it still runs {}s after a kill", KILL_WAIT.as_secs()),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.docker
+            .start_container(container, None)
+            .await
+            .map_err(|e| self.error("starting the run's container again", e))
     }
 
     /// Removes the container and its processes; one already gone is fine.

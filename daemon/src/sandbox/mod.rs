@@ -10,16 +10,22 @@
 //! one, and its CPU, memory and process limits come from [`Settings`].
 //!
 //! [`docker`] talks to the engine (Docker, or Podman's Docker-compatible
-//! service) through the Docker Engine API. Nothing in the engine or the
-//! agent uses it yet: the `[run.sandbox]` configuration and the wiring
-//! into command stages come next (docs/sandbox.md).
+//! service) through the Docker Engine API; [`config`] reads `[run.sandbox]`
+//! into [`Settings`]; [`run`] is a run's sandbox as command stages and the
+//! agent's `shell` tool use it (docs/sandbox.md).
 
+pub mod config;
 pub mod docker;
+pub mod run;
 
 use std::path::PathBuf;
 
 /// Where the run's work directory appears inside the container.
 pub const WORK_DIR: &str = "/work";
+
+/// Where the run's stage folders (`nodes/` of its run folder) appear
+/// inside: a command's status file and context are there.
+pub const RUN_FILES_DIR: &str = "/weft/nodes";
 
 /// The label naming the run a container belongs to.
 pub const RUN_LABEL: &str = "weft.run";

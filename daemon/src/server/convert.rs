@@ -59,6 +59,7 @@ pub(crate) fn run_request(start: &RunStart) -> Result<RunRequest, RpcError> {
         no_checkpoint: start.no_checkpoint,
         include_dirty: start.include_dirty,
         retro: start.retro,
+        sandbox: start.sandbox.clone(),
         ..RunRequest::default()
     })
 }

@@ -279,6 +279,7 @@ impl Daemon {
             nesting: 0,
             agents: self.agents.clone(),
             budget: None,
+            sandbox: None,
         }
     }
 
@@ -429,6 +430,7 @@ impl Daemon {
             nesting: 0,
             agents: self.agents.clone(),
             budget: None,
+            sandbox: None,
         };
         let execution = match job {
             Job::Start(prepared, _) => Ok(run_thread::Execution::Start(prepared)),
@@ -476,7 +478,11 @@ impl Daemon {
     pub(crate) fn reconcile(self: &Rc<Self>, previous: Option<u32>) -> Result<u32, DaemonError> {
         let runs = self.store().list_runs(&RunFilter::default())?;
         let mut resumed = 0;
+        let mut sandboxed = Vec::new();
         for run in runs {
+            if run.status.is_terminal() && uses_docker(&run.options) {
+                sandboxed.push(run.run_dir.clone());
+            }
             let orphaned = match run.status {
                 RunStatus::Running | RunStatus::Blocked => !run.pid.is_some_and(|pid| {
                     pid != std::process::id()
@@ -522,6 +528,7 @@ impl Daemon {
                 resumed += 1;
             }
         }
+        remove_leftover_containers(sandboxed);
         Ok(resumed)
     }
 
@@ -791,4 +798,40 @@ fn since(started: Option<&str>) -> u64 {
 /// `1 run`, `2 runs`: for weftd's log lines.
 fn runs(n: impl std::fmt::Display + PartialEq<u32> + Copy, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Whether a run's stored options ask for a `docker` sandbox.
+fn uses_docker(options: &serde_json::Value) -> bool {
+    options
+        .pointer("/sandbox/provider")
+        .and_then(serde_json::Value::as_str)
+        == Some(crate::model::sandbox::Provider::Docker.as_str())
+}
+
+/// Removes, in the background, the containers that runs which have ended
+/// left recorded (`sandbox.json`; see [`crate::sandbox::run::leftover`]).
+/// Which ones is decided before this returns; kept containers stay.
+fn remove_leftover_containers(run_dirs: Vec<std::path::PathBuf>) {
+    let leftovers: Vec<_> = run_dirs
+        .into_iter()
+        .filter_map(|dir| crate::sandbox::run::leftover(&dir).map(|record| (dir, record)))
+        .collect();
+    if leftovers.is_empty() {
+        return;
+    }
+    tokio::task::spawn_local(async move {
+        for (dir, record) in leftovers {
+            let container = crate::sandbox::run::short(&record.container);
+            match crate::sandbox::run::remove_leftover(&dir, &record).await {
+                Ok(()) => eprintln!(
+                    "weftd: removed container {container} of an ended run ({})",
+                    dir.display()
+                ),
+                Err(e) => eprintln!(
+                    "weftd: could not remove container {container} of an ended run ({}): {e}",
+                    dir.display()
+                ),
+            }
+        }
+    });
 }

@@ -101,8 +101,18 @@ impl From<RunRecord> for RunSummary {
             .options
             .get("parent")
             .and_then(|link| serde_json::from_value(link.clone()).ok());
+        // Where its commands run, when not on the host: `docker IMAGE`.
+        let sandbox = r
+            .options
+            .get("sandbox")
+            .and_then(|config| {
+                serde_json::from_value::<crate::model::SandboxConfig>(config.clone()).ok()
+            })
+            .filter(|c| c.provider() != crate::model::sandbox::Provider::Local)
+            .map(|c| format!("{} {}", c.provider().as_str(), c.image()));
         RunSummary {
             parent,
+            sandbox,
             llm: r.llm,
             archived: r.archived,
             failed_stages: r.failed_stages,

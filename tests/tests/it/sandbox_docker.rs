@@ -28,6 +28,7 @@ async fn bash(engine: &Engine, container: &str, script: &str) -> ExecOutcome {
                 argv: &argv,
                 env: &[],
                 workdir: None,
+                user: None,
             },
             |_, _| {},
             std::future::pending(),
@@ -129,6 +130,7 @@ async fn an_exec_streams_its_output_and_exit_code_with_its_env_and_workdir() {
                 argv: &argv,
                 env: &env,
                 workdir: Some("/tmp"),
+                user: None,
             },
             |stream, bytes| {
                 seen.lock()
@@ -208,6 +210,7 @@ async fn an_allocation_over_the_memory_limit_is_killed_and_counted() {
                 argv: &argv,
                 env: &[],
                 workdir: None,
+                user: None,
             },
             |_, _| {},
             std::future::pending(),
@@ -255,6 +258,7 @@ async fn cancelling_a_long_exec_returns_promptly_and_leaves_no_process() {
                 argv: &argv,
                 env: &[],
                 workdir: None,
+                user: None,
             },
             |_, bytes| {
                 if bytes.windows(7).any(|w| w == b"started") {

@@ -1,5 +1,6 @@
 //! `shell` (agents/tools.mdx): one command through `bash -c` in the work
-//! dir, run the way a command stage's script is ([`crate::exec::process`]):
+//! dir (in the run's container when it has one: [`crate::sandbox::run`]),
+//! run the way a command stage's script is ([`crate::exec::process`]):
 //! in a process group of its own that the reaper kills if weft dies,
 //! stdin closed, the workspace's environment (secrets withheld) and no
 //! other, the whole group killed on timeout or cancellation.
@@ -50,14 +51,29 @@ async fn execute(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput,
     };
     let logs = Logs::new(workspace)
         .map_err(|e| ToolOutput::error(format!("cannot create the shell's log files: {e}")))?;
-    let result = process::run(
-        &script,
-        &workspace.cancel,
-        &logs.stdout,
-        &logs.stderr,
-        |_, _| {},
-    )
-    .await;
+    let result = match &workspace.sandbox {
+        Some(sandbox) => {
+            sandbox
+                .run_script(
+                    &script,
+                    &workspace.cancel,
+                    &logs.stdout,
+                    &logs.stderr,
+                    |_, _| {},
+                )
+                .await
+        }
+        None => {
+            process::run(
+                &script,
+                &workspace.cancel,
+                &logs.stdout,
+                &logs.stderr,
+                |_, _| {},
+            )
+            .await
+        }
+    };
     let output = match result {
         Ok(result) => report(&result, timeout, &logs),
         Err(e) => ToolOutput::error(format!("cannot run the command: {e}")),
@@ -83,6 +99,9 @@ fn report(result: &ProcessResult, timeout: Duration, logs: &Logs) -> ToolOutput 
             "Command timed out after {}; it and everything it started were killed. Output so far:",
             human(timeout)
         );
+    } else if let (Some(code), Some(limit)) = (result.exit_code, &result.killed_by) {
+        is_error = true;
+        let _ = writeln!(out, "Exit code: {code} (killed by {limit})");
     } else if let Some(code) = result.exit_code {
         let _ = writeln!(out, "Exit code: {code}");
     } else if let Some(signal) = result.signal {

@@ -24,6 +24,9 @@ pub struct Workspace {
     pub env: Vec<(String, String)>,
     /// Stops running tools (run cancel, a lost race, the stage timeout).
     pub cancel: Cancel,
+    /// The run's container, when `shell` runs there instead of on the host
+    /// (`[run.sandbox]`); the file tools act on the work dir either way.
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::run::RunSandbox>>,
     /// `shell` calls without `timeout_ms` get this.
     pub shell_default_timeout: Duration,
     /// No `shell` call runs longer.
@@ -57,6 +60,7 @@ impl Workspace {
             read: Mutex::new(HashSet::new()),
             env: Vec::new(),
             cancel,
+            sandbox: None,
             shell_default_timeout: Duration::from_secs(120),
             shell_max_timeout: Duration::from_secs(600),
             scratch_dir: None,

@@ -82,6 +82,12 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         Err(failure) => return *failure,
     };
     workspace.env = tool_env(cx);
+    // `shell` runs in the run's container; the file tools act on the work
+    // dir, which the container mounts, as they do without one.
+    workspace.sandbox = match cx.sandbox().await {
+        Ok(sandbox) => sandbox.cloned(),
+        Err(outcome) => return outcome,
+    };
     workspace.shell_default_timeout = limits.shell_default_timeout;
     workspace.shell_max_timeout = limits.shell_max_timeout;
     workspace.scratch_dir = Some(cx.dir.join(TOOLS_DIR));

@@ -53,12 +53,21 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         .value("timeout")
         .and_then(crate::lang::value::Value::as_duration)
         .map_or(DEFAULT_TIMEOUT, crate::lang::value::Duration::to_std);
+    let sandbox = match cx.sandbox().await {
+        Ok(sandbox) => sandbox,
+        Err(outcome) => return outcome,
+    };
     let invocation = json!({
         "command": source,
         "language": language.as_str(),
         "timeout_ms": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
         "work_dir": cx.run.work_dir,
         "attempt": cx.attempt,
+        "sandbox": sandbox.map(|s| json!({
+            "provider": "docker",
+            "image": s.image(),
+            "engine": s.engine(),
+        })),
     });
     cx.stage_file("script_invocation.json", Some(pretty(&invocation)));
     // The logs exist when the stage's files are written, empty if nothing
@@ -106,12 +115,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     };
     let at = cx.at();
     let mut budget = OutputBudget::default();
-    let result = process::run(
-        &script,
-        &cx.run.cancel,
-        &cx.dir.join("stdout.log"),
-        &cx.dir.join("stderr.log"),
-        |stream, text| match budget.take(text) {
+    let on_output = |stream, text: &str| match budget.take(text) {
             Some(recorded) => {
                 if !recorded.is_empty() {
                     let _ = cx.recorder.emit(
@@ -134,10 +138,17 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
                 }
             }
             // Output is activity even when it is no longer recorded.
-            None => cx.recorder.touch(),
-        },
-    )
-    .await;
+        None => cx.recorder.touch(),
+    };
+    let (stdout_log, stderr_log) = (cx.dir.join("stdout.log"), cx.dir.join("stderr.log"));
+    let result = match sandbox {
+        Some(sandbox) => {
+            sandbox
+                .run_script(&script, &cx.run.cancel, &stdout_log, &stderr_log, on_output)
+                .await
+        }
+        None => process::run(&script, &cx.run.cancel, &stdout_log, &stderr_log, on_output).await,
+    };
     let result = match result {
         Ok(r) => r,
         Err(e) => {
@@ -152,6 +163,7 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         "exit_code": result.exit_code,
         "signal": result.signal,
         "timed_out": result.timed_out,
+        "killed_by": result.killed_by,
     });
     cx.stage_file("script_timing.json", Some(pretty(&timing)));
 
@@ -220,6 +232,10 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     }
     let exit_failure = (result.exit_code != Some(0)).then(|| {
         let status = match (result.exit_code, result.signal) {
+            (Some(code), _) if result.killed_by.is_some() => format!(
+                "command exited with status {code}: killed by {}",
+                result.killed_by.as_deref().unwrap_or_default()
+            ),
             (Some(code), _) => format!("command exited with status {code}"),
             (None, Some(sig)) => format!("command was killed by signal {sig}"),
             (None, None) => "command ended abnormally".to_string(),

@@ -75,6 +75,10 @@ pub(crate) struct RunEnv {
     pub acp_threads: acp_threads::AcpThreads,
     /// The run's branch and worktree when it is checkpointed in git.
     pub git: Option<Arc<super::run_git::RunGit>>,
+    /// The run's container when `[run.sandbox]` asks for one (a child
+    /// run's is its parent's): command stages and the agent's `shell` run
+    /// there.
+    pub sandbox: Option<Arc<crate::sandbox::run::RunSandbox>>,
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -118,6 +122,46 @@ impl StageCx<'_> {
     /// written after the stage is committed, off the run's critical path.
     pub fn stage_file(&self, name: &str, text: Option<String>) {
         self.recorder.stage_file(self.dir, name, text);
+    }
+
+    /// The run's sandbox, its container up for this stage's commands and
+    /// recorded (`sandbox.ready`) as where the stage runs; `Ok(None)` when
+    /// commands run on the host.
+    ///
+    /// # Errors
+    /// The stage's failure when the container cannot be made or reached.
+    pub async fn sandbox(&self) -> Result<Option<&Arc<crate::sandbox::run::RunSandbox>>, Outcome> {
+        let Some(sandbox) = self.run.sandbox.as_ref() else {
+            return Ok(None);
+        };
+        match sandbox.ready().await {
+            Ok(ready) => {
+                // For `weft logs`, which reads stage folders, not events.
+                self.stage_file(
+                    crate::sandbox::run::STAGE_RECORD,
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "container": ready.container,
+                        "image": ready.image,
+                        "engine": ready.engine,
+                    }))
+                    .ok(),
+                );
+                let _ = self.recorder.emit(
+                    crate::model::EventKind::SandboxReady {
+                        container: ready.container,
+                        image: ready.image,
+                        engine: ready.engine,
+                        attach: ready.attach.as_str().to_string(),
+                    },
+                    self.at(),
+                );
+                Ok(Some(sandbox))
+            }
+            Err(e) => Err(Outcome::failed(
+                FailureClass::TransientInfra,
+                format!("the run's sandbox is not available: {e}"),
+            )),
+        }
     }
 
     /// Records a `run.notice` for this stage.

@@ -89,6 +89,7 @@ impl Runner<'_> {
             nesting: self.nesting + 1,
             agents: self.env.agents.clone(),
             budget: Some(self.env.budget.clone()),
+            sandbox: self.env.sandbox.clone(),
         };
         let parent_context = self.state.context.values().clone();
         let stop_condition = node
@@ -159,6 +160,9 @@ impl Runner<'_> {
                     include_dirty: false,
                     // The parent's retro covers its children.
                     retro: Some(false),
+                    // Its commands run in the parent's sandbox
+                    // (`services.sandbox`).
+                    sandbox: crate::model::SandboxConfig::default(),
                 };
                 let child = launch::start(request, &services);
                 self.manage(child, &services, &link, &parent_context, &limits)

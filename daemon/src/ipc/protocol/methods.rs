@@ -18,6 +18,7 @@ pub use crate::engine::apply::RunApplied;
 use crate::engine::fork::Forked;
 use crate::ipc::codec::MAX_FRAME_BYTES;
 use crate::model::{
+    SandboxConfig,
     AgentDefaults, Budget, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary,
 };
 use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord, TimelineEntry};
@@ -244,6 +245,12 @@ pub struct RunStart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub retro: Option<bool>,
+    /// `--sandbox`, `[run.sandbox]`: `{"provider": "docker", "image":
+    /// "…", "memory": "2GiB", …}`, every field optional; where commands run
+    /// (docs/sandbox.md).
+    #[serde(default, skip_serializing_if = "SandboxConfig::is_empty")]
+    #[ts(as = "Option<SandboxConfig>", optional)]
+    pub sandbox: SandboxConfig,
     /// The caller's environment; empty means the daemon's own.
     #[serde(default, skip_serializing_if = "CallerEnv::is_empty")]
     #[ts(as = "Option<Vec<(String, String)>>", optional)]
@@ -273,6 +280,7 @@ impl RunStart {
             no_checkpoint: false,
             include_dirty: false,
             retro: None,
+            sandbox: SandboxConfig::default(),
             env: CallerEnv::default(),
         }
     }
