@@ -24,11 +24,15 @@ DEMO_DIR := $(CARGO_TARGET_DIR)/demo
 # hermetic Podman Docker-API service: podman with runc (never crun, which
 # refuses this kind of cgroup v1/hybrid host; do not add it), catatonit for
 # the containers' init, and busybox-static + bash-static for the test image.
+# The ssh:// engine tests (tests/tests/it/sandbox_ssh.rs) run sshd per
+# connection behind ssh's ProxyCommand: openssh-server (which brings
+# openssh-client). They need no listening sshd; on a systemd machine apt
+# starts one on port 22 (`systemctl disable --now ssh` stops it).
 APT_PACKAGES := \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev \
 	libssl-dev libxdo-dev pkg-config build-essential file \
 	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3 \
-	podman runc catatonit busybox-static bash-static
+	podman runc catatonit busybox-static bash-static openssh-server
 
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 

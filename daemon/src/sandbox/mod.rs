@@ -15,6 +15,7 @@
 //! into command stages come next (docs/sandbox.md).
 
 pub mod docker;
+pub mod ssh;
 
 use std::path::PathBuf;
 

@@ -45,5 +45,6 @@ mod retros;
 mod run_list;
 mod run_outcomes;
 mod sandbox_docker;
+mod sandbox_ssh;
 mod secrets;
 mod ui_fixtures;
