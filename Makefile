@@ -24,11 +24,16 @@ DEMO_DIR := $(CARGO_TARGET_DIR)/demo
 # hermetic Podman Docker-API service: podman with runc (never crun, which
 # refuses this kind of cgroup v1/hybrid host; do not add it), catatonit for
 # the containers' init, and busybox-static + bash-static for the test image.
+# The ssh:// engine tests (tests/tests/it/sandbox_ssh.rs) run sshd per
+# connection behind ssh's ProxyCommand: openssh-server (which brings
+# openssh-client). They need no listening sshd: when this installs it on a
+# systemd machine, the service apt enables is disabled again at once, so
+# `make test` never leaves an SSH server listening on port 22.
 APT_PACKAGES := \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev \
 	libssl-dev libxdo-dev pkg-config build-essential file \
 	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3 \
-	podman runc catatonit busybox-static bash-static
+	podman runc catatonit busybox-static bash-static openssh-server
 
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 
@@ -56,6 +61,12 @@ deps-apt:
 	  if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
 	  $$sudo apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  case " $$missing " in *" openssh-server "*) \
+	    if [ -d /run/systemd/system ]; then \
+	      echo "==> disabling the ssh service apt just enabled (the tests run sshd themselves)"; \
+	      $$sudo systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true; \
+	    fi;; \
+	  esac; \
 	fi
 
 # `npm ci` only when package-lock.json changed since the last install.

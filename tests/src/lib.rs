@@ -2,6 +2,7 @@
 //! binaries and running them in a sandbox with its own `WEFT_HOME`.
 
 pub mod podman;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

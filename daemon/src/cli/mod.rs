@@ -249,8 +249,11 @@ pub enum Command {
     ///
     /// `weft sandbox check` says which engine answered and its API version,
     /// or why none did; `--image IMAGE` also checks that the engine has that
-    /// image (nothing is pulled). Exits 0 when all is well, 1 when the
-    /// engine does not answer or lacks the image, 2 on usage errors.
+    /// image (nothing is pulled). DOCKER_HOST is `unix:///path`,
+    /// `tcp://host:port` or `ssh://[user@]host[:port][/remote/socket]`
+    /// (through `ssh`, or the command in WEFT_SSH_COMMAND). Exits 0 when
+    /// all is well, 1 when the engine does not answer or lacks the image,
+    /// 2 on usage errors.
     Sandbox(SandboxArgs),
     /// Print a shell completion script: `weft completions bash > ...`.
     ///

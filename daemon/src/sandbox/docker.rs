@@ -1,9 +1,10 @@
 //! The container side of a sandbox, through the Docker Engine API: Docker
 //! itself, or Podman's Docker-compatible service (`podman system service`).
 //!
-//! The engine is found through `DOCKER_HOST` (`unix:///path` or
-//! `tcp://host:port`), as the `docker` command finds it; without it, the
-//! usual socket `/var/run/docker.sock`. Every error names the engine's
+//! The engine is found through `DOCKER_HOST` (`unix:///path`,
+//! `tcp://host:port`, or `ssh://[user@]host[/socket]` through a tunnel of
+//! the system's ssh: [`super::ssh`]), as the `docker` command finds it;
+//! without it, the usual socket `/var/run/docker.sock`. Every error names the engine's
 //! address and says what to do about it.
 //!
 //! Podman answers at any API version, and asking the engine which one it
@@ -14,6 +15,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bollard::container::LogOutput;
@@ -27,6 +29,7 @@ use bollard::query_parameters::{
 use bollard::{ClientVersion, Docker};
 use futures_util::StreamExt;
 
+use super::ssh::{self, Tunnel};
 use super::{Network, RUN_LABEL, SANDBOX_LABEL, Settings, WORK_DIR};
 use crate::exec::process::OUTPUT_TAIL;
 use crate::model::Stream;
@@ -155,14 +158,20 @@ pub struct Command<'a> {
 pub struct Engine {
     docker: Docker,
     host: String,
+    /// The ssh tunnel of an `ssh://` engine: its `ssh` process lives as
+    /// long as a clone of the engine does. After `docker`, so that it is
+    /// dropped after the connections through it.
+    #[expect(dead_code, reason = "held for its Drop, which stops ssh")]
+    tunnel: Option<Arc<Tunnel>>,
 }
 
 impl Engine {
     /// The engine `DOCKER_HOST` names, or the usual socket.
     ///
     /// # Errors
-    /// An address that is neither `unix://` nor `tcp://`/`http://`, or a
-    /// socket that does not exist.
+    /// An address that is not `unix://`, `tcp://`/`http://` or `ssh://`, a
+    /// socket that does not exist, or an ssh tunnel that could not be
+    /// opened.
     pub fn connect() -> Result<Engine, SandboxError> {
         let host = std::env::var("DOCKER_HOST")
             .ok()
@@ -171,28 +180,74 @@ impl Engine {
         Engine::connect_to(&host)
     }
 
-    /// The engine at `host` (`unix:///path`, `tcp://host:port`).
+    /// The engine at `host` (`unix:///path`, `tcp://host:port`,
+    /// `ssh://[user@]host[:port][/remote/socket]`); an `ssh://` one
+    /// through the ssh command of `WEFT_SSH_COMMAND` ([`ssh`](super::ssh)).
+    ///
+    /// `unix://` and `tcp://` connect lazily, at the first request. An
+    /// `ssh://` engine is reached before this returns: it blocks while ssh
+    /// logs in, at most [`OPEN_BOUND`](super::ssh::OPEN_BOUND).
     ///
     /// # Errors
     /// As [`Engine::connect`].
     pub fn connect_to(host: &str) -> Result<Engine, SandboxError> {
+        Engine::connect_with_ssh(host, &ssh::command_from_env())
+    }
+
+    /// [`Engine::connect_to`] with the ssh program and its options given
+    /// (as `WEFT_SSH_COMMAND`'s words) rather than read from the
+    /// environment.
+    ///
+    /// # Errors
+    /// As [`Engine::connect`].
+    pub fn connect_with_ssh(host: &str, ssh_command: &[String]) -> Result<Engine, SandboxError> {
+        let mut tunnel = None;
         let connected = if host.starts_with("unix://") {
             Docker::connect_with_unix(host, REQUEST_TIMEOUT_SECS, &API_VERSION)
         } else if host.starts_with("tcp://") || host.starts_with("http://") {
             Docker::connect_with_http(host, REQUEST_TIMEOUT_SECS, &API_VERSION)
+        } else if host.starts_with("ssh://") {
+            let opened =
+                Tunnel::open(host, ssh_command).map_err(|reason| SandboxError::Unreachable {
+                    host: host.to_string(),
+                    reason,
+                })?;
+            let local = opened.docker_host();
+            tunnel = Some(Arc::new(opened));
+            Docker::connect_with_unix(&local, REQUEST_TIMEOUT_SECS, &API_VERSION)
         } else {
             return Err(SandboxError::Unreachable {
                 host: host.to_string(),
-                reason: "only unix:// and tcp:// addresses are supported".to_string(),
+                reason: "only unix://, tcp:// and ssh:// addresses are supported".to_string(),
             });
         };
         match connected {
             Ok(docker) => Ok(Engine {
                 docker,
                 host: host.to_string(),
+                tunnel,
             }),
             Err(e) => Err(unreachable(host, &e)),
         }
+    }
+
+    /// [`Engine::connect_to`] off the async threads: opening an `ssh://`
+    /// tunnel waits (up to 30 s) for ssh to log in, which must not stall
+    /// the runtime that calls it (the daemon's own, for one).
+    ///
+    /// # Errors
+    /// As [`Engine::connect_to`].
+    pub async fn connect_to_async(host: &str) -> Result<Engine, SandboxError> {
+        let host = host.to_string();
+        let shown = host.clone();
+        tokio::task::spawn_blocking(move || Engine::connect_to(&host))
+            .await
+            .unwrap_or_else(|e| {
+                Err(SandboxError::Unreachable {
+                    host: shown,
+                    reason: format!("connecting stopped: {e}"),
+                })
+            })
     }
 
     /// The address this engine was reached at.
@@ -895,10 +950,22 @@ mod tests {
     }
 
     #[test]
-    fn an_address_that_is_not_unix_or_tcp_is_refused_naming_it() {
-        let error = Engine::connect_to("ssh://box").map(drop);
+    fn an_address_that_is_not_unix_tcp_or_ssh_is_refused_naming_it() {
+        let error = Engine::connect_to("npipe:////./pipe/docker_engine").map(drop);
         let text = error.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(text.contains("ssh://box"), "{text}");
+        assert!(text.contains("npipe:////./pipe/docker_engine"), "{text}");
+        assert!(text.contains("unix://, tcp:// and ssh://"), "{text}");
+    }
+
+    #[test]
+    fn a_malformed_ssh_address_is_refused_naming_it_and_why() {
+        let error = Engine::connect_to("ssh://").map(drop);
+        let text = error.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.starts_with("no Docker engine at ssh:// (DOCKER_HOST): ")
+                && text.contains("names no host"),
+            "{text}"
+        );
     }
 
     #[test]

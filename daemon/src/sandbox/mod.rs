@@ -17,6 +17,7 @@
 pub mod config;
 pub mod docker;
 pub mod run;
+pub mod ssh;
 
 use std::path::PathBuf;
 

@@ -145,7 +145,7 @@ impl RunSandbox {
         user: Option<&str>,
         (run_id, work_dir, run_dir): (&str, &Path, &Path),
     ) -> Result<RunSandbox, SandboxError> {
-        let engine = Engine::connect_to(engine)?;
+        let engine = Engine::connect_to_async(engine).await?;
         engine.ping().await?;
         if !engine.has_image(&settings.image).await? {
             return Err(SandboxError::ImageMissing {
@@ -467,7 +467,7 @@ pub fn leftover(run_dir: &Path) -> Option<Record> {
 /// # Errors
 /// The engine is unreachable or refuses.
 pub async fn remove_leftover(run_dir: &Path, record: &Record) -> Result<(), SandboxError> {
-    let engine = Engine::connect_to(&record.engine)?;
+    let engine = Engine::connect_to_async(&record.engine).await?;
     engine.remove(&record.container).await?;
     let _ = std::fs::remove_file(run_dir.join(RECORD));
     Ok(())

@@ -46,5 +46,6 @@ mod run_list;
 mod run_outcomes;
 mod sandbox_docker;
 mod sandbox_runs;
+mod sandbox_ssh;
 mod secrets;
 mod ui_fixtures;
