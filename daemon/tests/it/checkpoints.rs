@@ -524,6 +524,7 @@ async fn a_worktree_git_cannot_create_fails_the_run_at_its_start_and_leaves_no_b
         nesting: 0,
         agents: weft::engine::steering::RunningAgents::default(),
         budget: None,
+        sandbox: None,
     };
     let path = fixture("git_stages.fabro");
     let request = weft::engine::RunRequest {

@@ -178,6 +178,7 @@ pub async fn run_in(
         nesting: 0,
         agents: weft::engine::steering::RunningAgents::default(),
         budget: None,
+        sandbox: None,
     };
     let request = RunRequest {
         workflow_path: Some(path),

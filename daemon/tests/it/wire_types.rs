@@ -17,6 +17,7 @@ use weft::ipc::protocol::{
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
 use weft::model::EnvPolicy;
+use weft::model::sandbox::{FabroDocker, Keep, Provider, SandboxConfig};
 use weft::model::retro::{FrictionPoint, Learning, Narrative, OpenItem, RetroStage, RetroTotals};
 use weft::model::{AgentDefaults, Budget, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
@@ -121,6 +122,10 @@ fn declarations() -> Vec<Decl> {
         decl::<ModelChoice>(),
         decl::<EnvPolicy>(),
         decl::<AgentDefaults>(),
+        decl::<SandboxConfig>(),
+        decl::<Provider>(),
+        decl::<Keep>(),
+        decl::<FabroDocker>(),
         decl::<Budget>(),
         decl::<WorkflowSource>(),
         decl::<RunStart>(),

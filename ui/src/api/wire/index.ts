@@ -31,6 +31,11 @@ last_seq: number, node_count: number,
  */
 parent?: ParentLink | null, 
 /**
+ * Where its commands run when not on the host: `docker IMAGE`
+ * (docs/sandbox.md).
+ */
+sandbox?: string, 
+/**
  * Language-model tokens and cost over its stages, when any called one.
  */
 llm?: RunSpend | null, 
@@ -586,7 +591,7 @@ failed_stages?: Array<string>,
  * absent when it ended at a stage with no way out, and in events
  * recorded before it was kept.
  */
-exit_node?: string | null, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+exit_node?: string | null, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "sandbox.ready", "properties": { container: string, image: string, engine: string, attach: string, } } | { "event": "sandbox.removed", "properties": { container: string, } } | { "event": "sandbox.kept", "properties": { engine: string, container: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -655,7 +660,7 @@ failed_stages?: Array<string>,
  * absent when it ended at a stage with no way out, and in events
  * recorded before it was kept.
  */
-exit_node?: string | null, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
+exit_node?: string | null, } } | { "event": "run.failed", "properties": { reason: string, duration_ms: number, } } | { "event": "run.cancelled", "properties": { reason: string, duration_ms: number, } } | { "event": "run.interrupted", "properties": { reason: string, duration_ms: number, } } | { "event": "run.notice", "properties": { message: string, } } | { "event": "sandbox.ready", "properties": { container: string, image: string, engine: string, attach: string, } } | { "event": "sandbox.removed", "properties": { container: string, } } | { "event": "sandbox.kept", "properties": { engine: string, container: string, } } | { "event": "budget.warning", "properties": { limit: string, max: number, spent: number, message: string, } } | { "event": "run.env_withheld", "properties": { names: Array<string>, } } | { "event": "stage.started", "properties": { handler: string, attempt: number, 
 /**
  * The parallel branch the stage runs in, if any.
  */
@@ -846,6 +851,81 @@ permissions?: string | null,
  */
 backend?: string | null, };
 
+export type SandboxConfig = { 
+/**
+ * `local` (the default) or `docker`.
+ */
+provider?: Provider, 
+/**
+ * The image of the run's container (`docker` only).
+ */
+image?: string, 
+/**
+ * The engine's address (`unix:///…`, `tcp://host:port`,
+ * `ssh://user@host`); absent: the caller's `DOCKER_HOST`, else the
+ * usual socket. A started run stores the address it resolved to.
+ */
+engine?: string, 
+/**
+ * CPUs the container may use (`1.5`).
+ */
+cpus?: number, 
+/**
+ * Memory the container may use, swap included: bytes, or a size
+ * (`512MiB`, `4GB`; units are powers of 1024, as Docker reads them).
+ */
+memory?: string, 
+/**
+ * Processes and threads the container may have at once.
+ */
+pids?: number, 
+/**
+ * `none` (the default: no network at all) or `bridge`.
+ */
+network?: string, 
+/**
+ * Host paths mounted besides the work dir: `HOST:CONTAINER`, read-only,
+ * or `HOST:CONTAINER:rw`.
+ */
+mounts?: Array<string>, 
+/**
+ * When the container outlives the run: `never` (the default),
+ * `on_failure` or `always`.
+ */
+keep?: Keep, 
+/**
+ * Fabro's spelling of `keep = "always"`.
+ */
+preserve?: boolean, 
+/**
+ * Who commands run as inside (`UID:GID`, a name the image knows);
+ * absent: the daemon's own user and group, so that the files commands
+ * write in the work dir are the user's.
+ */
+user?: string, 
+/**
+ * Fabro's `[run.sandbox.docker]`: the same settings in its spelling.
+ */
+docker?: FabroDocker, };
+
+export type Provider = "local" | "docker";
+
+export type Keep = "never" | "on_failure" | "always";
+
+export type FabroDocker = { image?: string, 
+/**
+ * `none` or `bridge`.
+ */
+network_mode?: string, 
+/**
+ * `4GB`.
+ */
+memory_limit?: string, 
+/**
+ * Microseconds of CPU per 100 ms: 200000 is two CPUs.
+ */
+cpu_quota?: number, };
+
 export type Budget = { 
 /**
  * US dollars the run may spend on models.
@@ -923,6 +1003,12 @@ include_dirty?: boolean,
  * retros`); absent leaves it to settings.toml.
  */
 retro?: boolean, 
+/**
+ * `--sandbox`, `[run.sandbox]`: `{"provider": "docker", "image":
+ * "…", "memory": "2GiB", …}`, every field optional; where commands run
+ * (docs/sandbox.md).
+ */
+sandbox?: SandboxConfig, 
 /**
  * The caller's environment; empty means the daemon's own.
  */
