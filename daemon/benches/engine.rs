@@ -143,6 +143,7 @@ fn engine_run(
         nesting: 0,
         agents: weft::engine::steering::RunningAgents::default(),
         budget: None,
+        sandbox: None,
     };
     let request = RunRequest {
         source: std::fs::read_to_string(&path)?,

@@ -598,11 +598,9 @@ fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::
 /// Where the stage's commands ran when not on the host: `in container
 /// ID (IMAGE)`, from the stage folder's record.
 fn sandbox_of(folder: &Path) -> Option<String> {
-    let bytes = crate::limits::read_capped(
-        &folder.join(crate::sandbox::run::STAGE_RECORD),
-        16 * 1024,
-    )
-    .ok()?;
+    let bytes =
+        crate::limits::read_capped(&folder.join(crate::sandbox::run::STAGE_RECORD), 16 * 1024)
+            .ok()?;
     let record: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     Some(format!(
         "in container {} ({})",

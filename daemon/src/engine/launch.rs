@@ -24,10 +24,10 @@ use crate::exec::environment;
 use crate::lang::diagnostic::{Diagnostic, Severity};
 use crate::lang::graph::Graph;
 use crate::lang::workflow::{LoadOptions, Workflow};
+use crate::model::SandboxConfig;
 use crate::model::{
     AgentDefaults, Budget, Code, EnvPolicy, Event, EventKind, ModelChoice, ParentLink, RunStatus,
 };
-use crate::model::SandboxConfig;
 use crate::sandbox::run::{Finished, RunSandbox};
 use crate::store::{Blobs, Home, NewRun, RunDir, RunRecord, Store, StoreError};
 use crate::util::lock::lock;
@@ -1061,7 +1061,12 @@ async fn execute(
         && let Some(sandbox) = &env.sandbox
         && !matches!(finish, Finish::Interrupted(_))
     {
-        finish_sandbox(sandbox, &recorder, matches!(finish, Finish::Succeeded { .. })).await;
+        finish_sandbox(
+            sandbox,
+            &recorder,
+            matches!(finish, Finish::Succeeded { .. }),
+        )
+        .await;
     }
 
     runner.flush_checkpoint_file();

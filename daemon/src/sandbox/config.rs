@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use super::{Mount, Network, Settings};
-use crate::model::sandbox::{Provider, SandboxConfig};
 #[cfg(test)]
 use crate::model::sandbox::DEFAULT_IMAGE;
+use crate::model::sandbox::{Provider, SandboxConfig};
 
 /// Longest image name, engine address, user or mount entry, in bytes.
 const MAX_TEXT: usize = 1024;
@@ -163,7 +163,7 @@ fn size(text: &str) -> Option<u64> {
     #[expect(clippy::cast_precision_loss, reason = "scales are powers of two")]
     let bytes = number * scale as f64;
     // 2^63 as a float: above it the cast would saturate.
-    if !bytes.is_finite() || bytes < 1.0 || bytes >= 9.2e18 {
+    if !bytes.is_finite() || !(1.0..9.2e18).contains(&bytes) {
         return None;
     }
     #[expect(
@@ -235,8 +235,7 @@ mod tests {
     fn bad_values_are_refused_naming_the_key() {
         for (change, key) in [
             (
-                (|c: &mut SandboxConfig| c.memory = Some("lots".into()))
-                    as fn(&mut SandboxConfig),
+                (|c: &mut SandboxConfig| c.memory = Some("lots".into())) as fn(&mut SandboxConfig),
                 "memory",
             ),
             (|c| c.cpus = Some(0.0), "cpus"),

@@ -90,11 +90,7 @@ pub enum SandboxError {
 /// Where an exec's output goes as it arrives ([`Engine::exec_into`]).
 pub trait OutputSink {
     /// Takes one piece of `stream`'s output, as the engine framed it.
-    fn take(
-        &mut self,
-        stream: Stream,
-        bytes: &[u8],
-    ) -> impl Future<Output = std::io::Result<()>>;
+    fn take(&mut self, stream: Stream, bytes: &[u8]) -> impl Future<Output = std::io::Result<()>>;
 }
 
 /// A callback as an [`OutputSink`] that never fails.

@@ -10,9 +10,9 @@
 //! `sandbox.json` until it is removed, so that a daemon finding a run that
 //! ended without removing it (a crash at the wrong moment) can.
 
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::docker::{Command, Container, Engine, OutputSink, SandboxError};
@@ -97,8 +97,12 @@ pub struct Ready {
 pub enum Finished {
     /// The run never needed one.
     None,
-    Removed { container: String },
-    Kept { container: String },
+    Removed {
+        container: String,
+    },
+    Kept {
+        container: String,
+    },
 }
 
 /// What `sandbox.json` holds.

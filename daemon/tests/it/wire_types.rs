@@ -17,8 +17,8 @@ use weft::ipc::protocol::{
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
 use weft::model::EnvPolicy;
-use weft::model::sandbox::{FabroDocker, Keep, Provider, SandboxConfig};
 use weft::model::retro::{FrictionPoint, Learning, Narrative, OpenItem, RetroStage, RetroTotals};
+use weft::model::sandbox::{FabroDocker, Keep, Provider, SandboxConfig};
 use weft::model::{AgentDefaults, Budget, ModelChoice};
 use weft::model::{EdgeReason, Event, EventKind, Stream};
 use weft::model::{Failure, FailureClass, LlmUsage, Outcome, Status};

@@ -30,13 +30,6 @@ fn run_dir(sb: &Sandbox, run_id: &str) -> PathBuf {
         .run_dir
 }
 
-fn status(sb: &Sandbox, run_id: &str) -> (RunStatus, Option<String>) {
-    let record = Store::open_read_only(&home(sb))
-        .and_then(|s| s.find_run(run_id))
-        .expect("run");
-    (record.status, record.failure_reason)
-}
-
 /// `weft run FILE --json --sandbox docker ARGS` with `DOCKER_HOST` at
 /// `docker_host`, and the test image unless ARGS name one: the printed
 /// conclusion and stderr.
@@ -153,7 +146,10 @@ fn command_stages_run_in_one_container_whose_files_land_in_the_worktree_and_whic
 
     // Where each stage ran is shown.
     let logs = sb.run(&["logs", &run_id, "write"]);
-    assert!(logs.stdout.contains(container) || logs.stderr.contains(container), "{logs:?}");
+    assert!(
+        logs.stdout.contains(container) || logs.stderr.contains(container),
+        "{logs:?}"
+    );
 }
 
 #[test]
@@ -194,7 +190,12 @@ fn the_agents_shell_runs_in_the_container_and_its_file_tools_see_the_same_files(
         &sb,
         &service.docker_host(),
         "agent.fabro",
-        &["--model", "gpt-5.2", "--work-dir", &work.display().to_string()],
+        &[
+            "--model",
+            "gpt-5.2",
+            "--work-dir",
+            &work.display().to_string(),
+        ],
         &env,
     );
     assert_eq!(conclusion["status"], "succeeded", "{conclusion}\n{stderr}");
@@ -235,7 +236,11 @@ fn a_sandbox_has_no_network_and_its_memory_limit_kills_what_goes_over_it() {
     );
     let (conclusion, stderr) = run_in(&sb, &service.docker_host(), "run.toml", &[], &[]);
     let run_id = conclusion["run_id"].as_str().expect("id");
-    assert_eq!(conclusion["failed_stages"], json!(["hog"]), "{conclusion}\n{stderr}");
+    assert_eq!(
+        conclusion["failed_stages"],
+        json!(["hog"]),
+        "{conclusion}\n{stderr}"
+    );
     assert_eq!(
         node_log(&sb, run_id, "net", "stdout.log"),
         "refused\nlo\n",
@@ -350,9 +355,8 @@ fn a_run_resumed_after_weftd_is_killed_reuses_its_container_without_the_dead_att
         .args(["resume", &run_id, "--json"])
         .output()
         .expect("weft resume");
-    let conclusion: Value = serde_json::from_slice(&resumed.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&resumed.stderr))
-    });
+    let conclusion: Value = serde_json::from_slice(&resumed.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&resumed.stderr)));
     assert_eq!(conclusion["status"], "succeeded", "{conclusion}");
     assert_eq!(
         read(&log),
@@ -389,7 +393,8 @@ fn a_missing_image_or_an_unreachable_engine_fails_the_run_before_its_first_stage
     assert_eq!(conclusion["status"], "failed");
     let reason = conclusion["failure_reason"].as_str().unwrap_or_default();
     assert!(
-        reason.contains("image weft-missing:1 not found") && reason.contains(&service.docker_host()),
+        reason.contains("image weft-missing:1 not found")
+            && reason.contains(&service.docker_host()),
         "{reason}"
     );
     assert_eq!(conclusion["stages"], json!([]), "no stage ran");

@@ -116,28 +116,28 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     let at = cx.at();
     let mut budget = OutputBudget::default();
     let on_output = |stream, text: &str| match budget.take(text) {
-            Some(recorded) => {
-                if !recorded.is_empty() {
-                    let _ = cx.recorder.emit(
-                        EventKind::CommandOutput {
-                            stream,
-                            text: recorded.to_string(),
-                        },
-                        at,
-                    );
-                }
-                if budget.exhausted() {
-                    cx.notice(format!(
-                        "{} printed more than {} MiB: the rest of its output is in its \
-                         stdout.log/stderr.log only (weft logs {} {})",
-                        node.id,
-                        OUTPUT_EVENT_BUDGET / (1024 * 1024),
-                        cx.run.run_id,
-                        node.id
-                    ));
-                }
+        Some(recorded) => {
+            if !recorded.is_empty() {
+                let _ = cx.recorder.emit(
+                    EventKind::CommandOutput {
+                        stream,
+                        text: recorded.to_string(),
+                    },
+                    at,
+                );
             }
-            // Output is activity even when it is no longer recorded.
+            if budget.exhausted() {
+                cx.notice(format!(
+                    "{} printed more than {} MiB: the rest of its output is in its \
+                         stdout.log/stderr.log only (weft logs {} {})",
+                    node.id,
+                    OUTPUT_EVENT_BUDGET / (1024 * 1024),
+                    cx.run.run_id,
+                    node.id
+                ));
+            }
+        }
+        // Output is activity even when it is no longer recorded.
         None => cx.recorder.touch(),
     };
     let (stdout_log, stderr_log) = (cx.dir.join("stdout.log"), cx.dir.join("stderr.log"));

@@ -18,8 +18,8 @@ pub use crate::engine::apply::RunApplied;
 use crate::engine::fork::Forked;
 use crate::ipc::codec::MAX_FRAME_BYTES;
 use crate::model::{
-    SandboxConfig,
     AgentDefaults, Budget, Code, EnvPolicy, Event, ModelChoice, RunStatus, RunSummary,
+    SandboxConfig,
 };
 use crate::store::{QuestionRecord, RunFilter, RunRecord, StageRecord, TimelineEntry};
 
