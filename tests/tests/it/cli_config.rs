@@ -14,7 +14,7 @@ fn unknown_keys_of_run_toml_are_warned_about_with_their_position() {
     sb.write("wf.fabro", QUICK);
     sb.write(
         "run.toml",
-        "_version = 1\n[workflow]\ngraph = \"wf.fabro\"\n[run]\ngoal = \"g\"\n  working_dr = \".\"\n[run.sandbox]\nprovider = \"docker\"\n",
+        "_version = 1\n[workflow]\ngraph = \"wf.fabro\"\n[run]\ngoal = \"g\"\n  working_dr = \".\"\n[run.sandbox.daytona]\nauto_stop_interval = 60\n",
     );
     let run = sb.run(&["run", "--no-daemon", "run.toml"]);
     assert_eq!(run.code, 0, "a warning does not stop the run: {run:?}");
@@ -27,8 +27,8 @@ fn unknown_keys_of_run_toml_are_warned_about_with_their_position() {
     );
     assert!(
         run.stderr
-            .contains("warning[unsupported_key]: `run.sandbox` is a Fabro setting")
-            && run.stderr.contains("run.toml:7:6"),
+            .contains("warning[unsupported_key]: `run.sandbox.daytona` is a Fabro setting")
+            && run.stderr.contains("run.toml:7:14"),
         "{}",
         run.stderr
     );

@@ -455,3 +455,22 @@ fn a_kept_container_stays_and_one_an_ended_run_left_is_removed_when_weftd_starts
     assert_eq!(service.container_ids(), Vec::<String>::new());
     drop(daemon);
 }
+
+#[test]
+fn a_command_over_its_timeout_in_the_container_is_killed_with_what_it_started() {
+    let service = PodmanService::start();
+    let sb = Sandbox::new();
+    sb.write(
+        "late.fabro",
+        r#"digraph T { graph [on_failure="exit"]
+        start [shape=Mdiamond]; exit [shape=Msquare]
+        late [shape=parallelogram, script="sleep 316 & sleep 317", timeout="1s"]
+        start -> late -> exit }"#,
+    );
+    let (conclusion, stderr) = run_in(&sb, &service.docker_host(), "late.fabro", &[], &[]);
+    assert_eq!(conclusion["status"], "failed", "{conclusion}\n{stderr}");
+    let reason = conclusion["failure_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("timed out after 1s"), "{reason}");
+    assert_eq!(sleeping(&["316", "317"]), Vec::<String>::new());
+    assert_eq!(service.container_ids(), Vec::<String>::new());
+}
