@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Event } from '../api';
 import { agentEvents } from './agent.test-data';
 import { EVENT_ROW_HEIGHT, eventSummary, EventsPanel } from './EventsPanel';
-import { RUN } from './fixture.test-data';
+import { CONTAINER, RUN, sandboxedEvents } from './fixture.test-data';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -81,5 +81,21 @@ describe('eventSummary of agent events', () => {
     expect(lines).toContain('agent.turn.completed turn 1: 2 tool call(s), 2.4k in / 120 out, 1.8s');
     expect(lines).toContain('agent.steered steered: Keep the public API unchanged.');
     expect(lines.every((l) => l.split(' ').length > 1 && !l.endsWith(' '))).toBe(true);
+  });
+});
+
+describe('eventSummary of sandbox events', () => {
+  it('says where the stage ran and what became of the container, with the shell command for a kept one', () => {
+    const lines = sandboxedEvents('kept')
+      .filter((e) => e.event.startsWith('sandbox.'))
+      .map((e) => `${e.event} ${e.node_id ?? '-'} ${eventSummary(e)}`);
+    expect(lines).toEqual([
+      `sandbox.ready build created container ${CONTAINER} (weft-test:latest)`,
+      `sandbox.ready build in container ${CONTAINER} (weft-test:latest)`,
+      `sandbox.ready push reused container ${CONTAINER} (weft-test:latest) after a restart`,
+      `sandbox.kept - container ${CONTAINER} kept: docker exec -it ${CONTAINER} sh`,
+    ]);
+    const removed = sandboxedEvents('removed').at(-1);
+    expect(removed && eventSummary(removed)).toBe(`container ${CONTAINER} removed`);
   });
 });

@@ -4,7 +4,7 @@ import type { Event } from '../api';
 import { virtualWindow } from '../components/virtualWindow';
 import { formatDuration, formatTokens } from '../format';
 import { downloadText } from '../logs/download';
-import { ALERT_EVENTS } from './derive';
+import { ALERT_EVENTS, containerShellCommand } from './derive';
 
 /** A one-line summary of an event's properties. */
 export function eventSummary(e: Event): string {
@@ -30,6 +30,16 @@ export function eventSummary(e: Event): string {
       return e.properties.question;
     case 'run.notice':
       return e.properties.message;
+    case 'sandbox.ready': {
+      const { container, image, attach } = e.properties;
+      if (attach === 'created') return `created container ${container} (${image})`;
+      if (attach === 'reused') return `reused container ${container} (${image}) after a restart`;
+      return `in container ${container} (${image})`;
+    }
+    case 'sandbox.removed':
+      return `container ${e.properties.container} removed`;
+    case 'sandbox.kept':
+      return `container ${e.properties.container} kept: ${containerShellCommand(e.properties.engine, e.properties.container)}`;
     // As `weft events` says them (daemon/src/cli/events.rs).
     case 'agent.turn.started':
       return `turn ${e.properties.turn}`;

@@ -5,7 +5,7 @@ import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
 import { formatCost, formatDateTime, formatDuration, formatTokens } from '../format';
 import { ApplyDialog } from './ApplyDialog';
 import { canFork, useFork } from './ForkActions';
-import type { FailureSummary } from './derive';
+import { containerShellCommand, type FailureSummary, type RunContainer } from './derive';
 import type { LiveState } from './useRun';
 
 const CANCELLABLE = new Set(['running', 'queued', 'blocked']);
@@ -26,8 +26,21 @@ export function StatusChip({ status }: { status: string }) {
   );
 }
 
+/** What became of the run's container, after its sandbox (`docker IMAGE`). */
+function containerFate(container: RunContainer): string {
+  switch (container.state) {
+    case 'in_use':
+      return `container ${container.container}`;
+    case 'removed':
+      return `container ${container.container} removed`;
+    case 'kept':
+      return `container ${container.container} kept`;
+  }
+}
+
 /**
- * The top of the run screen: status, goal, workflow, timing, what failed and
+ * The top of the run screen: status, goal, workflow, timing, where its
+ * commands run (a sandboxed run's image and container), what failed and
  * why, and the live actions (cancel, resume, re-run, archive; fork at the
  * latest checkpoint; apply, for a git-checkpointed run that is not going).
  */
@@ -37,6 +50,7 @@ export function RunHeader({
   failure,
   live,
   now,
+  container = null,
   onJumpToStage,
   onActed,
 }: {
@@ -45,6 +59,8 @@ export function RunHeader({
   failure: FailureSummary | null;
   live: LiveState;
   now: number;
+  /** The run's container, from its sandbox events (`runContainer`). */
+  container?: RunContainer | null;
   onJumpToStage: (node: string, visit: number) => void;
   onActed: () => void;
 }) {
@@ -124,6 +140,14 @@ export function RunHeader({
             </dd>
           </div>
         )}
+        {(run.sandbox || container) && (
+          <div data-testid="run-sandbox">
+            <dt>Sandbox</dt>
+            <dd title={container && container.state !== 'removed' ? `on the engine at ${container.engine}` : undefined}>
+              {[run.sandbox, container && containerFate(container)].filter(Boolean).join(' · ')}
+            </dd>
+          </div>
+        )}
         {run.llm && (
           <div>
             <dt>LLM</dt>
@@ -134,6 +158,12 @@ export function RunHeader({
           </div>
         )}
       </dl>
+      {container?.state === 'kept' && (
+        <p className="muted run-header__note" data-testid="run-sandbox-kept">
+          The run's container was kept: <code className="run-mono">{containerShellCommand(container.engine, container.container)}</code>{' '}
+          opens a shell in it.
+        </p>
+      )}
       {failure && (
         <div className="run-failure" role="alert" data-testid="failure-summary">
           <p>

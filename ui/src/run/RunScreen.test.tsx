@@ -7,7 +7,20 @@ import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
-import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, PERMISSION_QUESTION, QUESTION, RUN, stage } from './fixture.test-data';
+import {
+  CONTAINER,
+  ev,
+  FAILED_EVENTS,
+  FAILED_STAGES,
+  failedView,
+  GRAPH,
+  PERMISSION_QUESTION,
+  QUESTION,
+  RUN,
+  sandboxedEvents,
+  sandboxedView,
+  stage,
+} from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -281,6 +294,29 @@ describe('RunScreen', () => {
     expect(q('[data-testid=stage-spend]')?.textContent).toBe(
       `${stageLine?.model} · 8.2k in / 950 out · $0.01 · 1 call`,
     );
+  });
+
+  it("shows a sandboxed run's image and kept container, how to reach it, and where the failed stage ran", async () => {
+    await render(makeTestHost({ views: [sandboxedView()], events: { [RUN]: sandboxedEvents('kept') }, stageFiles: {}, questions: [] }));
+    await until(() => q('[data-testid=run-sandbox]')?.textContent?.includes('kept') === true);
+    expect(q('[data-testid=run-sandbox] dd')?.textContent).toBe(`docker weft-test:latest · container ${CONTAINER} kept`);
+    expect(q('[data-testid=run-sandbox-kept]')?.textContent).toContain(`docker exec -it ${CONTAINER} sh`);
+    await until(() => shownStage() === 'push');
+    expect(q('[data-testid=stage-container]')?.textContent).toBe(`Ran in container ${CONTAINER} (weft-test:latest) (reused after a restart)`);
+  });
+
+  it('says a removed container was removed, with no shell to offer, and shows no sandbox for a run on the host', async () => {
+    await render(makeTestHost({ views: [sandboxedView()], events: { [RUN]: sandboxedEvents('removed') }, stageFiles: {}, questions: [] }));
+    await until(() => q('[data-testid=run-sandbox]')?.textContent?.includes('removed') === true);
+    expect(q('[data-testid=run-sandbox] dd')?.textContent).toBe(`docker weft-test:latest · container ${CONTAINER} removed`);
+    expect(q('[data-testid=run-sandbox-kept]')).toBeNull();
+    act(() => root?.unmount());
+    container.remove();
+
+    await render(host());
+    await until(() => shownStage() === 'push');
+    expect(q('[data-testid=run-sandbox]')).toBeNull();
+    expect(q('[data-testid=stage-container]')).toBeNull();
   });
 
   it('reports an unknown run', async () => {

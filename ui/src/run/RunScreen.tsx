@@ -11,7 +11,7 @@ import { GraphView } from '../graph/GraphView';
 import { prefetchLayout } from '../graph/layout';
 import { LogsPanel } from '../logs/LogsPanel';
 import { RetroPanel } from '../retros/RetroPanel';
-import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, stageBefore, timelineOf } from './derive';
+import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, runContainer, stageBefore, timelineOf } from './derive';
 import { EventsPanel } from './EventsPanel';
 import { BudgetWarnings } from './BudgetWarnings';
 import { RunHeader } from './RunHeader';
@@ -125,6 +125,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   );
   const timeline = useMemo(() => (view ? timelineOf(view.stages, events, now) : null), [view, events, now]);
   const failure = useMemo(() => (view ? failureSummary(view) : null), [view]);
+  const container = useMemo(() => runContainer(events), [events]);
   const selectedStage = view && selected ? view.stages.find((s) => s.node_id === selected.node && s.visit === selected.visit) : undefined;
   const lastSeq = events.at(-1)?.seq ?? 0;
   const files = useStageFiles(host, view?.run.id ?? null, selected, selectedStage?.status ?? '', lastSeq);
@@ -144,7 +145,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
 
   return (
     <div className="run" data-testid="run-screen" data-run-id={v.run.id}>
-      <RunHeader host={host} view={v} failure={failure} live={live} now={now} onJumpToStage={select} onActed={reload} />
+      <RunHeader host={host} view={v} failure={failure} live={live} now={now} container={container} onJumpToStage={select} onActed={reload} />
       <BudgetWarnings events={events} />
       {route.question && !routed && <p className="error">This run has no question {route.question}.</p>}
       {questions.map((q, i) => (

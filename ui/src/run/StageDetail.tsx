@@ -3,7 +3,7 @@ import { useEffect, useMemo, useState } from 'react';
 import type { Event, Host, RunSummary, StageRecord } from '../api';
 import { formatCost, formatDateTime, formatDuration, formatTokens } from '../format';
 import { AgentFacts, TranscriptView } from './AgentTranscript';
-import { edgeReasonText, routingOf, stageFailureReason } from './derive';
+import { edgeReasonText, routingOf, stageContainers, stageFailureReason, type StageContainer } from './derive';
 import { StageCheckpointMenu } from './ForkActions';
 import { SteerBox } from './SteerBox';
 import { agentTranscript, hasAgentEvents } from './transcript';
@@ -41,6 +41,25 @@ export function stageSpendText(stage: StageRecord): string | null {
   return `${model} · ${formatTokens(num(usage.input))} in / ${formatTokens(num(usage.output))} out · ${cost} · ${calls} ${calls === 1 ? 'call' : 'calls'}`;
 }
 
+/**
+ * Where the stage ran its commands, when in the run's container
+ * (docs/sandbox.md): its id and image, and whether a resume after a crash
+ * reused it. Nothing for a stage on the host.
+ */
+export function StageContainers({ containers, running }: { containers: readonly StageContainer[]; running: boolean }) {
+  if (containers.length === 0) return null;
+  return (
+    <p className="muted stage__where" data-testid="stage-container">
+      {containers.map((c, i) => (
+        <span key={`${i}-${c.container}`} title={`on the engine at ${c.engine}`}>
+          {i === 0 ? (running ? 'Runs in container ' : 'Ran in container ') : ', then in container '}
+          <code className="run-mono">{c.container}</code> ({c.image}){c.reused ? ' (reused after a restart)' : ''}
+        </span>
+      ))}
+    </p>
+  );
+}
+
 function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
   const o = stage.outcome;
   if (o && typeof o === 'object' && !Array.isArray(o) && o.context_updates && typeof o.context_updates === 'object') {
@@ -50,10 +69,11 @@ function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
 }
 
 /**
- * The selected stage: status, timing, attempts and its files, outcome and
- * routing; for an agent stage also its transcript, spend and files touched,
- * and while it runs a box to steer it (when `host` is given); with `run`
- * too, its checkpoint menu (fork from here, rewind to here).
+ * The selected stage: status, timing, attempts, the container it ran in (a
+ * sandboxed run) and its files, outcome and routing; for an agent stage also
+ * its transcript, spend and files touched, and while it runs a box to steer
+ * it (when `host` is given); with `run` too, its checkpoint menu (fork from
+ * here, rewind to here).
  */
 export function StageDetail({
   stage,
@@ -99,6 +119,7 @@ export function StageDetail({
   const shown = tab && available.includes(tab) ? tab : (available[0] ?? null);
   const reason = stageFailureReason(stage);
   const spend = stageSpendText(stage);
+  const containers = useMemo(() => stageContainers(events, stage.node_id, stage.visit), [events, stage.node_id, stage.visit]);
   const retries = events.filter(
     (e) => e.event === 'stage.retrying' && e.node_id === stage.node_id && (e.visit ?? 1) === stage.visit,
   );
@@ -124,6 +145,7 @@ export function StageDetail({
         )}
         {host && run && <StageCheckpointMenu key={`${stage.node_id}@${stage.visit}`} host={host} run={run} stage={stage} />}
       </header>
+      <StageContainers containers={containers} running={stage.status === 'running'} />
       {spend && !transcript && (
         <p className="muted" data-testid="stage-spend">
           {spend}

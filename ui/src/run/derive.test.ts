@@ -1,8 +1,19 @@
 import { describe, expect, it } from 'vitest';
 
 import { choiceForKey, choicesOf, parseAccelerator } from '../gates/accelerator';
-import { deriveGraph, failureSummary, followedStage, nodeAttribute, routingOf, stageBefore, timelineOf } from './derive';
-import { ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, QUESTION, stage } from './fixture.test-data';
+import {
+  containerShellCommand,
+  deriveGraph,
+  failureSummary,
+  followedStage,
+  nodeAttribute,
+  routingOf,
+  runContainer,
+  stageBefore,
+  stageContainers,
+  timelineOf,
+} from './derive';
+import { CONTAINER, ev, FAILED_EVENTS, FAILED_STAGES, failedView, GRAPH, QUESTION, SANDBOX_ENGINE, sandboxedEvents, stage } from './fixture.test-data';
 
 describe('deriveGraph', () => {
   it('colours each node by its latest stage and follows the taken edges', () => {
@@ -189,5 +200,49 @@ describe('accelerators', () => {
     expect(choices.map((c) => c.hotkey)).toEqual(['s', '2', null]);
     expect(choiceForKey(choices, 'S')?.text).toBe('Ship');
     expect(choiceForKey(choices, 'x')).toBeUndefined();
+  });
+});
+
+describe('where a sandboxed run ran', () => {
+  const ready = (at: number, node: string, visit: number, container: string, attach: string) =>
+    ev(at, node, visit, { event: 'sandbox.ready', properties: { container, image: 'weft-test:latest', engine: SANDBOX_ENGINE, attach } });
+
+  it('gives a stage the container its attempts ran in, once, and says when a restart reused it', () => {
+    const events = sandboxedEvents();
+    expect(stageContainers(events, 'build', 1)).toEqual([{ container: CONTAINER, image: 'weft-test:latest', engine: SANDBOX_ENGINE, reused: false }]);
+    expect(stageContainers(events, 'push', 1)).toEqual([{ container: CONTAINER, image: 'weft-test:latest', engine: SANDBOX_ENGINE, reused: true }]);
+  });
+
+  it('gives nothing for a stage that ran nothing in the container, nor for a run on the host', () => {
+    expect(stageContainers(sandboxedEvents(), 'start', 1)).toEqual([]);
+    expect(stageContainers(FAILED_EVENTS, 'build', 1)).toEqual([]);
+  });
+
+  it('keeps visits apart and lists each container a visit moved to, in recording order', () => {
+    const first = ready(1, 'test', 1, 'aaaaaaaaaaaa', 'created');
+    const second = ready(3, 'test', 1, 'bbbbbbbbbbbb', 'created');
+    const events = [second, first, ready(5, 'test', 2, 'cccccccccccc', 'reused')];
+    expect(stageContainers(events, 'test', 1).map((c) => c.container)).toEqual(['aaaaaaaaaaaa', 'bbbbbbbbbbbb']);
+    expect(stageContainers(events, 'test', 2)).toMatchObject([{ container: 'cccccccccccc', reused: true }]);
+  });
+
+  it("tells the run's container in use, then removed or kept at the run's end", () => {
+    expect(runContainer(FAILED_EVENTS)).toBeNull();
+    expect(runContainer(sandboxedEvents().filter((e) => e.event !== 'sandbox.kept'))).toEqual({ state: 'in_use', container: CONTAINER, engine: SANDBOX_ENGINE });
+    expect(runContainer(sandboxedEvents('kept'))).toEqual({ state: 'kept', container: CONTAINER, engine: SANDBOX_ENGINE });
+    expect(runContainer(sandboxedEvents('removed'))).toEqual({ state: 'removed', container: CONTAINER });
+  });
+
+  it('follows a resumed run back into its container after an earlier end, whatever order the events come in', () => {
+    const kept = ev(10, null, null, { event: 'sandbox.kept', properties: { engine: SANDBOX_ENGINE, container: CONTAINER } });
+    const again = ready(20, 'push', 2, CONTAINER, 'running');
+    expect(runContainer([kept, again])?.state).toBe('in_use');
+    expect(runContainer([again, kept])?.state, 'the later seq wins, not the later place').toBe('in_use');
+    expect(runContainer([{ ...again, seq: 1 }, { ...kept, seq: 2 }])?.state).toBe('kept');
+  });
+
+  it('names DOCKER_HOST in the shell command only for an engine other than the usual socket', () => {
+    expect(containerShellCommand(SANDBOX_ENGINE, CONTAINER)).toBe(`docker exec -it ${CONTAINER} sh`);
+    expect(containerShellCommand('ssh://deploy@build1', CONTAINER)).toBe(`DOCKER_HOST=ssh://deploy@build1 docker exec -it ${CONTAINER} sh`);
   });
 });

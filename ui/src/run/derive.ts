@@ -322,6 +322,87 @@ export function nodeAttribute(dot: string, node: string, name: string): string |
   return attr[2] !== undefined ? attr[2].replace(/\\"/g, '"') : (attr[1] ?? null);
 }
 
+/** A container a stage visit ran in (its `sandbox.ready` events). */
+export interface StageContainer {
+  /** The short id, as `docker ps` shows it. */
+  container: string;
+  image: string;
+  engine: string;
+  /** Some attempt found it left by an earlier process: a resume after a crash. */
+  reused: boolean;
+}
+
+/**
+ * Where stage `node`@`visit` ran its commands: each container its attempts
+ * ran in, in order (one, almost always: attempts and a resume use the run's
+ * container). Empty for a stage that ran on the host, or that ran nothing in
+ * the run's container (a start node, an agent that never used `shell`).
+ */
+export function stageContainers(events: readonly Event[], node: string, visit: number): StageContainer[] {
+  const found: StageContainer[] = [];
+  const ready = events
+    .flatMap((e) => (e.event === 'sandbox.ready' && e.node_id === node && (e.visit ?? 1) === visit ? [e] : []))
+    .sort((a, b) => a.seq - b.seq);
+  for (const e of ready) {
+    const { container, image, engine, attach } = e.properties;
+    const last = found.at(-1);
+    if (last && last.container === container) {
+      last.reused ||= attach === 'reused';
+    } else {
+      found.push({ container, image, engine, reused: attach === 'reused' });
+    }
+  }
+  return found;
+}
+
+/** The engine the daemon uses when neither the settings nor `DOCKER_HOST` name one. */
+export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
+
+/**
+ * The command that opens a shell in a kept container: `DOCKER_HOST` is named
+ * when the engine is not the default one, since a plain `docker` would look
+ * for the container in the wrong place.
+ */
+export function containerShellCommand(engine: string, container: string): string {
+  const exec = `docker exec -it ${container} sh`;
+  return engine && engine !== DEFAULT_DOCKER_HOST ? `DOCKER_HOST=${engine} ${exec}` : exec;
+}
+
+/**
+ * What became of the run's container, from its latest sandbox event: `in
+ * use` while stages run in it (the run goes on, or stopped without cleaning
+ * up, as a crashed daemon does), `removed` or `kept` once the run ended.
+ * Null when no stage ran in one.
+ */
+export type RunContainer =
+  | { state: 'in_use'; container: string; engine: string }
+  | { state: 'removed'; container: string }
+  | { state: 'kept'; container: string; engine: string };
+
+export function runContainer(events: readonly Event[]): RunContainer | null {
+  let latest: RunContainer | null = null;
+  let seq = -Infinity;
+  for (const e of events) {
+    // A resumed run readies its container again after an earlier end.
+    if (e.seq < seq) continue;
+    switch (e.event) {
+      case 'sandbox.ready':
+        latest = { state: 'in_use', container: e.properties.container, engine: e.properties.engine };
+        break;
+      case 'sandbox.removed':
+        latest = { state: 'removed', container: e.properties.container };
+        break;
+      case 'sandbox.kept':
+        latest = { state: 'kept', container: e.properties.container, engine: e.properties.engine };
+        break;
+      default:
+        continue;
+    }
+    seq = e.seq;
+  }
+  return latest;
+}
+
 /** Failure-like events the events list always shows. */
 export const ALERT_EVENTS = new Set(['stage.failed', 'run.failed', 'llm.retry', 'llm.failover']);
 

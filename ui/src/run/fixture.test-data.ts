@@ -136,3 +136,39 @@ export const PERMISSION_QUESTION: QuestionRecord = {
     ],
   },
 };
+
+/** The container of the sandboxed run below, as `docker ps` shortens its id. */
+export const CONTAINER = '3f2a9c1b7d4e';
+export const SANDBOX_ENGINE = 'unix:///var/run/docker.sock';
+
+const ready = (at: number, node: string, attach: string) =>
+  ev(at, node, 1, { event: 'sandbox.ready', properties: { container: CONTAINER, image: 'weft-test:latest', engine: SANDBOX_ENGINE, attach } });
+
+/**
+ * The failed run above, run with `--sandbox docker`: build's first attempt
+ * created the container and its retry found it running; weftd crashed before
+ * push, whose resumed attempt reused it; the run's end kept it (`keep =
+ * "on_failure"`). The start node ran nothing in it.
+ */
+export function sandboxedEvents(end: 'kept' | 'removed' = 'kept'): Event[] {
+  const events = [...FAILED_EVENTS];
+  const after = (event: string, node: string | null) => events.findIndex((e) => e.event === event && e.node_id === node) + 1;
+  events.splice(after('stage.started', 'build'), 0, ready(0, 'build', 'created'));
+  const retry = events.findIndex((e) => e.event === 'stage.started' && e.node_id === 'build' && e.properties.attempt === 2);
+  events.splice(retry + 1, 0, ready(5, 'build', 'running'));
+  events.splice(after('stage.started', 'push'), 0, ready(10, 'push', 'reused'));
+  events.push(
+    end === 'kept'
+      ? ev(12, null, null, { event: 'sandbox.kept', properties: { engine: SANDBOX_ENGINE, container: CONTAINER } })
+      : ev(12, null, null, { event: 'sandbox.removed', properties: { container: CONTAINER } }),
+  );
+  // In recording order, as the store numbers them.
+  return events.map((e, i) => ({ ...e, seq: i + 1 }));
+}
+
+export function sandboxedView(): RunView {
+  const view = failedView();
+  view.run.sandbox = 'docker weft-test:latest';
+  view.run.last_seq = sandboxedEvents().length;
+  return view;
+}

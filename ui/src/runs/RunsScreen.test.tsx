@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Event, Host, RunList } from '../api/host';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
+import { failedView, sandboxedView } from '../run/fixture.test-data';
 import { RunsScreen } from './RunsScreen';
 import { PAGE_SIZE, prefetchFirstPage } from './useRunPages';
 
@@ -159,6 +160,19 @@ describe('RunsScreen', () => {
     };
     const el = await render(failing);
     expect(el.querySelector('[role=alert]')?.textContent).toContain('database disk image is malformed');
+  });
+
+  it("names a sandboxed run's image under its goal, and nothing for a run on the host", async () => {
+    const sandboxed = sandboxedView().run;
+    const onHost = { ...failedView().run, id: '01HRUNONHOST0000000000000' };
+    const host: Host = {
+      ...makeTestHost(recorded),
+      runsPage: () => Promise.resolve({ runs: [sandboxed, onHost], total: 2, open_questions: {} }),
+    };
+    const el = await render(host);
+    const sandboxOf = (id: string) => el.querySelector(`[data-run-id="${id}"] [data-testid=run-sandbox]`)?.textContent ?? null;
+    expect(sandboxOf(sandboxed.id)).toBe(' · docker weft-test:latest');
+    expect(sandboxOf(onHost.id)).toBeNull();
   });
 
   it('reads a stopped daemon as no runs, not as an error', async () => {

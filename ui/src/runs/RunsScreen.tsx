@@ -411,6 +411,12 @@ function RunRow({ index, run, now, selected, questions, showCost, onOpen }: RunR
         </span>
         <span className="runs__sub" title={run.failure_reason ?? undefined}>
           <span className="runs__id">{run.id}</span>
+          {run.sandbox && (
+            <span className="runs__sandbox" data-testid="run-sandbox" title="Its commands ran in a container of this image">
+              {' '}
+              · {run.sandbox}
+            </span>
+          )}
           {run.failure_reason && <span className="runs__reason"> · {run.failure_reason}</span>}
         </span>
       </span>
