@@ -902,7 +902,17 @@ async fn execute(
     let owns_sandbox = services.sandbox.is_none();
     let sandbox = match &services.sandbox {
         Some(parent) => Ok(Some(parent.clone())),
-        None => open_sandbox(&options.sandbox, run_id, &work_dir, &run_dir_path).await,
+        // Boxed, as the sandbox's other calls here: this future is on the
+        // stack once per sub-workflow level (see `MAX_NESTING`).
+        None => {
+            Box::pin(open_sandbox(
+                &options.sandbox,
+                run_id,
+                &work_dir,
+                &run_dir_path,
+            ))
+            .await
+        }
     };
     let env = RunEnv {
         budget,
@@ -1061,11 +1071,11 @@ async fn execute(
         && let Some(sandbox) = &env.sandbox
         && !matches!(finish, Finish::Interrupted(_))
     {
-        finish_sandbox(
+        Box::pin(finish_sandbox(
             sandbox,
             &recorder,
             matches!(finish, Finish::Succeeded { .. }),
-        )
+        ))
         .await;
     }
 

@@ -52,16 +52,16 @@ async fn execute(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput,
     let logs = Logs::new(workspace)
         .map_err(|e| ToolOutput::error(format!("cannot create the shell's log files: {e}")))?;
     let result = match &workspace.sandbox {
+        // Boxed: the engine's requests make a large future.
         Some(sandbox) => {
-            sandbox
-                .run_script(
-                    &script,
-                    &workspace.cancel,
-                    &logs.stdout,
-                    &logs.stderr,
-                    |_, _| {},
-                )
-                .await
+            Box::pin(sandbox.run_script(
+                &script,
+                &workspace.cancel,
+                &logs.stdout,
+                &logs.stderr,
+                |_, _| {},
+            ))
+            .await
         }
         None => {
             process::run(

@@ -142,10 +142,16 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
     };
     let (stdout_log, stderr_log) = (cx.dir.join("stdout.log"), cx.dir.join("stderr.log"));
     let result = match sandbox {
+        // Boxed: see `StageCx::sandbox`.
         Some(sandbox) => {
-            sandbox
-                .run_script(&script, &cx.run.cancel, &stdout_log, &stderr_log, on_output)
-                .await
+            Box::pin(sandbox.run_script(
+                &script,
+                &cx.run.cancel,
+                &stdout_log,
+                &stderr_log,
+                on_output,
+            ))
+            .await
         }
         None => process::run(&script, &cx.run.cancel, &stdout_log, &stderr_log, on_output).await,
     };

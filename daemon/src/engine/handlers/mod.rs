@@ -134,7 +134,9 @@ impl StageCx<'_> {
         let Some(sandbox) = self.run.sandbox.as_ref() else {
             return Ok(None);
         };
-        match sandbox.ready().await {
+        // Boxed: a stage's future is on the stack once per sub-workflow
+        // level, and the engine's requests are large.
+        match Box::pin(sandbox.ready()).await {
             Ok(ready) => {
                 // For `weft logs`, which reads stage folders, not events.
                 self.stage_file(
