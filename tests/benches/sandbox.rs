@@ -947,10 +947,22 @@ fn main() -> Result<()> {
         "service up and test image imported in {} (not a per-run cost)",
         ms(service_took)
     );
-    println!("{reps} samples per row; {parallel} at once in the parallel rows\n");
-    for (name, group) in GROUPS {
-        if only.as_ref().is_some_and(|o| !o.contains(name)) {
-            continue;
+    // Each exec's exit command runs that long after it, ~50 ms of CPU
+    // each: a group's would land in the next one's timings.
+    let settle = bench.exit_command_delay() + Duration::from_secs(2);
+    println!(
+        "{reps} samples per row; {parallel} at once in the parallel rows; {} s between groups \
+         (the exit commands of a group's execs run {} s after them)\n",
+        settle.as_secs(),
+        bench.exit_command_delay().as_secs()
+    );
+    let chosen: Vec<&(&str, Group)> = GROUPS
+        .iter()
+        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.contains(name)))
+        .collect();
+    for (i, (name, group)) in chosen.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(settle);
         }
         let rows = group(&bench)?;
         print_table(name, &rows);
