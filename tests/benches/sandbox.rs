@@ -272,6 +272,20 @@ impl Bench {
         ))
     }
 
+    /// Removes the output logs, outside the timings: each command starts
+    /// with none, as each stage has a directory of its own, and the pages
+    /// of 16 MiB logs are dropped rather than written back to the disk
+    /// while the next command is timed.
+    fn clear_logs(&self) -> Result<()> {
+        for name in ["exec.stdout", "exec.stderr", "host.stdout", "host.stderr"] {
+            match std::fs::remove_file(self.logs.path().join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// `script` on the host as the local provider runs it.
     fn host_script(&self, script: &str) -> Script {
         Script {
@@ -582,6 +596,7 @@ fn output(b: &Bench) -> Result<Vec<Row>> {
                 if round > 0 {
                     sandboxed[i].push(took);
                 }
+                b.clear_logs()?;
                 let (took, bytes) = b.on_host(script, b.logs.path()).await?;
                 if bytes != *size {
                     return Err(format!("{shape}: the host printed {bytes} bytes").into());
@@ -589,6 +604,7 @@ fn output(b: &Bench) -> Result<Vec<Row>> {
                 if round > 0 {
                     local[i].push(took);
                 }
+                b.clear_logs()?;
             }
         }
         b.engine.remove(id).await?;
