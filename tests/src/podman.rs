@@ -94,6 +94,13 @@ impl PodmanService {
         &self.dir
     }
 
+    /// The service's process id (podman itself: tests/podman/service.sh
+    /// execs it), for reading its CPU time.
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The service's socket.
     #[must_use]
     pub fn socket(&self) -> PathBuf {
@@ -175,6 +182,28 @@ impl PodmanService {
 }
 
 impl PodmanService {
+    /// One request to the service's Docker API over a connection of its
+    /// own (`Connection: close`): the status and the body as text, read
+    /// to its end (an attached exec's stream included), 64 MiB at most.
+    /// For what `weft::sandbox::docker` has no call for: timing an exec's
+    /// API calls one by one (tests/benches/sandbox.rs).
+    ///
+    /// # Errors
+    /// The service does not answer, or not in HTTP.
+    pub fn api(
+        &self,
+        method: &str,
+        path: &str,
+        json_body: Option<&[u8]>,
+    ) -> Result<(u16, String), String> {
+        request(
+            &self.socket(),
+            method,
+            path,
+            json_body.map(|b| ("application/json", b)),
+        )
+    }
+
     /// Kills a container's processes (SIGKILL), as a host reboot or the
     /// fallback of a cancel would; the container stays, stopped.
     ///
