@@ -45,17 +45,8 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 type Group = fn(&Bench) -> Result<Vec<Row>>;
 
 /// The groups, in the order they run and print; `--only` picks by name.
-///
-/// The row "through weftd" (a 20-stage command workflow run by weftd with
-/// `--sandbox docker` and without; docs/performance.md keeps its place)
-/// goes here once command stages run in sandboxes: a `fn weftd(b: &Bench)
-/// -> Result<Vec<Row>>` timing `weft run` of the same workflow both ways,
-/// alternated, with `DOCKER_HOST` set to `b.service.docker_host()` and the
-/// image `TEST_IMAGE`, and a line `("weftd", weftd)` below. The release
-/// `weft` and `weftd` are beside this bench's executable, where
-/// `weft_tests::binary` finds them (`cargo build --release -p weft --bins`
-/// first), and `weft_tests::Sandbox` gives each run a `WEFT_HOME` of its
-/// own.
+/// `weftd` runs the release `weft` and `weftd` beside this bench's
+/// executable (`cargo build --release -p weft --bins` first).
 const GROUPS: &[(&str, Group)] = &[
     ("start", start),
     ("resume", resume),
@@ -63,7 +54,101 @@ const GROUPS: &[(&str, Group)] = &[
     ("output", output),
     ("parallel", parallel),
     ("cpu", cpu),
+    ("weftd", weftd),
 ];
+
+/// Stages of the workflow the `weftd` rows run.
+const WEFTD_STAGES: usize = 20;
+
+/// A chain of `WEFTD_STAGES` command stages running `true`.
+fn chain_of_true() -> String {
+    let mut text = String::from("digraph Chain { start [shape=Mdiamond]; exit [shape=Msquare]\n");
+    for i in 0..WEFTD_STAGES {
+        text.push_str(&format!("  s{i} [shape=parallelogram, script=\"true\"]\n"));
+    }
+    text.push_str("  start -> s0\n");
+    for i in 1..WEFTD_STAGES {
+        text.push_str(&format!("  s{} -> s{i}\n", i - 1));
+    }
+    text.push_str(&format!("  s{} -> exit }}\n", WEFTD_STAGES - 1));
+    text
+}
+
+/// The same workflow run by weftd (`weft run --json`, one daemon for all
+/// runs, started before the timing) on the host and with `--sandbox
+/// docker`, alternated: the wall time of `weft run` and the run's own
+/// duration from its conclusion. The sandbox's includes making the run's
+/// container and removing it at the end.
+fn weftd(b: &Bench) -> Result<Vec<Row>> {
+    let sb = weft_tests::Sandbox::new();
+    sb.write("chain.fabro", chain_of_true());
+    let daemon = weft_tests::Weftd::start(&sb);
+    let reps = b.reps.min(10);
+    let run = |sandboxed: bool| -> Result<(Duration, Duration)> {
+        let mut cmd = sb.weft();
+        cmd.args(["run", "chain.fabro", "--json"]);
+        if sandboxed {
+            cmd.env("DOCKER_HOST", b.service.docker_host()).args([
+                "--sandbox",
+                "docker",
+                "--sandbox-image",
+                TEST_IMAGE,
+            ]);
+        }
+        let t = Instant::now();
+        let out = cmd.output()?;
+        let wall = t.elapsed();
+        let conclusion: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        if conclusion["status"] != "succeeded" {
+            return Err(format!(
+                "the chain did not succeed: {conclusion} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        let own = Duration::from_millis(conclusion["duration_ms"].as_u64().unwrap_or(0));
+        Ok((wall, own))
+    };
+    // One of each first, untimed: the first container sets up the image's
+    // storage, the first run warms the daemon.
+    run(false)?;
+    run(true)?;
+    let (mut local_wall, mut local_own, mut docker_wall, mut docker_own) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let (wall, own) = run(false)?;
+        local_wall.push(wall);
+        local_own.push(own);
+        let (wall, own) = run(true)?;
+        docker_wall.push(wall);
+        docker_own.push(own);
+    }
+    drop(daemon);
+    let added = percentile(&docker_own, 0.5).saturating_sub(percentile(&local_own, 0.5))
+        / u32::try_from(WEFTD_STAGES).unwrap_or(1);
+    Ok(vec![
+        Row::new(
+            format!("{WEFTD_STAGES} stages on the host: `weft run` wall time"),
+            local_wall,
+        ),
+        Row::new(
+            format!("{WEFTD_STAGES} stages on the host: the run's duration"),
+            local_own,
+        ),
+        Row::new(
+            format!("{WEFTD_STAGES} stages, `--sandbox docker`: `weft run` wall time"),
+            docker_wall,
+        ),
+        Row::new(
+            format!("{WEFTD_STAGES} stages, `--sandbox docker`: the run's duration"),
+            docker_own,
+        )
+        .note(format!(
+            "container made and removed included; {} more per stage than on the host (p50s)",
+            ms(added)
+        )),
+    ])
+}
 
 /// The script of the exec rows.
 const TRUE: &str = "true";
@@ -239,6 +324,7 @@ impl Bench {
                     argv: &argv,
                     env: &[],
                     workdir: None,
+                    user: None,
                 },
                 |stream, bytes| {
                     let log = if stream == Stream::Stdout {
@@ -667,6 +753,7 @@ fn parallel(b: &Bench) -> Result<Vec<Row>> {
                                 argv: &argv,
                                 env: &[],
                                 workdir: None,
+                                user: None,
                             },
                             |_, _| {},
                             std::future::pending(),
