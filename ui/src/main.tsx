@@ -5,11 +5,15 @@ import { api } from './api';
 import { App } from './app/App';
 import './app/app.css';
 import { parseRoute } from './app/route';
+import { applyTheme, storedTheme } from './app/theme';
 import { prefetchFirstPage } from './runs/useRunPages';
 
 // For tests/app/perf.py: when the scripts were loaded, parsed and run, on
 // the page's clock (what the start spends before React renders).
 performance.mark('weft-main');
+
+// The saved theme before the first paint, so a dark setting never flashes light.
+applyTheme(storedTheme());
 
 // The runs list is the usual first screen: ask for its rows now, and give
 // the answer a moment to come before React's first render. It usually comes

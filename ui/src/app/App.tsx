@@ -5,6 +5,7 @@ import { Header } from '../components/Header';
 import { warmLayout } from '../graph/layout';
 import { RunsScreen } from '../runs/RunsScreen';
 import { parseRoute, routeHash, type Route } from './route';
+import { ThemeSetting } from './ThemeSetting';
 import { VersionLine, type VersionState } from './VersionLine';
 
 // Only the runs list, the usual first screen, is in the start's script: the
@@ -98,7 +99,9 @@ export function App({ host = api }: { host?: Host }) {
 
   return (
     <div className="shell">
-      <Header />
+      <Header>
+        <ThemeSetting />
+      </Header>
       <nav className="nav" aria-label="Screens">
         <a href="#/runs" aria-current={route.screen === 'runs' || route.screen === 'run' ? 'page' : undefined}>
           Runs

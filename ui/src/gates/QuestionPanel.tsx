@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'react';
 
 import type { AnswerBy, Host, QuestionRecord } from '../api';
+import { typingIn, withModifier } from '../components/keyboard';
 import { choiceForKey, choicesOf, type Choice } from './accelerator';
 import { ActionStatus, useDaemonAction } from './daemonAction';
 import { optionHint, optionKind, PermissionDetails, toneOf } from './permission';
@@ -19,12 +20,6 @@ export interface QuestionPanelProps {
   /** A link to the run, for the gates inbox. */
   runLink?: { href: string; title: string } | null;
   onAnswered?: (question: QuestionRecord) => void;
-}
-
-/** True when a key press belongs to a text field, not to the page. */
-function typingIn(target: EventTarget | null): boolean {
-  if (!(target instanceof HTMLElement)) return false;
-  return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
 }
 
 /**
@@ -91,7 +86,7 @@ export function QuestionPanel({
   useEffect(() => {
     if (!keyboard || !pending || busy) return;
     const onKey = (e: KeyboardEvent) => {
-      if (e.ctrlKey || e.metaKey || e.altKey || e.repeat || typingIn(e.target)) return;
+      if (withModifier(e) || e.repeat || typingIn(e.target)) return;
       const choice = choiceForKey(choices, e.key);
       if (!choice) return;
       e.preventDefault();

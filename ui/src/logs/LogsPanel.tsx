@@ -1,4 +1,4 @@
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type Ref } from 'react';
 
 import { appError, type Event, type Host, type LogMatch, type Stream } from '../api';
 import { downloadText } from './download';
@@ -36,6 +36,7 @@ export function LogsPanel({
   storedSeq,
   events,
   onSelectMatch,
+  searchRef,
 }: {
   host: Host;
   runId: string;
@@ -44,6 +45,8 @@ export function LogsPanel({
   storedSeq: number;
   events: readonly Event[];
   onSelectMatch: (match: LogMatch) => void;
+  /** The search box, for the run screen's `/` shortcut. */
+  searchRef?: Ref<HTMLInputElement>;
 }) {
   const [stream, setStream] = useState<Stream>('stdout');
   const [follow, setFollow] = useState(true);
@@ -121,6 +124,7 @@ export function LogsPanel({
           }}
         >
           <input
+            ref={searchRef}
             type="search"
             aria-label="Search every log of the run"
             placeholder="Search all logs…"

@@ -5,6 +5,8 @@ import { routeHash, type Route } from '../app/route';
 import { ArtifactList } from '../artifacts/ArtifactList';
 import { ArtifactPreview } from '../artifacts/ArtifactPreview';
 import { FilesChanged, type ChangesSource } from '../changes/FilesChanged';
+import { typingIn, withModifier } from '../components/keyboard';
+import { choiceForKey, choicesOf } from '../gates/accelerator';
 import { permissionDefault } from '../gates/permission';
 import { QuestionPanel } from '../gates/QuestionPanel';
 import { GraphView } from '../graph/GraphView';
@@ -15,6 +17,8 @@ import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute,
 import { EventsPanel } from './EventsPanel';
 import { BudgetWarnings } from './BudgetWarnings';
 import { RunHeader } from './RunHeader';
+import { runActionOf, stageOrder, stepStage } from './shortcuts';
+import { ShortcutsList } from './ShortcutsList';
 import { StageDetail } from './StageDetail';
 import { TimelineView } from './Timeline';
 import { useRun, useStageFiles } from './useRun';
@@ -87,6 +91,25 @@ function RunQuestion({ host, view, question }: { host: Host; view: RunView; ques
   return <QuestionPanel host={host} question={question} context={context} timeout={timeout} defaultChoice={defaultChoice} />;
 }
 
+/** The questions the screen shows, first the one the route names (answered or not), then the pending ones. */
+function questionsShown(view: RunView, routed: string | undefined): { routed: QuestionRecord | undefined; questions: QuestionRecord[] } {
+  const pending = view.questions.filter((q) => q.status === 'pending');
+  const named = routed ? view.questions.find((q) => q.id === routed) : undefined;
+  return { routed: named, questions: named ? [named, ...pending.filter((q) => q.id !== named.id)] : pending };
+}
+
+/**
+ * Brings the graph into view and focuses its node `node` (where Enter
+ * selects and +, - and 0 zoom), else its first node, else the graph's area.
+ */
+function focusGraph(area: HTMLElement | null, node: string | null): void {
+  if (!area) return;
+  const nodes = [...area.querySelectorAll<SVGGElement>('g.node[tabindex]')];
+  const target: HTMLElement | SVGGElement = nodes.find((g) => g.getAttribute('data-node-id') === node) ?? nodes[0] ?? area;
+  area.scrollIntoView?.({ block: 'nearest' });
+  target.focus();
+}
+
 /** The graph's layout starts with the view, while the events are still read. */
 const USE_RUN = { onView: (view: RunView) => prefetchLayout(view.graph_source) };
 
@@ -130,6 +153,54 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   const lastSeq = events.at(-1)?.seq ?? 0;
   const files = useStageFiles(host, view?.run.id ?? null, selected, selectedStage?.status ?? '', lastSeq);
 
+  const shown = useMemo(() => (view ? questionsShown(view, route.question) : null), [view, route.question]);
+  // The question on screen answers from the keyboard only while pending (QuestionPanel).
+  const gate = useMemo(() => {
+    const q = shown?.questions[0];
+    return q && q.status === 'pending' ? { node: q.node_id, choices: choicesOf(q.options) } : null;
+  }, [shown]);
+  const order = useMemo(() => (timeline ? stageOrder(timeline) : []), [timeline]);
+  const [shortcutsOpen, setShortcutsOpen] = useState(false);
+  // Another run opened in the same screen starts without the list over it.
+  useEffect(() => setShortcutsOpen(false), [route.run]);
+  const graphArea = useRef<HTMLDivElement>(null);
+  const logSearch = useRef<HTMLInputElement>(null);
+
+  // The keyboard: j/k or arrows between stages, g the graph, / the log
+  // search, ? the list of shortcuts. Read through a ref so that one listener
+  // serves every render.
+  const onKey = useRef<(e: KeyboardEvent) => void>(() => {});
+  onKey.current = (e: KeyboardEvent) => {
+    if (e.defaultPrevented || withModifier(e)) return;
+    if (e.key === 'Escape' && shortcutsOpen) {
+      e.preventDefault();
+      setShortcutsOpen(false);
+      return;
+    }
+    if (typingIn(e.target)) return;
+    // A gate's accelerator on the same key answers the question instead.
+    if (gate && choiceForKey(gate.choices, e.key)) return;
+    const action = runActionOf(e.key);
+    if (!action) return;
+    e.preventDefault();
+    if (action === 'help') {
+      if (!e.repeat) setShortcutsOpen((open) => !open);
+    } else if (action === 'next' || action === 'previous') {
+      const to = stepStage(order, selected, action === 'next' ? 1 : -1);
+      if (to) select(to.node, to.visit);
+    } else if (action === 'graph') {
+      focusGraph(graphArea.current, selected?.node ?? null);
+    } else {
+      logSearch.current?.scrollIntoView?.({ block: 'nearest' });
+      logSearch.current?.focus();
+    }
+  };
+  useEffect(() => {
+    const listener = (e: KeyboardEvent) => onKey.current(e);
+    window.addEventListener('keydown', listener);
+    return () => window.removeEventListener('keydown', listener);
+  }, []);
+
   if (load.kind === 'loading') return <p className="muted">Loading the run…</p>;
   if (load.kind === 'failed') {
     return (
@@ -139,9 +210,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
     );
   }
   const v = load.view;
-  const pending = v.questions.filter((q) => q.status === 'pending');
-  const routed = route.question ? v.questions.find((q) => q.id === route.question) : undefined;
-  const questions = routed ? [routed, ...pending.filter((q) => q.id !== routed.id)] : pending;
+  const { routed, questions } = shown ?? questionsShown(v, route.question);
 
   return (
     <div className="run" data-testid="run-screen" data-run-id={v.run.id}>
@@ -153,7 +222,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
       ))}
       {questions.length > 1 && <p className="muted">{questions.length - 1} more questions wait after this one.</p>}
       <div className="run__body">
-        <div className="run__graph">
+        <div className="run__graph" ref={graphArea} tabIndex={-1}>
           {v.graph_source ? (
             <GraphView
               dot={v.graph_source}
@@ -201,6 +270,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
           storedSeq={files.kind === 'ready' ? files.seq : lastSeq}
           events={events}
           onSelectMatch={(m) => select(m.node_id, m.visit)}
+          searchRef={logSearch}
         />
       </section>
       <section aria-label="Run events">
@@ -212,6 +282,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
         <ArtifactList artifacts={v.artifacts} onSelectStage={select} />
         <ArtifactPreview host={host} runId={v.run.id} artifacts={v.artifacts} />
       </section>
+      {shortcutsOpen && <ShortcutsList gate={gate} onClose={() => setShortcutsOpen(false)} />}
       {!ACTIVE.has(v.run.status) && (
         <section aria-label="Retro">
           <h3 className="run__section">Retro</h3>
