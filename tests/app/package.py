@@ -230,6 +230,8 @@ def unit_exec_start(root: Path) -> list[str]:
     service = parser["Service"]
     if service.get("Restart") != "on-failure":
         raise Failure(f"{UNIT} has Restart={service.get('Restart')!r}, expected on-failure")
+    if not (parser.has_section("Install") and parser["Install"].get("WantedBy") == "default.target"):
+        raise Failure(f"{UNIT} lacks WantedBy=default.target: `systemctl --user enable` would not start it at login")
     argv = shlex.split(service.get("ExecStart", ""))
     if not argv or not argv[0].startswith("/usr/bin/"):
         raise Failure(f"{UNIT}'s ExecStart {service.get('ExecStart')!r} does not start a program in /usr/bin")
