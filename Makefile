@@ -29,20 +29,25 @@ DEMO_DIR := $(CARGO_TARGET_DIR)/demo
 # openssh-client). They need no listening sshd: when this installs it on a
 # systemd machine, the service apt enables is disabled again at once, so
 # `make test` never leaves an SSH server listening on port 22.
+# The Debian package (packaging/deb/build.sh) is built with dpkg-deb and
+# dpkg-shlibdeps (dpkg-dev); its test validates the desktop entry with
+# desktop-file-validate (desktop-file-utils).
 APT_PACKAGES := \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev \
 	libssl-dev libxdo-dev pkg-config build-essential file \
 	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3 \
-	podman runc catatonit busybox-static bash-static openssh-server
+	podman runc catatonit busybox-static bash-static openssh-server \
+	dpkg-dev desktop-file-utils
 
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 
 .PHONY: help deps deps-apt deps-npm deps-adapters deps-cargo ui build build-app demo test \
-	test-rust test-ui test-app lint fuzz-build bench clean regenerate
+	test-rust test-ui test-app test-package package lint fuzz-build bench clean regenerate
 
 help:
 	@echo "make demo   - install what is missing, build, validate and summarise the examples"
 	@echo "make test   - install what is missing and run every test"
+	@echo "make package - build the Debian package (release) into $(CARGO_TARGET_DIR)/"
 	@echo "make bench  - run the benchmarks (release build; docs/performance.md)"
 	@echo "make bench-peers - the engine bench beside scud-cli (installs it once)"
 	@echo "make regenerate - rewrite the generated files the tests check (wire types, UI fixtures)"
@@ -100,6 +105,14 @@ build: deps-cargo
 
 build-app: deps ui
 	$(CARGO) build -p weft-desktop
+
+# The Debian package: weft, weftd and the app on PATH, the menu entry and
+# icons, manual pages, completions and the systemd user unit
+# (packaging/deb/build.sh; docs/app.md, "Installing"). Install it with
+# `sudo apt install $(CARGO_TARGET_DIR)/weft_*.deb`.
+package: deps-apt ui
+	$(CARGO) build --release -p weft -p weft-desktop --bins
+	packaging/deb/build.sh $(CARGO_TARGET_DIR)/release $(CARGO_TARGET_DIR)
 
 ## ---- the demo ---------------------------------------------------------------
 
@@ -179,7 +192,7 @@ demo: deps build
 
 ## ---- testing ----------------------------------------------------------------
 
-test: deps ui lint test-rust test-ui test-app fuzz-build
+test: deps ui lint test-rust test-ui test-app test-package fuzz-build
 	@# Tests run Weft in temp dirs only: a run whose work dir was inside this
 	@# checkout would have left its git checkpoint branch here.
 	@leaked=$$(git branch --list 'weft/*' 2>/dev/null); if [ -n "$$leaked" ]; then \
@@ -211,6 +224,16 @@ test-app: ui
 	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/smoke.py $(APP) $(CARGO_TARGET_DIR)/app-smoke.png; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/e2e.py $(APP) docs/screenshots
+
+# The Debian package, built from the debug binaries the tests already built
+# (`make package` builds release ones) and checked unpacked, never installed:
+# metadata, every path, the unit's weftd, the app under Xvfb
+# (tests/app/package.py).
+test-package: ui
+	$(CARGO) build --workspace --bins
+	deb=$$(packaging/deb/build.sh --fast $(CARGO_TARGET_DIR)/debug $(CARGO_TARGET_DIR)/package-test | tail -n 1); \
+	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/package.py "$$deb"
 
 # The files generated from the Rust side that the tests check
 # (docs/app.md): the TypeScript wire types and the UI's recorded run
