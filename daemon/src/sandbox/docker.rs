@@ -64,6 +64,10 @@ const KILL_WAIT: Duration = Duration::from_secs(20);
 /// understood by every `sleep`).
 const KEEP_ALIVE: [&str; 2] = ["sleep", "2147483647"];
 
+/// The action of a [`SandboxError::Engine`] the engine gave when it would
+/// not create an exec: nothing of the command has run.
+pub const CREATING_AN_EXEC: &str = "creating an exec";
+
 /// What went wrong talking to the engine.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -408,7 +412,7 @@ impl Engine {
             .docker
             .create_exec(container, config)
             .await
-            .map_err(|e| self.error("creating an exec", e))?;
+            .map_err(|e| self.error(CREATING_AN_EXEC, e))?;
         let started = self
             .docker
             .start_exec(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::time::Instant;
 
-use super::docker::{Command, Container, Engine, OutputSink, SandboxError};
+use super::docker::{self, Command, Container, Engine, OutputSink, SandboxError};
 use super::{Mount, RUN_FILES_DIR, Settings, WORK_DIR};
 use crate::exec::cancel::{Cancel, CancelReason};
 use crate::exec::process::{Capture, Ended, ProcessResult, Script};
@@ -321,7 +321,13 @@ impl RunSandbox {
             .exec_into(&ready.id, command, &mut sink, stopper)
             .await;
         let stopped = crate::util::lock::lock(&stop).is_some();
-        if matches!(outcome, Err(SandboxError::Engine { .. })) && !stopped {
+        // Only an exec the engine would not create is tried again: one that
+        // started may have done part of its work, and must not run twice.
+        let not_created = matches!(
+            &outcome,
+            Err(SandboxError::Engine { action, .. }) if action == docker::CREATING_AN_EXEC
+        );
+        if not_created && !stopped {
             // The container may have been killed to stop a runaway command
             // (its pids exhausted): start it again, once.
             self.engine

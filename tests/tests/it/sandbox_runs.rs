@@ -474,3 +474,43 @@ fn a_command_over_its_timeout_in_the_container_is_killed_with_what_it_started() 
     assert_eq!(sleeping(&["316", "317"]), Vec::<String>::new());
     assert_eq!(service.container_ids(), Vec::<String>::new());
 }
+
+#[test]
+fn a_container_killed_between_stages_is_started_again_for_the_next_command() {
+    let service = PodmanService::start();
+    let sb = Sandbox::new();
+    let work = sb.path().join("work");
+    std::fs::create_dir_all(&work).expect("work");
+    sb.write(
+        "gate.fabro",
+        r#"digraph G { start [shape=Mdiamond]; exit [shape=Msquare]
+        before [shape=parallelogram, script="echo one > one.txt"]
+        wait [shape=hexagon, label="Go on?"]
+        after [shape=parallelogram, script="cat one.txt > two.txt"]
+        start -> before -> wait
+        wait -> after [label="[Y] Yes"]
+        after -> exit }"#,
+    );
+    let out = sb
+        .weft()
+        .env("DOCKER_HOST", service.docker_host())
+        .args(["run", "gate.fabro", "--detach", "--no-checkpoint"])
+        .args(["--work-dir", &work.display().to_string()])
+        .args(["--sandbox", "docker", "--sandbox-image", TEST_IMAGE])
+        .output()
+        .expect("weft run");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    wait_until("the gate asks", BOUND, || {
+        !named(&events(&sb, &run_id), "interview.started").is_empty()
+    });
+    let ids = service.container_ids();
+    assert_eq!(ids.len(), 1);
+    // As the last resort of a cancel does, or a reboot: its processes die.
+    service.kill_container(&ids[0]);
+    let answer = sb.run(&["answer", &run_id, "--key", "Y"]);
+    assert_eq!(answer.code, 0, "{answer:?}");
+    wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
+    assert_eq!(read(&work.join("two.txt")), "one\n");
+    assert_eq!(service.container_ids(), Vec::<String>::new());
+}
