@@ -320,12 +320,7 @@ impl Bench {
             .engine
             .exec(
                 container,
-                Command {
-                    argv: &argv,
-                    env: &[],
-                    workdir: None,
-                    user: None,
-                },
+                Command::new(&argv),
                 |stream, bytes| {
                     let log = if stream == Stream::Stdout {
                         &mut out
@@ -747,17 +742,7 @@ fn parallel(b: &Bench) -> Result<Vec<Row>> {
                 tasks.spawn(async move {
                     let argv = argv(TRUE);
                     engine
-                        .exec(
-                            &id,
-                            Command {
-                                argv: &argv,
-                                env: &[],
-                                workdir: None,
-                                user: None,
-                            },
-                            |_, _| {},
-                            std::future::pending(),
-                        )
+                        .exec(&id, Command::new(&argv), |_, _| {}, std::future::pending())
                         .await
                         .map(|o| o.exit_code)
                         .map_err(|e| e.to_string())

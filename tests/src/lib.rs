@@ -556,3 +556,26 @@ pub fn wait_until(what: &str, timeout: std::time::Duration, mut done: impl FnMut
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Processes whose command line names `dir`: `pid: command line`.
+#[must_use]
+pub fn processes_naming(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) || name == std::process::id().to_string() {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(&needle) {
+                found.push(format!("{name}: {cmdline}"));
+            }
+        }
+    }
+    found
+}

@@ -343,3 +343,24 @@ fn dechunk(mut text: &str) -> String {
     }
     body
 }
+
+/// Runs `script` with bash in `container`, in the work dir, to its end.
+///
+/// # Panics
+/// When the engine refuses the exec.
+pub async fn bash(
+    engine: &weft::sandbox::docker::Engine,
+    container: &str,
+    script: &str,
+) -> weft::sandbox::docker::ExecOutcome {
+    let argv = ["bash", "-c", script].map(str::to_string);
+    engine
+        .exec(
+            container,
+            weft::sandbox::docker::Command::new(&argv),
+            |_, _| {},
+            std::future::pending(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("exec of {script:?}: {e}"))
+}

@@ -141,7 +141,7 @@ impl SshServer {
     /// sshd (which lives as long as its sshd).
     #[must_use]
     pub fn processes(&self) -> Vec<String> {
-        processes_naming(self.dir())
+        crate::processes_naming(self.dir())
     }
 
     /// Waits until [`SshServer::processes`] is empty, at most `bound`;
@@ -190,27 +190,4 @@ impl Default for SshServer {
     fn default() -> Self {
         SshServer::new()
     }
-}
-
-/// Processes whose command line names `dir`: `pid: command line`.
-#[must_use]
-pub fn processes_naming(dir: &Path) -> Vec<String> {
-    let needle = dir.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) || name == std::process::id().to_string() {
-            continue;
-        }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(&needle) {
-                found.push(format!("{name}: {cmdline}"));
-            }
-        }
-    }
-    found
 }

@@ -562,8 +562,8 @@ fn header(stage: &StageRecord) -> String {
 fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::io::Result<()> {
     writeln!(out, "{}", header(stage))?;
     let folder = dir.node_dir(&stage.node_id, stage.visit);
-    if let Some(place) = sandbox_of(&folder) {
-        writeln!(out, "-- {place} --")?;
+    if let Some(ran) = crate::sandbox::run::RanIn::read(&folder) {
+        writeln!(out, "-- in container {} ({}) --", ran.container, ran.image)?;
     }
     copy_log(out, &folder.join("stdout.log"), None)?;
     copy_log(out, &folder.join("stderr.log"), Some("-- stderr --"))?;
@@ -593,20 +593,6 @@ fn write_stage(out: &mut impl Write, dir: &RunDir, stage: &StageRecord) -> std::
         write_text(out, &text)?;
     }
     Ok(())
-}
-
-/// Where the stage's commands ran when not on the host: `in container
-/// ID (IMAGE)`, from the stage folder's record.
-fn sandbox_of(folder: &Path) -> Option<String> {
-    let bytes =
-        crate::limits::read_capped(&folder.join(crate::sandbox::run::STAGE_RECORD), 16 * 1024)
-            .ok()?;
-    let record: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    Some(format!(
-        "in container {} ({})",
-        record["container"].as_str()?,
-        record["image"].as_str()?
-    ))
 }
 
 /// Copies a stage's log to `out` as it is (200 MB of output costs a buffer,

@@ -153,6 +153,20 @@ pub struct Command<'a> {
     pub user: Option<&'a str>,
 }
 
+impl<'a> Command<'a> {
+    /// `argv` in [`WORK_DIR`], as the image's user, with nothing added to
+    /// its environment.
+    #[must_use]
+    pub fn new(argv: &'a [String]) -> Command<'a> {
+        Command {
+            argv,
+            env: &[],
+            workdir: None,
+            user: None,
+        }
+    }
+}
+
 /// A connection to one engine.
 #[derive(Debug, Clone)]
 pub struct Engine {
@@ -590,10 +604,8 @@ impl Engine {
             .exec(
                 container,
                 Command {
-                    argv: &argv,
-                    env: &[],
                     workdir: Some("/"),
-                    user: None,
+                    ..Command::new(&argv)
                 },
                 |_, _| {},
                 std::future::pending(),

@@ -460,6 +460,49 @@ impl RunSandbox {
     }
 }
 
+/// Runs `script` in `sandbox` when there is one ([`RunSandbox::run_script`]),
+/// else on the host ([`crate::exec::process::run`]): the one place where a
+/// command stage and the agent's `shell` choose.
+///
+/// # Errors
+/// As the one that runs it.
+pub async fn run_script(
+    sandbox: Option<&RunSandbox>,
+    script: &Script,
+    cancel: &Cancel,
+    stdout_log: &Path,
+    stderr_log: &Path,
+    on_output: impl FnMut(Stream, &str) + Send,
+) -> std::io::Result<ProcessResult> {
+    match sandbox {
+        // Boxed: a stage's future is on the stack once per sub-workflow
+        // level, and the engine's requests make this one large.
+        Some(sandbox) => {
+            Box::pin(sandbox.run_script(script, cancel, stdout_log, stderr_log, on_output)).await
+        }
+        None => crate::exec::process::run(script, cancel, stdout_log, stderr_log, on_output).await,
+    }
+}
+
+/// What a stage folder's [`STAGE_RECORD`] holds: where its commands ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RanIn {
+    pub container: String,
+    pub image: String,
+    pub engine: String,
+}
+
+impl RanIn {
+    /// The record in stage folder `folder`, if its commands ran in a
+    /// container (a missing, oversized or malformed file is none).
+    #[must_use]
+    pub fn read(folder: &Path) -> Option<RanIn> {
+        let bytes =
+            crate::limits::read_capped(&folder.join(STAGE_RECORD), MAX_RECORD_BYTES).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
 /// The record of a container an ended run left behind, unless the run
 /// kept it on purpose: what a daemon removes at start (a crash between a
 /// run's end and the removal, an engine that was down then). A missing,
@@ -472,15 +515,24 @@ pub fn leftover(run_dir: &Path) -> Option<Record> {
         .filter(|r| !r.kept)
 }
 
-/// Removes the container of a [`leftover`] record, then the record.
+/// Removes the containers of run `run_id` on the engine at `engine` (found
+/// by their label, so a record can only ever name the run's own), then the
+/// run folder's record; how many there were.
 ///
 /// # Errors
 /// The engine is unreachable or refuses.
-pub async fn remove_leftover(run_dir: &Path, record: &Record) -> Result<(), SandboxError> {
-    let engine = Engine::connect_to_async(&record.engine).await?;
-    engine.remove(&record.container).await?;
+pub async fn remove_leftover(
+    engine: &str,
+    run_id: &str,
+    run_dir: &Path,
+) -> Result<usize, SandboxError> {
+    let engine = Engine::connect_to_async(engine).await?;
+    let containers = engine.containers_of_run(run_id).await?;
+    for container in &containers {
+        engine.remove(&container.id).await?;
+    }
     let _ = std::fs::remove_file(run_dir.join(RECORD));
-    Ok(())
+    Ok(containers.len())
 }
 
 /// A container id as `docker ps` shows it.

@@ -480,8 +480,10 @@ impl Daemon {
         let mut resumed = 0;
         let mut sandboxed = Vec::new();
         for run in runs {
-            if run.status.is_terminal() && uses_docker(&run.options) {
-                sandboxed.push(run.run_dir.clone());
+            if run.status.is_terminal()
+                && let Some(engine) = docker_engine(&run.options)
+            {
+                sandboxed.push((run.id.clone(), run.run_dir.clone(), engine));
             }
             let orphaned = match run.status {
                 RunStatus::Running | RunStatus::Blocked => !run.pid.is_some_and(|pid| {
@@ -800,35 +802,38 @@ fn runs(n: impl std::fmt::Display + PartialEq<u32> + Copy, noun: &str) -> String
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-/// Whether a run's stored options ask for a `docker` sandbox.
-fn uses_docker(options: &serde_json::Value) -> bool {
-    options
-        .pointer("/sandbox/provider")
-        .and_then(serde_json::Value::as_str)
-        == Some(crate::model::sandbox::Provider::Docker.as_str())
+/// The engine's address a run's stored options name, when they ask for a
+/// `docker` sandbox (the address was resolved and stored at its start).
+fn docker_engine(options: &serde_json::Value) -> Option<String> {
+    let config: crate::model::SandboxConfig =
+        serde_json::from_value(options.get("sandbox")?.clone()).ok()?;
+    (config.provider() == crate::model::sandbox::Provider::Docker)
+        .then_some(config.engine)
+        .flatten()
 }
 
 /// Removes, in the background, the containers that runs which have ended
-/// left recorded (`sandbox.json`; see [`crate::sandbox::run::leftover`]).
-/// Which ones is decided before this returns; kept containers stay.
-fn remove_leftover_containers(run_dirs: Vec<std::path::PathBuf>) {
-    let leftovers: Vec<_> = run_dirs
+/// left recorded (`sandbox.json`; see [`crate::sandbox::run::leftover`]):
+/// those labelled with the run's id, on the engine its options name (the
+/// file says only that one may be left). Which runs is decided before this
+/// returns; kept containers stay.
+fn remove_leftover_containers(runs: Vec<(String, std::path::PathBuf, String)>) {
+    let leftovers: Vec<_> = runs
         .into_iter()
-        .filter_map(|dir| crate::sandbox::run::leftover(&dir).map(|record| (dir, record)))
+        .filter(|(_, dir, _)| crate::sandbox::run::leftover(dir).is_some())
         .collect();
     if leftovers.is_empty() {
         return;
     }
     tokio::task::spawn_local(async move {
-        for (dir, record) in leftovers {
-            let container = crate::sandbox::run::short(&record.container);
-            match crate::sandbox::run::remove_leftover(&dir, &record).await {
-                Ok(()) => eprintln!(
-                    "weftd: removed container {container} of an ended run ({})",
+        for (run_id, dir, engine) in leftovers {
+            match crate::sandbox::run::remove_leftover(&engine, &run_id, &dir).await {
+                Ok(removed) => eprintln!(
+                    "weftd: removed {removed} container(s) of ended run {run_id} ({})",
                     dir.display()
                 ),
                 Err(e) => eprintln!(
-                    "weftd: could not remove container {container} of an ended run ({}): {e}",
+                    "weftd: could not remove the container of ended run {run_id} ({}): {e}",
                     dir.display()
                 ),
             }

@@ -5,36 +5,17 @@
 //! share one).
 #![allow(clippy::expect_used)]
 
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use weft::model::Stream;
-use weft::sandbox::docker::{Command, Engine, ExecOutcome, SandboxError};
+use weft::sandbox::docker::{Command, Engine, SandboxError};
 use weft::sandbox::{Network, Settings};
-use weft_tests::podman::{PodmanService, TEST_IMAGE};
+use weft_tests::podman::{PodmanService, TEST_IMAGE, bash};
+use weft_tests::processes_naming;
 
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(ToString::to_string).collect()
-}
-
-/// Runs `script` with bash in the container, in the work dir.
-async fn bash(engine: &Engine, container: &str, script: &str) -> ExecOutcome {
-    let argv = argv(&["bash", "-c", script]);
-    engine
-        .exec(
-            container,
-            Command {
-                argv: &argv,
-                env: &[],
-                workdir: None,
-                user: None,
-            },
-            |_, _| {},
-            std::future::pending(),
-        )
-        .await
-        .expect("exec")
 }
 
 fn engine_of(service: &PodmanService) -> Engine {
@@ -206,12 +187,7 @@ async fn an_allocation_over_the_memory_limit_is_killed_and_counted() {
     let over = engine
         .exec(
             &container,
-            Command {
-                argv: &argv,
-                env: &[],
-                workdir: None,
-                user: None,
-            },
+            Command::new(&argv),
             |_, _| {},
             std::future::pending(),
         )
@@ -254,12 +230,7 @@ async fn cancelling_a_long_exec_returns_promptly_and_leaves_no_process() {
     let outcome = engine
         .exec(
             &container,
-            Command {
-                argv: &argv,
-                env: &[],
-                workdir: None,
-                user: None,
-            },
+            Command::new(&argv),
             |_, bytes| {
                 if bytes.windows(7).any(|w| w == b"started") {
                     started.notify_one();
@@ -355,25 +326,6 @@ async fn a_missing_image_is_named_with_the_engine_and_no_container_is_left() {
     assert!(text.contains(&service.docker_host()), "{text}");
     assert!(text.contains("build or pull"), "{text}");
     assert_eq!(service.container_ids(), Vec::<String>::new());
-}
-
-/// Pids of processes whose command line names `dir`.
-fn processes_naming(dir: &Path) -> Vec<String> {
-    let needle = dir.to_string_lossy().into_owned();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(&needle) {
-                found.push(format!("{name}: {cmdline}"));
-            }
-        }
-    }
-    found
 }
 
 #[test]

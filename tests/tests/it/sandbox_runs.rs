@@ -60,6 +60,21 @@ fn run_in(
     (conclusion, stderr)
 }
 
+/// `weft run FILE --detach --sandbox docker` of the test image with
+/// `DOCKER_HOST` at `docker_host`, and ARGS: the run's id.
+fn start_detached(sb: &Sandbox, docker_host: &str, file: &str, args: &[&str]) -> String {
+    let out = sb
+        .weft()
+        .env("DOCKER_HOST", docker_host)
+        .args(["run", file, "--detach", "--sandbox", "docker"])
+        .args(["--sandbox-image", TEST_IMAGE])
+        .args(args)
+        .output()
+        .expect("weft run");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -269,15 +284,7 @@ fn cancelling_a_run_mid_command_leaves_no_process_and_no_container() {
         slow [shape=parallelogram, script="echo started; sleep 313 & sleep 314; wait"]
         start -> slow -> exit }"#,
     );
-    let out = sb
-        .weft()
-        .env("DOCKER_HOST", service.docker_host())
-        .args(["run", "slow.fabro", "--detach", "--sandbox", "docker"])
-        .args(["--sandbox-image", TEST_IMAGE])
-        .output()
-        .expect("weft run");
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let run_id = start_detached(&sb, &service.docker_host(), "slow.fabro", &[]);
     let stdout = || {
         std::fs::read_to_string(run_dir(&sb, &run_id).join("nodes/slow/stdout.log"))
             .unwrap_or_default()
@@ -330,16 +337,13 @@ fn a_run_resumed_after_weftd_is_killed_reuses_its_container_without_the_dead_att
         start -> mark -> wait -> exit }"#,
     );
     let daemon = Weftd::start(&sb);
-    let out = sb
-        .weft()
-        .env("DOCKER_HOST", service.docker_host())
-        .args(["run", "crash.fabro", "--detach", "--no-checkpoint"])
-        .args(["--work-dir", &work.display().to_string()])
-        .args(["--sandbox", "docker", "--sandbox-image", TEST_IMAGE])
-        .output()
-        .expect("weft run");
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let work_dir = work.display().to_string();
+    let run_id = start_detached(
+        &sb,
+        &service.docker_host(),
+        "crash.fabro",
+        &["--no-checkpoint", "--work-dir", &work_dir],
+    );
     let log = run_dir(&sb, &run_id).join("nodes/wait/stdout.log");
     wait_until("wait is waiting", BOUND, || {
         std::fs::read_to_string(&log).unwrap_or_default() == "waiting\n"
@@ -491,16 +495,13 @@ fn a_container_killed_between_stages_is_started_again_for_the_next_command() {
         wait -> after [label="[Y] Yes"]
         after -> exit }"#,
     );
-    let out = sb
-        .weft()
-        .env("DOCKER_HOST", service.docker_host())
-        .args(["run", "gate.fabro", "--detach", "--no-checkpoint"])
-        .args(["--work-dir", &work.display().to_string()])
-        .args(["--sandbox", "docker", "--sandbox-image", TEST_IMAGE])
-        .output()
-        .expect("weft run");
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let work_dir = work.display().to_string();
+    let run_id = start_detached(
+        &sb,
+        &service.docker_host(),
+        "gate.fabro",
+        &["--no-checkpoint", "--work-dir", &work_dir],
+    );
     wait_until("the gate asks", BOUND, || {
         !named(&events(&sb, &run_id), "interview.started").is_empty()
     });
@@ -512,5 +513,46 @@ fn a_container_killed_between_stages_is_started_again_for_the_next_command() {
     assert_eq!(answer.code, 0, "{answer:?}");
     wait_for_status(&home(&sb), &run_id, RunStatus::Succeeded);
     assert_eq!(read(&work.join("two.txt")), "one\n");
+    assert_eq!(service.container_ids(), Vec::<String>::new());
+}
+
+#[test]
+fn the_containers_commands_get_the_runs_environment_its_mounts_and_its_user() {
+    let service = PodmanService::start();
+    let sb = Sandbox::new();
+    let data = sb.path().join("data");
+    std::fs::create_dir_all(&data).expect("data");
+    std::fs::write(data.join("in.txt"), "shared\n").expect("in.txt");
+    sb.write(
+        "env.fabro",
+        r#"digraph E { start [shape=Mdiamond]; exit [shape=Msquare]
+        look [shape=parallelogram, script="echo \"${WEFT_TEST_SEEN:-unset} ${WEFT_TEST_API_KEY:-unset} ${WEFT_TEST_DENIED:-unset} ${TMPDIR:-unset} $(id -u):$(id -g)\"; cat /data/in.txt; if (echo x > /data/new.txt) 2>/dev/null; then echo written; else echo read-only; fi"]
+        start -> look -> exit }"#,
+    );
+    sb.write(
+        "run.toml",
+        format!(
+            "[workflow]\ngraph = \"env.fabro\"\n[run.env]\ndeny = [\"WEFT_TEST_DENIED\"]\n\
+             [run.sandbox]\nprovider = \"docker\"\nuser = \"1234:1234\"\nmounts = [\"{}:/data\"]\n",
+            data.display()
+        ),
+    );
+    let env = [
+        ("WEFT_TEST_SEEN", "seen"),
+        // Withheld on the host by its name, so in the container too.
+        ("WEFT_TEST_API_KEY", "hunter2-value"),
+        ("WEFT_TEST_DENIED", "denied"),
+        // Describes the host: the image's own (none here) takes its place.
+        ("TMPDIR", "/host/only/tmp"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let (conclusion, stderr) = run_in(&sb, &service.docker_host(), "run.toml", &[], &env);
+    assert_eq!(conclusion["status"], "succeeded", "{conclusion}\n{stderr}");
+    let run_id = conclusion["run_id"].as_str().expect("id");
+    assert_eq!(
+        node_log(&sb, run_id, "look", "stdout.log"),
+        "seen unset unset unset 1234:1234\nshared\nread-only\n"
+    );
+    assert!(!data.join("new.txt").exists());
     assert_eq!(service.container_ids(), Vec::<String>::new());
 }

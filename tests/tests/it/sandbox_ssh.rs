@@ -9,9 +9,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use weft::sandbox::Settings;
-use weft::sandbox::docker::{Command, Engine, SandboxError};
+use weft::sandbox::docker::{Engine, SandboxError};
 use weft::sandbox::ssh::OPEN_BOUND;
-use weft_tests::podman::{PodmanService, TEST_IMAGE};
+use weft_tests::podman::{PodmanService, TEST_IMAGE, bash};
 use weft_tests::sshd::SshServer;
 
 /// How long ssh and sshd may take to be gone once the engine is dropped:
@@ -81,26 +81,12 @@ async fn an_exec_through_an_ssh_engine_returns_its_output_and_exit_code() {
         .expect("create")
         .id;
 
-    let argv = [
-        "bash",
-        "-c",
+    let outcome = bash(
+        &engine,
+        &container,
         "echo out; echo err >&2; echo made > /work/made.txt; exit 7",
-    ]
-    .map(str::to_string);
-    let outcome = engine
-        .exec(
-            &container,
-            Command {
-                argv: &argv,
-                env: &[],
-                workdir: None,
-                user: None,
-            },
-            |_, _| {},
-            std::future::pending(),
-        )
-        .await
-        .expect("exec");
+    )
+    .await;
     assert_eq!(outcome.exit_code, Some(7), "{outcome:?}");
     assert_eq!(outcome.stdout, "out\n");
     assert_eq!(outcome.stderr, "err\n");

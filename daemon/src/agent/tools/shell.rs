@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{ToolOutput, Workspace, optional_u64, required_str};
-use crate::exec::process::{self, Language, ProcessResult, Script};
+use crate::exec::process::{Language, ProcessResult, Script};
 
 pub(super) fn spec() -> (&'static str, Value) {
     (
@@ -51,29 +51,15 @@ async fn execute(workspace: &Workspace, arguments: &Value) -> Result<ToolOutput,
     };
     let logs = Logs::new(workspace)
         .map_err(|e| ToolOutput::error(format!("cannot create the shell's log files: {e}")))?;
-    let result = match &workspace.sandbox {
-        // Boxed: the engine's requests make a large future.
-        Some(sandbox) => {
-            Box::pin(sandbox.run_script(
-                &script,
-                &workspace.cancel,
-                &logs.stdout,
-                &logs.stderr,
-                |_, _| {},
-            ))
-            .await
-        }
-        None => {
-            process::run(
-                &script,
-                &workspace.cancel,
-                &logs.stdout,
-                &logs.stderr,
-                |_, _| {},
-            )
-            .await
-        }
-    };
+    let result = crate::sandbox::run::run_script(
+        workspace.sandbox.as_deref(),
+        &script,
+        &workspace.cancel,
+        &logs.stdout,
+        &logs.stderr,
+        |_, _| {},
+    )
+    .await;
     let output = match result {
         Ok(result) => report(&result, timeout, &logs),
         Err(e) => ToolOutput::error(format!("cannot run the command: {e}")),
@@ -392,7 +378,7 @@ mod tests {
         )
         .await;
         assert!(
-            out.content.len() < process::OUTPUT_TAIL + 1_000,
+            out.content.len() < crate::exec::process::OUTPUT_TAIL + 1_000,
             "{}",
             out.content.len()
         );

@@ -141,20 +141,15 @@ pub async fn run(cx: &StageCx<'_>) -> Outcome {
         None => cx.recorder.touch(),
     };
     let (stdout_log, stderr_log) = (cx.dir.join("stdout.log"), cx.dir.join("stderr.log"));
-    let result = match sandbox {
-        // Boxed: see `StageCx::sandbox`.
-        Some(sandbox) => {
-            Box::pin(sandbox.run_script(
-                &script,
-                &cx.run.cancel,
-                &stdout_log,
-                &stderr_log,
-                on_output,
-            ))
-            .await
-        }
-        None => process::run(&script, &cx.run.cancel, &stdout_log, &stderr_log, on_output).await,
-    };
+    let result = crate::sandbox::run::run_script(
+        sandbox.map(std::sync::Arc::as_ref),
+        &script,
+        &cx.run.cancel,
+        &stdout_log,
+        &stderr_log,
+        on_output,
+    )
+    .await;
     let result = match result {
         Ok(r) => r,
         Err(e) => {

@@ -139,14 +139,14 @@ impl StageCx<'_> {
         match Box::pin(sandbox.ready()).await {
             Ok(ready) => {
                 // For `weft logs`, which reads stage folders, not events.
+                let record = crate::sandbox::run::RanIn {
+                    container: ready.container.clone(),
+                    image: ready.image.clone(),
+                    engine: ready.engine.clone(),
+                };
                 self.stage_file(
                     crate::sandbox::run::STAGE_RECORD,
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "container": ready.container,
-                        "image": ready.image,
-                        "engine": ready.engine,
-                    }))
-                    .ok(),
+                    serde_json::to_string_pretty(&record).ok(),
                 );
                 let _ = self.recorder.emit(
                     crate::model::EventKind::SandboxReady {
