@@ -22,7 +22,7 @@ use weft::llm::LlmSettings;
 use weft::model::{Code, Event, Retro, RetroSummary, RunSummary};
 use weft::store::{Home, QuestionRecord};
 use weft::views::{
-    AppError, ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, Spending,
+    AppError, ArtifactContent, Changes, DeepLink, LogMatch, RunView, RunsPage, Spending,
     SpendingQuery, StageFiles, Views,
 };
 
@@ -298,11 +298,11 @@ pub async fn app_version() -> Result<String> {
     Ok(env!("CARGO_PKG_VERSION").to_owned())
 }
 
-/// The question to open at, when weftd started the app from a gate
-/// notification (`--run RUN --question QUESTION`).
-pub async fn initial_route(app: &tauri::AppHandle) -> Result<Option<InitialRoute>> {
+/// The link the app was started with (a clicked gate notification,
+/// `weft open`, a `weft://` link the desktop handed over), if any.
+pub async fn initial_route(app: &tauri::AppHandle) -> Result<Option<DeepLink>> {
     use tauri::Manager;
-    Ok(app.state::<Option<InitialRoute>>().inner().clone())
+    Ok(app.state::<Option<DeepLink>>().inner().clone())
 }
 
 /// `weftd` beside the app's executable when it is there, else `weftd` to be

@@ -1,11 +1,12 @@
-//! One app window per home. weftd starts the app when a gate notification
-//! is clicked (`--run RUN --question ID`); when the app is already open,
-//! that second process must not open a second window: it hands its route to
+//! One app window per home. The app is started again with a `weft://` link
+//! (a clicked gate notification, `weft open`, the desktop's scheme
+//! handler); when the app is already open, that second process must not
+//! open a second window: it hands its link to
 //! the running app over a Unix socket beside the daemon's
 //! ([`DaemonPaths::app_socket`]) and exits. The running app raises its
-//! window and tells the UI to open the route (event [`OPEN_ROUTE_EVENT`]).
+//! window and tells the UI to open the link (event [`OPEN_ROUTE_EVENT`]).
 //!
-//! The exchange is one line each way: the JSON of `Option<InitialRoute>`
+//! The exchange is one line each way: the JSON of `Option<DeepLink>`
 //! (`null` for a plain start, which only raises the window), answered by
 //! `ok`. Anything that goes wrong here only costs the single-instance
 //! behaviour, never the app: it then starts as if it were alone.
@@ -17,14 +18,14 @@ use std::time::Duration;
 
 use weft::ipc::paths::DaemonPaths;
 use weft::store::Home;
-use weft::views::InitialRoute;
+use weft::views::DeepLink;
 
-/// The event the UI listens to; its payload is an [`InitialRoute`].
+/// The event the UI listens to; its payload is a [`DeepLink`].
 pub const OPEN_ROUTE_EVENT: &str = "open-route";
 
 /// How long either side waits on the other.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(3);
-/// The longest line accepted: a route is two ids.
+/// The longest line accepted: a link is at most 2 KiB, escaped as JSON.
 const MAX_LINE: u64 = 64 * 1024;
 
 /// The outcome of [`claim`].
@@ -38,7 +39,7 @@ pub enum Claim {
 
 /// Hands `route` to the home's running app, or claims the home for this
 /// one.
-pub fn claim(home: &Home, route: Option<&InitialRoute>) -> Claim {
+pub fn claim(home: &Home, route: Option<&DeepLink>) -> Claim {
     let paths = DaemonPaths::for_home(home);
     let socket = paths.app_socket();
     match hand_over(&socket, route) {
@@ -75,7 +76,7 @@ pub fn claim(home: &Home, route: Option<&InitialRoute>) -> Claim {
 }
 
 /// Sends `route` to the app listening on `socket` and waits for its `ok`.
-fn hand_over(socket: &Path, route: Option<&InitialRoute>) -> std::io::Result<()> {
+fn hand_over(socket: &Path, route: Option<&DeepLink>) -> std::io::Result<()> {
     let mut stream = UnixStream::connect(socket)?;
     stream.set_read_timeout(Some(EXCHANGE_TIMEOUT))?;
     stream.set_write_timeout(Some(EXCHANGE_TIMEOUT))?;
@@ -106,7 +107,7 @@ fn bind(socket: &Path) -> std::io::Result<UnixListener> {
 
 /// Serves later starts on a background thread: each one's route goes to
 /// `open` (`None` for a plain start).
-pub fn serve(listener: UnixListener, open: impl Fn(Option<InitialRoute>) + Send + 'static) {
+pub fn serve(listener: UnixListener, open: impl Fn(Option<DeepLink>) + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("single-instance".into())
         .spawn(move || {
@@ -123,12 +124,18 @@ pub fn serve(listener: UnixListener, open: impl Fn(Option<InitialRoute>) + Send 
 }
 
 /// Reads one start's route and acknowledges it.
-fn receive(stream: UnixStream) -> std::io::Result<Option<InitialRoute>> {
+fn receive(stream: UnixStream) -> std::io::Result<Option<DeepLink>> {
     stream.set_read_timeout(Some(EXCHANGE_TIMEOUT))?;
     stream.set_write_timeout(Some(EXCHANGE_TIMEOUT))?;
     let mut line = String::new();
     BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
-    let route = serde_json::from_str(&line).map_err(std::io::Error::other)?;
+    let route: Option<DeepLink> = serde_json::from_str(&line).map_err(std::io::Error::other)?;
+    // Any process of this user can connect: its link is checked as one
+    // from the command line is.
+    let route = route
+        .map(|link| DeepLink::parse(&link.path))
+        .transpose()
+        .map_err(std::io::Error::other)?;
     (&stream).write_all(b"ok\n")?;
     Ok(route)
 }
@@ -138,11 +145,8 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    fn route() -> InitialRoute {
-        InitialRoute {
-            run: "01RUN".into(),
-            question: "q-1".into(),
-        }
+    fn route() -> DeepLink {
+        DeepLink::stage("01RUN", "build step", Some(2), Some("output")).expect("valid link")
     }
 
     #[test]
@@ -168,6 +172,35 @@ mod tests {
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)).expect("plain"),
             None
+        );
+    }
+
+    #[test]
+    fn a_link_that_does_not_parse_is_refused_and_never_opened() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let home = Home::at(temp.path());
+        let Claim::First(Some(listener)) = claim(&home, None) else {
+            panic!("first");
+        };
+        let (tx, rx) = mpsc::channel();
+        serve(listener, move |route| tx.send(route).expect("send"));
+        let socket = DaemonPaths::for_home(&home).app_socket();
+        let mut stream = UnixStream::connect(&socket).expect("connect");
+        stream
+            .write_all(b"{\"path\":\"run/01R/../../etc\"}\n")
+            .expect("send");
+        let mut reply = String::new();
+        BufReader::new(stream.take(16))
+            .read_line(&mut reply)
+            .expect("read");
+        assert_eq!(reply, "", "no `ok` for a link that does not parse");
+
+        assert!(matches!(claim(&home, Some(&route())), Claim::HandedOver));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5))
+                .expect("the good one"),
+            Some(route()),
+            "only the link that parses reaches the window"
         );
     }
 

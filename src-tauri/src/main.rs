@@ -20,11 +20,16 @@ mod rendering;
 mod reveal;
 mod surface;
 
-use weft::views::InitialRoute;
+use weft::views::DeepLink;
 
 fn main() {
-    // weftd opens the app at a question with `--run RUN --question ID`.
-    let route = InitialRoute::from_args(std::env::args().skip(1));
+    // A `weft://` link (a clicked gate notification, `weft open`, the
+    // desktop's scheme handler), or the older `--run RUN --question ID`. A
+    // link that does not parse is said and the app opens as usual.
+    let route = DeepLink::from_args(std::env::args().skip(1)).unwrap_or_else(|e| {
+        eprintln!("weft-desktop: not opening the link: {e}");
+        None
+    });
     #[cfg(unix)]
     let later_starts = match commands::home() {
         Ok(home) => match instance::claim(&home, route.as_ref()) {
@@ -81,9 +86,9 @@ fn main_window(
 }
 
 /// Raises the window for a later start of the app, and has the UI open
-/// its route (a clicked gate notification) when it brings one.
+/// the link it brings, if any.
 #[cfg(unix)]
-fn show(app: &tauri::AppHandle, route: Option<InitialRoute>) {
+fn show(app: &tauri::AppHandle, route: Option<DeepLink>) {
     use tauri::{Emitter, Manager};
     if let Some(window) = app.get_webview_window("main") {
         // Best effort: a window manager may refuse focus; the route still opens.
@@ -94,6 +99,6 @@ fn show(app: &tauri::AppHandle, route: Option<InitialRoute>) {
     if let Some(route) = route
         && let Err(e) = app.emit(instance::OPEN_ROUTE_EVENT, route)
     {
-        eprintln!("weft-desktop: cannot tell the window to open the question: {e}");
+        eprintln!("weft-desktop: cannot tell the window to open the link: {e}");
     }
 }

@@ -30,7 +30,7 @@ use weft::lang::Diagnostic;
 use weft::model::{Event, Retro, RetroSummary, RunSummary};
 use weft::store::QuestionRecord;
 use weft::views::{
-    ArtifactContent, Changes, InitialRoute, LogMatch, RunView, RunsPage, Spending, SpendingQuery,
+    ArtifactContent, Changes, DeepLink, LogMatch, RunView, RunsPage, Spending, SpendingQuery,
     StageFiles,
 };
 
@@ -54,9 +54,9 @@ macro_rules! with_commands {
         $then! {
             /// The version of the running Weft app, e.g. `0.1.0`.
             app commands::app_version() -> String;
-            /// Where the app was asked to open (a clicked gate notification:
-            /// `--run RUN --question ID`).
-            app commands::initial_route[app]() -> Option<InitialRoute>;
+            /// Where the app was asked to open: the `weft://` link it was
+            /// started with (a gate notification, `weft open`), if any.
+            app commands::initial_route[app]() -> Option<DeepLink>;
 
             /// A page of the run history, newest first: filters status,
             /// workflow, label, text and archived; `total` counts every match.

@@ -22,9 +22,9 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
      fast-forwarded to the run's branch and the checkout is clean; then
      forks it from its first stage (the stage menu's Fork from here) and
      resumes the new run to the end,
-  6. starts the app a second time with `--run RUN --question ID`, as weftd
-     does when a gate notification is clicked: the second process hands
-     the route to the open window and exits,
+  6. starts the app a second time with `weft://run/RUN/question/ID`, as
+     weftd does when a gate notification is clicked: the second process
+     hands the link to the open window and exits,
   6b. runs an agent stage against the fake LLM server (`weft-fakellm`,
      beside the app): while its `shell` call runs, the stage panel shows
      the call running, and a steering message typed in the panel reaches
@@ -638,12 +638,12 @@ class E2E:
         self.nav("Runs")
         question = "q-from-a-notification"
         second = self.run_briefly(
-            [str(self.app), "--run", str(self.run_id), "--question", question],
+            [str(self.app), f"weft://run/{self.run_id}/question/{question}"],
             "a second start of the app (so it opened its own window)",
         )
         if second.returncode != 0:
             raise Failure(f"the second start exited {second.returncode}: {second.stderr.strip()}")
-        wanted = f"#/runs/{self.run_id}/question/{question}"
+        wanted = f"#/run/{self.run_id}/question/{question}"
         wait_until(
             "the open window going to the handed-over question",
             lambda: self.s.execute("return location.hash;") == wanted,

@@ -11,7 +11,8 @@ into this system), then:
   owned by root with sane modes;
 - the unpacked files: `weft --version` and `weftd --version`, a manual page
   for every command, completion scripts each shell can read, the desktop
-  entry (`desktop-file-validate`) and the icons it names, at their sizes;
+  entry (`desktop-file-validate`; it hands weft:// links to the app: `%u`
+  and the scheme handler) and the icons it names, at their sizes;
 - the systemd user unit: `systemd-analyze verify`, then its ExecStart
   command line run as the user manager would (HOME set, no WEFT_HOME) until
   `weft daemon status` reaches that very process, and stopped with SIGTERM
@@ -210,9 +211,15 @@ def check_desktop_entry(root: Path) -> None:
     entry = parser["Desktop Entry"]
     if entry.get("Type") != "Application" or entry.get("Name") != "Weft":
         raise Failure(f"{DESKTOP_ENTRY} is not an application named Weft")
-    program = shlex.split(entry.get("Exec", ""))[:1]
-    if not program or not (root / "usr/bin" / program[0]).is_file():
+    argv = shlex.split(entry.get("Exec", ""))
+    if not argv or not (root / "usr/bin" / argv[0]).is_file():
         raise Failure(f"{DESKTOP_ENTRY} runs {entry.get('Exec')!r}, which the package does not put on PATH")
+    # The desktop opens weft:// links with the app: the entry handles the
+    # scheme and passes the link as the app's one argument (docs/app.md).
+    if argv[1:] != ["%u"]:
+        raise Failure(f"{DESKTOP_ENTRY}'s Exec={entry.get('Exec')!r} does not pass the link (%u)")
+    if "x-scheme-handler/weft" not in entry.get("MimeType", "").split(";"):
+        raise Failure(f"{DESKTOP_ENTRY} does not handle weft:// links (MimeType=x-scheme-handler/weft;)")
     icon = entry.get("Icon", "")
     for n in ICON_SIZES:
         png = root / f"usr/share/icons/hicolor/{n}x{n}/apps/{icon}.png"

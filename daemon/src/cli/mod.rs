@@ -54,6 +54,7 @@ mod graph;
 mod handlers;
 mod manual;
 mod model;
+mod open;
 mod progress;
 mod reader;
 mod remote;
@@ -237,6 +238,18 @@ pub enum Command {
     /// model and exits 0 when all answer, 1 when any fails, 2 on usage
     /// errors.
     Model(ModelArgs),
+    /// Open a run, a stage, a tab or a question in the desktop app.
+    ///
+    /// Builds the run's deep link (`weft://run/RUN/…`, docs/app.md "Deep
+    /// links") and starts the desktop app with it; an app already open for
+    /// this home shows the place instead of opening a second window. The
+    /// app is settings.toml's `app`, else `weft-desktop` beside `weft`.
+    /// RUN may also be a whole `weft://` link. The link is printed (with
+    /// `--print`, only printed; `--json` prints `{"link": …}`). Exits 2 when
+    /// RUN is unknown or ambiguous, the link is not valid or the app cannot
+    /// be started.
+    #[command(after_help = OPEN_EXAMPLES)]
+    Open(OpenArgs),
     /// List the handlers a node can have: shape, `type=` names, attributes.
     ///
     /// A node's handler comes from `type=` when it names one, else from
@@ -447,6 +460,43 @@ pub struct ForkArgs {
     #[arg(long, conflicts_with = "target")]
     pub list: bool,
     /// Print JSON (the new run, or the timeline).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `weft open --help`'s examples.
+const OPEN_EXAMPLES: &str = "\
+Examples:
+  weft open last                                the newest run
+  weft open 01JX --stage build@2 --tab output   a stage visit's output
+  weft open last --stage build --tab transcript the latest visit's transcript
+  weft open last --bar cost                     the run's cost tab
+  weft open last --print                        print the link, open nothing
+  weft open weft://gates                        any weft:// link";
+
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    /// The run: its id, a unique prefix of it (as `weft ps` shows), `last`
+    /// or `last~N`; or a whole `weft://` link.
+    #[arg(value_name = "RUN|LINK")]
+    pub target: String,
+    /// A stage of the run: NODE (its latest visit) or NODE@VISIT.
+    #[arg(long, value_name = "NODE[@VISIT]", conflicts_with_all = ["bar", "question"])]
+    pub stage: Option<String>,
+    /// The stage's tab: transcript, output, files, artifacts, routing or
+    /// context (without @VISIT: the latest recorded visit).
+    #[arg(long, value_name = "TAB", requires = "stage")]
+    pub tab: Option<String>,
+    /// The run screen's bar tab: timeline, events, retro or cost.
+    #[arg(long, value_name = "TAB", conflicts_with = "question")]
+    pub bar: Option<String>,
+    /// A question of the run (its id, as `weft questions` shows it).
+    #[arg(long, value_name = "QID")]
+    pub question: Option<String>,
+    /// Only print the link; start nothing.
+    #[arg(long)]
+    pub print: bool,
+    /// Print `{"link": "weft://…"}` instead of the bare link.
     #[arg(long)]
     pub json: bool,
 }
@@ -901,6 +951,7 @@ where
         Command::Retro(args) => retro::run(&args),
         Command::Apply(args) => apply::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::Open(args) => open::run(&args),
         Command::Completions(args) => manual::completions(args.shell),
         Command::Man(args) => manual::man(args.command.as_deref()),
     };

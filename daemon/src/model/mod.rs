@@ -2,8 +2,9 @@
 //! how a stage ended ([`Outcome`]), a run's status and the line that lists
 //! it ([`RunSummary`]), what a run was started with ([`ModelChoice`],
 //! [`EnvPolicy`], [`ParentLink`]), what it spent ([`Spend`]), an external
-//! agent's permission request put to a person ([`PermissionAsk`]), and the
-//! error [`Code`]s clients branch on.
+//! agent's permission request put to a person ([`PermissionAsk`]), a place
+//! in the desktop app ([`DeepLink`]), and the error [`Code`]s clients
+//! branch on.
 //!
 //! This is the bottom layer: plain data with serde and TypeScript (ts-rs)
 //! derives, and the rules that belong to the data itself (a status's name,
@@ -15,6 +16,7 @@
 pub mod code;
 pub mod env_policy;
 pub mod event;
+pub mod link;
 pub mod outcome;
 pub mod permission;
 pub mod retro;
@@ -25,6 +27,7 @@ pub mod spend;
 pub use code::Code;
 pub use env_policy::EnvPolicy;
 pub use event::{EdgeReason, Event, EventKind, Stream};
+pub use link::DeepLink;
 pub(crate) use outcome::failure_signature;
 pub use outcome::{Failure, FailureClass, LlmUsage, Outcome, Status};
 pub use permission::{PermissionAsk, PermissionChoice};

@@ -17,30 +17,16 @@ use std::rc::Rc;
 use tokio::sync::mpsc;
 
 use super::Daemon;
-use crate::model::{Event, EventKind};
+use crate::model::{DeepLink, Event, EventKind};
 
 /// A notification to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Note {
     pub summary: String,
     pub body: String,
-    /// The question a click opens in the app (gate notifications only).
-    pub opens: Option<OpenQuestion>,
-}
-
-/// What clicking a gate's notification opens: the app, at this question.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct OpenQuestion {
-    pub run_id: String,
-    pub question_id: String,
-}
-
-impl OpenQuestion {
-    /// The app's command-line arguments that open it at the question.
-    #[must_use]
-    pub fn args(&self) -> [&str; 4] {
-        ["--run", &self.run_id, "--question", &self.question_id]
-    }
+    /// Where a click opens the app (gate notifications only): the run at
+    /// the question, `weft://run/RUN/question/QID`, the app's one argument.
+    pub opens: Option<DeepLink>,
 }
 
 /// The notification an event calls for, if any, given the run's workflow.
@@ -63,10 +49,9 @@ pub(crate) fn note_for(event: &Event, workflow: &str, settings: &super::Settings
                 ),
                 None => question.clone(),
             },
-            opens: Some(OpenQuestion {
-                run_id: event.run_id.clone(),
-                question_id: question_id.clone(),
-            }),
+            // Ids the engine made always fit a link; one that does not
+            // only costs the click.
+            opens: DeepLink::question(&event.run_id, question_id).ok(),
         }),
         // A run nearing its budget: the person who set it wants to know
         // before it pauses.
@@ -115,7 +100,7 @@ pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
             let Some(note) = note_for(&event, &workflow, &daemon.settings) else {
                 continue;
             };
-            let app = daemon.settings.app.clone().or_else(default_app);
+            let app = daemon.settings.desktop_app();
             let shown = tokio::task::spawn_blocking(move || show(note, app)).await;
             if let Ok(Err(e)) = shown
                 && let Some(line) = failures.record(&e)
@@ -152,7 +137,7 @@ impl FailureLog {
 
 /// Shows `note`. A gate's notification gets a default action ("Open in
 /// Weft"); a thread waits for it (until the notification is clicked,
-/// dismissed or expires) and then starts `app` at the question.
+/// dismissed or expires) and then starts `app` with the question's link.
 fn show(note: Note, app: Option<PathBuf>) -> Result<(), String> {
     let mut notification = notify_rust::Notification::new();
     notification
@@ -164,11 +149,11 @@ fn show(note: Note, app: Option<PathBuf>) -> Result<(), String> {
         notification.action("default", "Open in Weft");
     }
     let handle = notification.show().map_err(|e| e.to_string())?;
-    if let Some((question, app)) = opens {
+    if let Some((link, app)) = opens {
         std::thread::spawn(move || {
             handle.wait_for_action(|action| {
                 if action == "default" {
-                    open_app(&app, &question);
+                    open_app(&app, &link);
                 }
             });
         });
@@ -176,22 +161,13 @@ fn show(note: Note, app: Option<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
-/// The desktop app installed beside weftd (`weft-desktop`), if any.
-fn default_app() -> Option<PathBuf> {
-    let name = format!("weft-desktop{}", std::env::consts::EXE_SUFFIX);
-    std::env::current_exe()
-        .ok()?
-        .parent()
-        .map(|dir| dir.join(name))
-        .filter(|path| path.is_file())
-}
-
-/// Starts the app at `question`, in its own process group (so signals
-/// meant for the daemon do not reach it), and reaps it when it exits.
-fn open_app(app: &Path, question: &OpenQuestion) {
+/// Starts the app with `link` as its one argument, in its own process
+/// group (so signals meant for the daemon do not reach it), and reaps it
+/// when it exits.
+fn open_app(app: &Path, link: &DeepLink) {
     use std::os::unix::process::CommandExt;
     let started = Command::new(app)
-        .args(question.args())
+        .arg(link.url())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -251,11 +227,15 @@ mod tests {
             Some(Note {
                 summary: "Weft: Release needs you".into(),
                 body: "Ship it?".into(),
-                opens: Some(OpenQuestion {
-                    run_id: "01ABCDEFGHJKMNPQRSTVWXYZ00".into(),
-                    question_id: "Q".into()
+                opens: Some(DeepLink {
+                    path: "run/01ABCDEFGHJKMNPQRSTVWXYZ00/question/Q".into()
                 }),
             })
+        );
+        assert_eq!(
+            note.and_then(|n| n.opens).map(|l| l.url()).as_deref(),
+            Some("weft://run/01ABCDEFGHJKMNPQRSTVWXYZ00/question/Q"),
+            "the click starts the app with the question's link"
         );
     }
 

@@ -33,9 +33,9 @@ pub struct Settings {
     pub notify_failures: bool,
     /// Desktop notification when a run succeeds.
     pub notify_completions: bool,
-    /// The desktop app a click on a gate's notification starts (with
-    /// `--run RUN --question QUESTION`); by default `weft-desktop` beside
-    /// weftd, when it is installed.
+    /// The desktop app a click on a gate's notification (and `weft open`)
+    /// starts, with a `weft://` link as its one argument; by default
+    /// `weft-desktop` beside weftd (or weft), when it is installed.
     pub app: Option<std::path::PathBuf>,
     /// The most bytes of events and replies waiting to be written to one
     /// client; a subscriber further behind has its subscription ended with
@@ -74,6 +74,20 @@ impl Settings {
             .subscriber_buffer_bytes
             .max(MIN_SUBSCRIBER_BUFFER_BYTES);
         Ok(settings)
+    }
+
+    /// The desktop app to start with a link: [`Settings::app`], else
+    /// `weft-desktop` beside the running executable when it is there.
+    #[must_use]
+    pub fn desktop_app(&self) -> Option<std::path::PathBuf> {
+        self.app.clone().or_else(|| {
+            let name = format!("weft-desktop{}", std::env::consts::EXE_SUFFIX);
+            std::env::current_exe()
+                .ok()?
+                .parent()
+                .map(|dir| dir.join(name))
+                .filter(|path| path.is_file())
+        })
     }
 }
 

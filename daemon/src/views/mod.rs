@@ -27,6 +27,9 @@ use crate::store::{
 mod changes;
 mod spending;
 
+/// Where the app opens: a `weft://` deep link (its grammar is in
+/// [`crate::model::link`]).
+pub use crate::model::link::DeepLink;
 pub use crate::store::{
     DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
 };
@@ -220,48 +223,6 @@ fn rpc_paths(rpc: &crate::ipc::protocol::RpcError) -> Vec<String> {
         .filter_map(|p| p.as_str().map(str::to_owned))
         .take(MAX_ERROR_PATHS)
         .collect()
-}
-
-/// Where the app opens when weftd starts it from a gate notification
-/// (`--run RUN --question QUESTION`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct InitialRoute {
-    pub run: String,
-    pub question: String,
-}
-
-impl InitialRoute {
-    /// Reads `--run RUN --question QUESTION` (either order, also
-    /// `--run=RUN`) from the app's arguments, without the program name.
-    /// Both must be present and non-empty; anything else is ignored.
-    #[must_use]
-    pub fn from_args<I, S>(args: I) -> Option<InitialRoute>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        let mut run = None;
-        let mut question = None;
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let arg = arg.as_ref();
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) => (flag, Some(value.to_string())),
-                None => (arg, None),
-            };
-            let slot = match flag {
-                "--run" => &mut run,
-                "--question" => &mut question,
-                _ => continue,
-            };
-            let value = inline.or_else(|| args.next().map(|v| v.as_ref().to_string()));
-            *slot = value.filter(|v| !v.is_empty() && !v.starts_with("--"));
-        }
-        Some(InitialRoute {
-            run: run?,
-            question: question?,
-        })
-    }
 }
 
 /// The app's read-only view of a home's run history.

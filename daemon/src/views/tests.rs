@@ -486,27 +486,196 @@ fn the_run_list_of_ten_thousand_runs_pages_fast() {
 
 #[test]
 fn the_notification_arguments_name_the_question_to_open() {
-    let route = InitialRoute::from_args(["--run", "01R", "--question", "q1"]);
+    let link = DeepLink::from_args(["--run", "01R", "--question", "q1"]).expect("valid");
     assert_eq!(
-        route,
-        Some(InitialRoute {
-            run: "01R".into(),
-            question: "q1".into()
-        })
+        link.as_ref().map(|l| l.path.as_str()),
+        Some("run/01R/question/q1")
     );
-    let swapped = InitialRoute::from_args(["--question=q1", "--run=01R"]);
-    assert_eq!(swapped, route, "order and `=` do not matter");
+    let swapped = DeepLink::from_args(["--question=q1", "--run=01R"]).expect("valid");
+    assert_eq!(swapped, link, "order and `=` do not matter");
     assert_eq!(
-        InitialRoute::from_args(["--run", "01R"]),
-        None,
+        DeepLink::from_args(["--run", "01R"]),
+        Ok(None),
         "both are needed"
     );
     assert_eq!(
-        InitialRoute::from_args(["--run", "--question", "q1"]),
-        None,
+        DeepLink::from_args(["--run", "--question", "q1"]),
+        Ok(None),
         "a flag is not a value"
     );
-    assert_eq!(InitialRoute::from_args(Vec::<String>::new()), None);
+    assert_eq!(DeepLink::from_args(Vec::<String>::new()), Ok(None));
+    assert!(
+        DeepLink::from_args(["--run", "01R", "--question", "q/1"]).is_err(),
+        "the old flags are checked as ids too"
+    );
+}
+
+#[test]
+fn a_link_argument_opens_its_place_and_a_bad_one_is_an_error() {
+    let link = DeepLink::from_args(["weft://run/01R/stage/build@2/output"]).expect("valid");
+    assert_eq!(
+        link.map(|l| l.path),
+        Some("run/01R/stage/build@2/output".to_string())
+    );
+    let err = DeepLink::from_args(["weft://run/01R/stage/build@0"]).expect_err("visit 0");
+    assert!(err.contains("from 1"), "{err}");
+}
+
+#[test]
+fn every_form_of_the_grammar_reads_back_to_itself() {
+    let paths = [
+        "runs",
+        "gates",
+        "launch",
+        "spending",
+        "retros",
+        "run/01RUN",
+        "run/01RUN/timeline",
+        "run/01RUN/events",
+        "run/01RUN/retro",
+        "run/01RUN/cost",
+        "run/01RUN/stage/build",
+        "run/01RUN/stage/build@3",
+        "run/01RUN/stage/build@3/transcript",
+        "run/01RUN/stage/build@1/output",
+        "run/01RUN/stage/build@1/files",
+        "run/01RUN/stage/build@1/artifacts",
+        "run/01RUN/stage/build@1/routing",
+        "run/01RUN/stage/build@1/context",
+        "run/01RUN/question/01Q-a_b",
+    ];
+    for path in paths {
+        let link =
+            DeepLink::parse(&format!("weft://{path}")).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(link.path, path);
+        assert_eq!(link.url(), format!("weft://{path}"));
+        assert_eq!(DeepLink::parse(path), Ok(link.clone()), "PATH alone");
+        assert_eq!(DeepLink::parse(&link.url()), Ok(link), "round trip");
+    }
+}
+
+#[test]
+fn the_constructors_write_the_canonical_links() {
+    let url = |l: Result<DeepLink, String>| l.expect("valid").url();
+    assert_eq!(url(DeepLink::screen("gates")), "weft://gates");
+    assert_eq!(url(DeepLink::run("01R")), "weft://run/01R");
+    assert_eq!(url(DeepLink::run_bar("01R", "cost")), "weft://run/01R/cost");
+    assert_eq!(
+        url(DeepLink::stage("01R", "build", None, None)),
+        "weft://run/01R/stage/build"
+    );
+    assert_eq!(
+        url(DeepLink::stage("01R", "build", Some(2), Some("routing"))),
+        "weft://run/01R/stage/build@2/routing"
+    );
+    assert_eq!(
+        url(DeepLink::question("01R", "01Q")),
+        "weft://run/01R/question/01Q"
+    );
+    assert!(
+        DeepLink::stage("01R", "build", None, Some("output")).is_err(),
+        "a tab needs a visit"
+    );
+    assert!(DeepLink::stage("01R", "build", Some(0), None).is_err());
+    assert!(
+        DeepLink::run_bar("01R", "output").is_err(),
+        "a stage tab is not a bar tab"
+    );
+    assert!(DeepLink::screen("settings").is_err());
+}
+
+#[test]
+fn node_ids_are_percent_encoded_and_any_spelling_reads_the_same() {
+    let link = DeepLink::stage("01R", "review step@home/ü", Some(1), None).expect("any DOT id");
+    assert_eq!(link.path, "run/01R/stage/review%20step%40home%2F%C3%BC@1");
+    let back = DeepLink::parse(&link.url()).expect("reads back");
+    assert_eq!(back, link);
+    // Lower-case escapes, an escaped safe character and the scheme's case
+    // are spellings of the same place.
+    assert_eq!(
+        DeepLink::parse("WEFT://run/01R/stage/review%20step%40home%2f%c3%bc@01").map(|l| l.path),
+        Ok(link.path.clone())
+    );
+    assert_eq!(
+        DeepLink::parse("weft://run/01R/stage/%62uild").map(|l| l.path),
+        Ok("run/01R/stage/build".into())
+    );
+    assert_eq!(
+        DeepLink::parse("weft://runs/").map(|l| l.path),
+        Ok("runs".into()),
+        "the trailing slash a launcher adds"
+    );
+}
+
+#[test]
+fn the_legacy_ui_paths_read_as_their_new_forms() {
+    let path = |text: &str| DeepLink::parse(text).map(|l| l.path);
+    assert_eq!(path("runs/01R"), Ok("run/01R".into()));
+    assert_eq!(
+        path("runs/01R/question/Q1"),
+        Ok("run/01R/question/Q1".into())
+    );
+    assert_eq!(
+        path("runs/01R/node/build"),
+        Ok("run/01R/stage/build".into())
+    );
+}
+
+#[test]
+fn hostile_links_are_refused_with_a_reason_never_a_panic() {
+    let long_run = "R".repeat(129);
+    let huge = format!("weft://run/01R/stage/{}", "n".repeat(3000));
+    let cases: Vec<(String, &str)> = vec![
+        (String::new(), "no place"),
+        ("weft://".into(), "no place"),
+        ("weft:///runs".into(), "not a place"),
+        ("https://example.com/runs".into(), "not a weft:// link"),
+        ("weft://settings".into(), "not a place"),
+        ("weft://run".into(), "not a place"),
+        ("weft://run/".into(), "not a place"),
+        ("weft://run//stage/x".into(), "id is empty"),
+        (format!("weft://run/{long_run}"), "at most 128"),
+        ("weft://run/01R%2F..%2Fx".into(), "not a run id"),
+        ("weft://run/01R/../../etc".into(), "not a place"),
+        ("weft://run/01R/stage/x@".into(), "not a number"),
+        ("weft://run/01R/stage/x@-1".into(), "not a number"),
+        ("weft://run/01R/stage/x@0".into(), "from 1"),
+        ("weft://run/01R/stage/x@99999999999".into(), "too large"),
+        ("weft://run/01R/stage/x@1@2".into(), "not a number"),
+        ("weft://run/01R/stage/x/output".into(), "needs a visit"),
+        (
+            "weft://run/01R/stage/x@1/timeline".into(),
+            "not a stage tab",
+        ),
+        ("weft://run/01R/transcript".into(), "not a run bar tab"),
+        ("weft://run/01R/stage/x@1/output/more".into(), "not a place"),
+        ("weft://run/01R/stage/%".into(), "two hex digits"),
+        ("weft://run/01R/stage/%G1".into(), "two hex digits"),
+        ("weft://run/01R/stage/%+1".into(), "two hex digits"),
+        ("weft://run/01R/stage/%FF".into(), "UTF-8"),
+        ("weft://run/01R/stage/a%0Ab".into(), "control character"),
+        ("weft://run/01R/stage/a b".into(), "percent-encoded"),
+        ("weft://run/01R?x=1".into(), "percent-encoded"),
+        ("weft://runs#top".into(), "percent-encoded"),
+        ("weft://run/01R/question/Q%00".into(), "not a question id"),
+        ("weft://run/01R/question/Q@1".into(), "percent-encoded"),
+        ("weft://run/01R/stage/x%40@1".into(), "ok"),
+        (huge, "at most 2048"),
+        ("weft://run/01R/stage/é".into(), "percent-encoded"),
+    ];
+    for (text, why) in cases {
+        let got = DeepLink::parse(&text);
+        if why == "ok" {
+            assert!(got.is_ok(), "{text}: {got:?}");
+            continue;
+        }
+        let err = got.expect_err(&text);
+        assert!(err.contains(why), "{text}: `{err}` should say {why}");
+        assert!(err.len() < 600, "the error stays short: {err}");
+    }
+    // A node id that fits in a link but whose encoding does not.
+    let wide = "é".repeat(400);
+    assert!(DeepLink::stage("01R", &wide, None, None).is_err());
 }
 
 #[test]

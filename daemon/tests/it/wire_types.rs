@@ -31,7 +31,7 @@ use weft::store::{
     DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
 };
 use weft::views::{
-    AppError, ArtifactContent, Changes, ChangesState, InitialRoute, LogMatch, LogStream, RunGit,
+    AppError, ArtifactContent, Changes, ChangesState, DeepLink, LogMatch, LogStream, RunGit,
     RunView, RunViewOptions, RunsPage, StageFiles,
 };
 
@@ -144,7 +144,7 @@ fn declarations() -> Vec<Decl> {
         decl::<Code>(),
         // The app.
         decl::<AppError>(),
-        decl::<InitialRoute>(),
+        decl::<DeepLink>(),
         // Validation.
         decl::<Severity>(),
         decl::<Span>(),

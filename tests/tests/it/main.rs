@@ -25,6 +25,7 @@ mod cli_inspect;
 mod cli_language;
 mod cli_manual;
 mod cli_model;
+mod cli_open;
 mod cli_output;
 mod cli_prompt;
 mod cli_run;

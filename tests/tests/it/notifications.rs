@@ -142,8 +142,9 @@ for i in $(seq 100); do [ -s '{opened}' ] && break; sleep 0.1; done"#,
         serde_json::from_str(&std::fs::read_to_string(&questions).unwrap_or_default())
             .unwrap_or_else(|e| panic!("weft questions --json: {e}"));
     let question = &listed[0];
+    // The question's deep link, as the app's one argument.
     let expected = format!(
-        "--run {} --question {}",
+        "weft://run/{}/question/{}",
         question["run_id"].as_str().unwrap_or("?"),
         question["id"].as_str().unwrap_or("?")
     );

@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, Diagnostic, Event, Forked, InitialRoute, LogMatch, QuestionRecord, Retro, RetroSummary, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, DeepLink, Diagnostic, Event, Forked, LogMatch, QuestionRecord, Retro, RetroSummary, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -14,10 +14,10 @@ export type Commands = {
   /** The version of the running Weft app, e.g. `0.1.0`. */
   app_version: { args: Record<string, never>; result: string };
   /**
-   * Where the app was asked to open (a clicked gate notification:
-   * `--run RUN --question ID`).
+   * Where the app was asked to open: the `weft://` link it was
+   * started with (a gate notification, `weft open`), if any.
    */
-  initial_route: { args: Record<string, never>; result: InitialRoute | null };
+  initial_route: { args: Record<string, never>; result: DeepLink | null };
   /**
    * A page of the run history, newest first: filters status,
    * workflow, label, text and archived; `total` counts every match.
@@ -201,10 +201,10 @@ export interface CommandMethods {
   /** The version of the running Weft app, e.g. `0.1.0`. */
   appVersion(): Promise<string>;
   /**
-   * Where the app was asked to open (a clicked gate notification:
-   * `--run RUN --question ID`).
+   * Where the app was asked to open: the `weft://` link it was
+   * started with (a gate notification, `weft open`), if any.
    */
-  initialRoute(): Promise<InitialRoute | null>;
+  initialRoute(): Promise<DeepLink | null>;
   /**
    * A page of the run history, newest first: filters status,
    * workflow, label, text and archived; `total` counts every match.

@@ -1,5 +1,5 @@
 import type { CommandMethods } from './commands';
-import type { AppError, Code, Event, InitialRoute, RunsPage } from './wire';
+import type { AppError, Code, DeepLink, Event, RunsPage } from './wire';
 
 export type * from './wire';
 
@@ -17,11 +17,12 @@ export type Unsubscribe = () => void;
  */
 export interface Host extends CommandMethods {
   /**
-   * Later requests to open a route, while the app is open (a gate
-   * notification clicked again starts a second app, which hands its route
-   * over). Absent where nothing else can start the app (a plain browser).
+   * Later requests to open a deep link, while the app is open (a gate
+   * notification clicked, `weft open`: a second start of the app hands its
+   * link over). Absent where nothing else can start the app (a plain
+   * browser).
    */
-  onOpenRoute?(open: (route: InitialRoute) => void): Promise<Unsubscribe>;
+  onOpenRoute?(open: (link: DeepLink) => void): Promise<Unsubscribe>;
   /**
    * The runs list's first page (200 runs, archived hidden) as the backend
    * read it while the window started, once, and only if fresh; null when

@@ -3,7 +3,7 @@ import { listen } from '@tauri-apps/api/event';
 import { open } from '@tauri-apps/plugin-dialog';
 
 import { commandMethods, type Send } from './commands';
-import type { Event, Host, InitialRoute, RunsPage } from './host';
+import type { DeepLink, Event, Host, RunsPage } from './host';
 
 /**
  * How old the page handed over at start may be: the page loads within a
@@ -18,7 +18,7 @@ const send: Send = (command, args) => invoke(command, args);
 export const tauriHost: Host = {
   ...commandMethods(send),
   // Emitted by the single-instance hand-over (src-tauri/src/instance.rs).
-  onOpenRoute: (open) => listen<InitialRoute>('open-route', (e) => open(e.payload)),
+  onOpenRoute: (open) => listen<DeepLink>('open-route', (e) => open(e.payload)),
   firstRunsPage: () => {
     // Set by the window's initialisation script (src-tauri/src/first_page.rs).
     const w = globalThis as { __WEFT_FIRST_RUNS__?: { at: number; page: RunsPage } };

@@ -3,7 +3,7 @@ import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { Host, InitialRoute } from '../api';
+import type { DeepLink, Host } from '../api';
 import { makeTestHost } from '../api/testHost';
 import { App } from './App';
 
@@ -18,10 +18,10 @@ describe('the app shell', () => {
     window.location.hash = '';
   });
 
-  it('opens the question a later start of the app hands over', async () => {
+  it('opens the link a later start of the app hands over', async () => {
     // What src-tauri's single-instance hand-over does: the running app is
-    // told to open a route while it shows something else.
-    let open: ((route: InitialRoute) => void) | null = null;
+    // told to open a link while it shows something else.
+    let open: ((link: DeepLink) => void) | null = null;
     let unsubscribed = false;
     const host: Host = {
       ...makeTestHost(),
@@ -39,11 +39,23 @@ describe('the app shell', () => {
     await act(async () => root?.render(<App host={host} />));
     expect(open).not.toBeNull();
 
-    await act(async () => open?.({ run: '01RUN', question: 'q 1' }));
-    expect(window.location.hash).toBe('#/runs/01RUN/question/q%201');
+    await act(async () => open?.({ path: 'run/01RUN/stage/build%20step@2/output' }));
+    expect(window.location.hash).toBe('#/run/01RUN/stage/build%20step@2/output');
 
     act(() => root?.unmount());
     root = null;
     expect(unsubscribed, 'closing the shell stops listening').toBe(true);
+  });
+
+  it('opens the link the app was started with', async () => {
+    const host: Host = {
+      ...makeTestHost(),
+      initialRoute: () => Promise.resolve({ path: 'run/01RUN/question/Q1' }),
+    };
+    container = document.createElement('div');
+    document.body.append(container);
+    root = createRoot(container);
+    await act(async () => root?.render(<App host={host} />));
+    expect(window.location.hash).toBe('#/run/01RUN/question/Q1');
   });
 });

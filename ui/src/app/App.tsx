@@ -4,7 +4,7 @@ import { api, type Host } from '../api';
 import { Header } from '../components/Header';
 import { warmLayout } from '../graph/layout';
 import { RunsScreen } from '../runs/RunsScreen';
-import { parseRoute, routeHash, type Route } from './route';
+import { parseRoute, type Route } from './route';
 import { ThemeSetting } from './ThemeSetting';
 import { VersionLine, type VersionState } from './VersionLine';
 
@@ -55,11 +55,12 @@ export function App({ host = api }: { host?: Host }) {
       (v) => live && setVersion({ status: 'ready', version: v }),
       (e: unknown) => live && setVersion({ status: 'failed', message: String(e) }),
     );
-    // Opened from a gate's notification: go straight to the question.
+    // Started with a deep link (a gate's notification, `weft open`): go
+    // straight there. The link's path is the hash's (docs/app.md).
     host.initialRoute().then(
       (start) => {
         if (live && start) {
-          window.location.hash = routeHash({ screen: 'run', run: start.run, question: start.question });
+          window.location.hash = '#/' + start.path;
         }
       },
       () => {},
@@ -78,14 +79,15 @@ export function App({ host = api }: { host?: Host }) {
     return () => clearTimeout(timer);
   }, []);
 
-  // Clicked again while the app is open: the running window opens it.
+  // A link while the app is open (a later start hands it over): the
+  // running window opens it.
   useEffect(() => {
     if (!host.onOpenRoute) return;
     let stop: (() => void) | null = null;
     let live = true;
     host
-      .onOpenRoute((to) => {
-        window.location.hash = routeHash({ screen: 'run', run: to.run, question: to.question });
+      .onOpenRoute((link) => {
+        window.location.hash = '#/' + link.path;
       })
       .then(
         (unsubscribe) => (live ? (stop = unsubscribe) : unsubscribe()),

@@ -1157,7 +1157,11 @@ export type AppError = { code: Code, message: string,
  */
 paths?: Array<string>, };
 
-export type InitialRoute = { run: string, question: string, };
+export type DeepLink = { 
+/**
+ * The canonical PATH, without `weft://`; the UI's hash is `#/` + it.
+ */
+path: string, };
 
 export type Severity = "info" | "warning" | "error";
 

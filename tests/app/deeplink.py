@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Deep links in the real Weft desktop app (docs/app.md, "Deep links").
+
+Starts the built `weft-desktop` with a `weft://` link (as a clicked gate
+notification does) under WebKitWebDriver and checks that the window's
+address hash became the link's path; then starts the app a second time, as
+`weft open` or the desktop's scheme handler would, with a stage link, and
+checks that this second process hands the link to the open window (and
+exits) and that the window's hash follows. What the UI shows for the hash
+is the UI's tests' business; this proves the Rust side gets the link there.
+
+Usage (needs a display and a session bus; run it like this):
+
+    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+        python3 tests/app/deeplink.py target/debug/weft-desktop
+
+Prints "1 passed, 0 failed" and exits 0 on success; otherwise says what went
+wrong, prints "0 passed, 1 failed" and exits 1. Python standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from driver import (  # noqa: E402  (the helper lives beside this file)
+    Failure,
+    Session,
+    start_driver,
+    stop_process_group,
+    wait_for_driver,
+    wait_until,
+)
+
+# No run need exist: the link reaches the window whatever the UI then shows.
+RUN = "01JDEEPL1NKTEST00000000000"
+FIRST_LINK = f"weft://run/{RUN}/question/01JQUEST10N0000000000000000"
+SECOND_LINK = f"weft://run/{RUN}/stage/review%20step@1/output"
+
+PAGE_TIMEOUT_S = 20  # the window showing anything
+HASH_TIMEOUT_S = 10  # the hash following a link
+HAND_OVER_TIMEOUT_S = 15  # the second start handing over and exiting
+
+
+def hash_of(session: Session) -> str:
+    return session.execute("return window.location.hash;") or ""
+
+
+def expect_hash(session: Session, want: str, after: str) -> None:
+    wait_until(
+        f"at {want} {after}",
+        lambda: hash_of(session) == want,
+        HASH_TIMEOUT_S,
+        describe=lambda: f"the hash is {hash_of(session)!r}",
+    )
+
+
+def run(binary: Path, scratch: Path) -> None:
+    driver_bin = shutil.which("WebKitWebDriver")
+    if driver_bin is None:
+        raise Failure("WebKitWebDriver not found; install the webkit2gtk-driver package")
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        raise Failure('no display; run under xvfb-run -a -s "-screen 0 1280x800x24"')
+
+    env = dict(os.environ)
+    # Without this Tauri does not enable WebKit automation, and creating a
+    # session hangs forever.
+    env["TAURI_WEBVIEW_AUTOMATION"] = "true"
+    env["WEFT_GPU_COMPOSITING"] = "1"
+    # One home for both starts (the single-instance socket is the home's),
+    # and every file the app or WebKit writes kept out of the user's dirs.
+    for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        d = scratch / var.lower()
+        d.mkdir()
+        env[var] = str(d)
+
+    driver_log = scratch / "webkitwebdriver.log"
+    proc, driver = start_driver(driver_bin, env, driver_log)
+    session = None
+    try:
+        wait_for_driver(driver, proc)
+        session = Session(driver, binary, [FIRST_LINK])
+        wait_until(
+            "showing the app",
+            lambda: "Weft" in session.text(),
+            PAGE_TIMEOUT_S,
+            describe=lambda: f"its text is {session.text()!r}",
+        )
+        expect_hash(session, "#/" + FIRST_LINK.removeprefix("weft://"), "after starting with a link")
+
+        # A second start, as `weft open` makes it: it must hand its link to
+        # the open window and exit rather than open a window of its own.
+        second = subprocess.run(
+            [str(binary), SECOND_LINK],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=HAND_OVER_TIMEOUT_S,
+        )
+        if second.returncode != 0:
+            raise Failure(
+                f"the second start exited with {second.returncode}: "
+                f"{second.stderr.decode(errors='replace')[-1000:]}"
+            )
+        expect_hash(session, "#/" + SECOND_LINK.removeprefix("weft://"), "after a second start with a link")
+    except subprocess.TimeoutExpired as e:
+        raise Failure(
+            f"the second start did not hand its link over and exit within {HAND_OVER_TIMEOUT_S} s"
+        ) from e
+    except Failure as e:
+        log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
+        if log_tail:
+            raise Failure(f"{e}\n--- WebKitWebDriver log (tail) ---\n{log_tail}") from e
+        raise
+    finally:
+        if session is not None:
+            session.close()  # the process group is killed below either way
+        stop_process_group(proc)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} PATH/TO/weft-desktop", file=sys.stderr)
+        return 2
+    binary = Path(argv[1]).resolve()
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        print(f"app deep links: FAILED: {binary} is not an executable; build it with "
+              "`cargo build -p weft-desktop`", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
+
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="weft-app-deeplink-"))
+    try:
+        run(binary, scratch)
+    except (Failure, OSError) as e:
+        print(f"app deep links: FAILED: {e}", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"app deep links: ok in {time.monotonic() - started:.1f} s")
+    print("1 passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
