@@ -39,8 +39,8 @@ describe('the app shell', () => {
     await act(async () => root?.render(<App host={host} />));
     expect(open).not.toBeNull();
 
-    await act(async () => open?.({ run: '01RUN', question: 'q 1' }));
-    expect(window.location.hash).toBe('#/runs/01RUN/question/q%201');
+    await act(async () => open?.({ run: '01RUN', question: 'q_1' }));
+    expect(window.location.hash).toBe('#/run/01RUN/question/q_1');
 
     act(() => root?.unmount());
     root = null;

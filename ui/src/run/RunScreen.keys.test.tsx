@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Host, QuestionRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
@@ -13,6 +13,9 @@ import { RUN_SHORTCUTS } from './shortcuts';
 
 let root: Root | undefined;
 let container: HTMLDivElement;
+
+// Each test starts from the default layout (no remembered sizes or tabs).
+beforeEach(() => window.localStorage.clear());
 
 afterEach(() => {
   act(() => root?.unmount());
