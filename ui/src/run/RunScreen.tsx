@@ -155,32 +155,33 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   useEffect(() => setChangesOf(null), [route.run]);
 
   // The address follows what the user chose (not what the screen opened
-  // on): the stage, visit and tab once a stage is picked, else the bar's
-  // tab once one is chosen. Replaced, not pushed: one history entry per run.
-  const chose = useRef({ any: false, bar: !!route.bar });
+  // on): the stage, visit and tab on screen once a stage or stage tab is
+  // chosen, else the bar's tab once one is. Replaced, not pushed: one
+  // history entry per run, as the back button expects.
+  const chose = useRef({ stage: false, bar: false });
   useEffect(() => {
-    chose.current = { any: false, bar: !!route.bar };
+    chose.current = { stage: false, bar: false };
   }, [route.run, route.node, route.visit, route.tab, route.bar, route.question]);
 
   const select = useCallback(
     (node: string, visit?: number) => {
       if (!view) return;
       const stage = visit === undefined ? latestStage(view.stages, node) : view.stages.find((s) => s.node_id === node && s.visit === visit);
-      chose.current.any = true;
+      chose.current.stage = true;
       setPicked({ node, visit: stage?.visit ?? visit ?? 1 });
     },
     [view],
   );
   const chooseTab = useCallback(
     (tab: StageTab) => {
-      chose.current.any = true;
+      chose.current.stage = true;
       setLayout({ stageTab: tab });
     },
     [setLayout],
   );
   const chooseBar = useCallback(
     (tab: BarTab) => {
-      chose.current = { any: true, bar: true };
+      chose.current.bar = true;
       setLayout({ barTab: tab, barCollapsed: false });
     },
     [setLayout],
@@ -200,12 +201,14 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   const stageTab = shownStageTab(layout.stageTab, agent);
 
   useEffect(() => {
-    if (!chose.current.any) return;
+    const { stage, bar } = chose.current;
     const hash =
-      picked && selected
+      stage && selected
         ? routeHash({ screen: 'run', run: route.run, node: selected.node, visit: selected.visit, tab: stageTab })
-        : routeHash({ screen: 'run', run: route.run, ...(chose.current.bar ? { bar: layout.barTab } : {}) });
-    if (window.location.hash !== hash) window.history.replaceState(null, '', hash);
+        : bar
+          ? routeHash({ screen: 'run', run: route.run, bar: layout.barTab })
+          : null;
+    if (hash && window.location.hash !== hash) window.history.replaceState(null, '', hash);
   }, [picked, selected?.node, selected?.visit, stageTab, layout.barTab, route.run]);
 
   const shown = useMemo(() => (view ? questionsShown(view, route.question) : null), [view, route.question]);
