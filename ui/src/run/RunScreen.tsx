@@ -412,7 +412,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
           />
         )}
         <div className="run__bar-head">
-          <TabList group="runbar" label="Run" tabs={BAR_TAB_SPECS} selected={layout.barTab} onSelect={chooseBar} />
+          <TabList group="runbar" label="Run" tabs={BAR_TAB_SPECS} selected={layout.barTab} onSelect={chooseBar} className="run__bar-tabs" />
           <button
             type="button"
             className="run__collapse"
