@@ -217,3 +217,16 @@ describe('the run screen panes', () => {
     expect(q('[data-testid=cost-stages]')?.textContent).toContain('summarize');
   });
 });
+
+describe('the address of the run screen', () => {
+  it('names the tab on screen even when the tab clicked was already open', async () => {
+    await render(host(), { node: 'push' });
+    await until(() => shownStage() === 'push');
+    expect(window.location.hash).toBe('#/');
+    await act(async () => tab('Stage', 'output')?.click());
+    expect(window.location.hash).toBe(`#/run/${RUN}/stage/push@1/output`);
+    await act(async () => tab('Run', 'timeline')?.click());
+    // A stage was chosen: the address keeps naming it.
+    expect(window.location.hash).toBe(`#/run/${RUN}/stage/push@1/output`);
+  });
+});

@@ -159,6 +159,8 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   // chosen, else the bar's tab once one is. Replaced, not pushed: one
   // history entry per run, as the back button expects.
   const chose = useRef({ stage: false, bar: false });
+  // Counts the choices, so that choosing what is already shown still writes the address.
+  const [choices, setChoices] = useState(0);
   useEffect(() => {
     chose.current = { stage: false, bar: false };
   }, [route.run, route.node, route.visit, route.tab, route.bar, route.question]);
@@ -168,6 +170,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
       if (!view) return;
       const stage = visit === undefined ? latestStage(view.stages, node) : view.stages.find((s) => s.node_id === node && s.visit === visit);
       chose.current.stage = true;
+      setChoices((n) => n + 1);
       setPicked({ node, visit: stage?.visit ?? visit ?? 1 });
     },
     [view],
@@ -175,6 +178,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   const chooseTab = useCallback(
     (tab: StageTab) => {
       chose.current.stage = true;
+      setChoices((n) => n + 1);
       setLayout({ stageTab: tab });
     },
     [setLayout],
@@ -182,6 +186,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   const chooseBar = useCallback(
     (tab: BarTab) => {
       chose.current.bar = true;
+      setChoices((n) => n + 1);
       setLayout({ barTab: tab, barCollapsed: false });
     },
     [setLayout],
@@ -209,7 +214,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
           ? routeHash({ screen: 'run', run: route.run, bar: layout.barTab })
           : null;
     if (hash && window.location.hash !== hash) window.history.replaceState(null, '', hash);
-  }, [picked, selected?.node, selected?.visit, stageTab, layout.barTab, route.run]);
+  }, [choices, selected?.node, selected?.visit, stageTab, layout.barTab, route.run]);
 
   const shown = useMemo(() => (view ? questionsShown(view, route.question) : null), [view, route.question]);
   // The question on screen answers from the keyboard only while pending (QuestionPanel).
