@@ -684,7 +684,7 @@ class E2E:
         )
         if second.returncode != 0:
             raise Failure(f"the second start exited {second.returncode}: {second.stderr.strip()}")
-        wanted = f"#/runs/{self.run_id}/question/{question}"
+        wanted = f"#/run/{self.run_id}/question/{question}"
         wait_until(
             "the open window going to the handed-over question",
             lambda: self.s.execute("return location.hash;") == wanted,

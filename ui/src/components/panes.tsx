@@ -103,9 +103,12 @@ export function Splitter({
   min,
   max,
   onResize,
+  controls,
   testId,
 }: {
   label: string;
+  /** The DOM id of the pane it resizes. */
+  controls?: string;
   target: RefObject<HTMLElement | null>;
   grows: 'right' | 'up';
   value: number;
@@ -165,7 +168,7 @@ export function Splitter({
       aria-valuenow={value}
       aria-valuemin={min}
       aria-valuemax={max}
-      aria-controls={target.current?.id || undefined}
+      aria-controls={controls}
       tabIndex={0}
       data-testid={testId}
       onPointerDown={onPointerDown}

@@ -343,6 +343,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
             min={GRAPH_WIDTH.min}
             max={GRAPH_WIDTH.max}
             onResize={(graphWidth) => setLayout({ graphWidth })}
+            controls="run-graph-pane"
             testId="graph-splitter"
           />
         )}
@@ -413,6 +414,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
             min={BAR_HEIGHT.min}
             max={BAR_HEIGHT.max}
             onResize={(barHeight) => setLayout({ barHeight })}
+            controls="run-bar-body"
             testId="bar-splitter"
           />
         )}
