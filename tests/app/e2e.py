@@ -612,7 +612,8 @@ class E2E:
         if base not in git_facts:
             raise Failure(f"the header shows {git_facts!r}, not the base commit {base}")
         self.s.execute(
-            "document.querySelector('[data-testid=files-changed]').scrollIntoView({block: 'start'});"
+            "const panes = document.querySelector('[data-testid=run-panes]');"
+            "panes.scrollIntoView({block: 'start'}); panes.querySelector('.run__side').scrollTop = 0;"
         )
         time.sleep(PAINT_DELAY_S)
         self.shot("run-changes.png")
