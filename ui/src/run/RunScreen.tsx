@@ -202,7 +202,7 @@ export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   const selectedStage = view && selected ? view.stages.find((s) => s.node_id === selected.node && s.visit === selected.visit) : undefined;
   const lastSeq = events.at(-1)?.seq ?? 0;
   const files = useStageFiles(host, view?.run.id ?? null, selected, selectedStage?.status ?? '', lastSeq);
-  const agent = selectedStage ? isAgentStage(selectedStage, events) : false;
+  const agent = useMemo(() => (selectedStage ? isAgentStage(selectedStage, events) : false), [selectedStage, events]);
   const stageTab = shownStageTab(layout.stageTab, agent);
 
   useEffect(() => {
