@@ -34,14 +34,18 @@ weftd runs in the foreground on a temporary WEFT_HOME; the built
      the Spending page, whose totals and per-model rows (the agent's
      Anthropic model and this OpenAI one) must match `weft cost --json`
      figure for figure, the Retros page, whose row must match `weft retro
-     --json`, and the run's Retro section,
+     --json`, and the run's Retro tab,
+  6d. clicks every tab of the run screen (the stage panel's six on the
+     agent's run, the run bar's four on the triage run) in the light and
+     the dark theme (the Theme menu), each rewriting the address to name it,
   7. stops weftd and checks that the run's header, graph and a stage's log
      still show, and that an action says the daemon is not running.
 
 On the way it screenshots every screen into docs/screenshots/ (run-gate,
 run, runs, gates, launch, run-artifacts, run-changes, run-apply, run-agent,
-spending, retros, run-retro, run-offline). Assertions are on DOM text, never
-on pixels.
+spending, retros, run-retro, run-offline, and run-stage-TAB-THEME and
+run-bar-TAB-THEME for every tab in light and dark). Assertions are on DOM
+text, never on pixels.
 
 Usage (needs a display and a session bus; `make test-app` runs it so):
 
@@ -264,6 +268,8 @@ class E2E:
         self.driver_proc: subprocess.Popen | None = None
         self.session: Session | None = None
         self.run_id: str | None = None
+        self.agent_run: str | None = None
+        self.retro_run: str | None = None
         self.fakellm: subprocess.Popen | None = None
         self.fake_url: str | None = None
         self.xdg_log = scratch / "xdg-open.log"
@@ -403,6 +409,39 @@ class E2E:
     def nav(self, name: str) -> None:
         self.s.click(self.s.find_by_text("nav[aria-label=Screens] a", name))
 
+    def open_tab(self, tablist: str, tab: str) -> None:
+        """Clicks tab `tab` of the run screen's tab list `tablist` (Stage or Run) and waits for its panel."""
+        selector = f"[role=tablist][aria-label={tablist}] [role=tab][data-tab={tab}]"
+        self.s.click(wait_until(
+            f"the {tablist} tab {tab}", lambda: self.s.execute(
+                "return document.querySelector(arguments[0]) ? true : null;", selector) and self.s.find(selector),
+            UI_TIMEOUT_S, describe=self.page,
+        ))
+        wait_until(
+            f"the {tablist} tab {tab} open",
+            lambda: self.s.execute(
+                "const t = document.querySelector(arguments[0]);"
+                "const p = t && document.getElementById(t.getAttribute('aria-controls'));"
+                "return !!t && t.getAttribute('aria-selected') === 'true' && !!p && p.getAttribute('data-tab') === arguments[1];",
+                selector, tab,
+            ),
+            UI_TIMEOUT_S,
+            describe=self.page,
+        )
+
+    def choose_theme(self, theme: str) -> None:
+        """Chooses `theme` (system, light or dark) in the app bar's Theme menu."""
+        self.s.click(self.s.find(f"[data-testid=theme-setting] select option[value={theme}]"))
+        wait_until(
+            f"the {theme} theme applied",
+            lambda: self.s.execute(
+                "return (document.documentElement.dataset.theme ?? 'system') === arguments[0]"
+                " && localStorage.getItem('weft.theme') === arguments[0];", theme,
+            ),
+            UI_TIMEOUT_S,
+            describe=lambda: f"theme {self.s.execute('return document.documentElement.dataset.theme ?? null;')!r}",
+        )
+
     # ---- the steps -----------------------------------------------------------------
 
     def step_daemon_and_app(self) -> None:
@@ -454,7 +493,7 @@ class E2E:
         self.nav("Gates")
         self.wait_text("listing the question in the Gates inbox", "[data-testid=gates-screen]", QUESTION)
         self.shot("gates.png")
-        self.s.set_hash(f"#/runs/{self.run_id}")
+        self.s.set_hash(f"#/run/{self.run_id}")
         wait_until("back on the run at its question", asked, UI_TIMEOUT_S, describe=self.gate_state)
 
     def step_answer(self) -> None:
@@ -506,8 +545,10 @@ class E2E:
         if done.returncode != 0:
             raise Failure(f"`weft run report.toml` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
         run_id = json.loads(done.stdout)["run_id"]
-        self.s.set_hash(f"#/runs/{run_id}")
-        # The run screen reads the run after the hash changes: wait for its list.
+        self.s.set_hash(f"#/run/{run_id}")
+        # The run screen reads the run after the hash changes; the list is
+        # in the stage panel's Artifacts tab.
+        self.open_tab("Stage", "artifacts")
         def report_button() -> str | None:
             try:
                 return self.s.find_by_text("[data-testid=artifact-preview] button", REPORT_PATH)
@@ -552,7 +593,7 @@ class E2E:
         if done.returncode != 0:
             raise Failure(f"`weft run tidy.fabro` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
         run_id = json.loads(done.stdout)["run_id"]
-        self.s.set_hash(f"#/runs/{run_id}/node/move")
+        self.s.set_hash(f"#/run/{run_id}/stage/move")
         # The stage panel links to the stage's own diff.
         self.s.click(wait_until(
             "the stage panel's Files changed link", lambda: self.s.find("[data-testid=stage-changes-link]"), UI_TIMEOUT_S,
@@ -571,7 +612,8 @@ class E2E:
         if base not in git_facts:
             raise Failure(f"the header shows {git_facts!r}, not the base commit {base}")
         self.s.execute(
-            "document.querySelector('[data-testid=files-changed]').scrollIntoView({block: 'start'});"
+            "const panes = document.querySelector('[data-testid=run-panes]');"
+            "panes.scrollIntoView({block: 'start'}); panes.querySelector('.run__side').scrollTop = 0;"
         )
         time.sleep(PAINT_DELAY_S)
         self.shot("run-changes.png")
@@ -613,7 +655,7 @@ class E2E:
         source = self.s.execute(
             "return document.querySelector('[data-testid=run-screen]').getAttribute('data-run-id');"
         )
-        self.s.set_hash(f"#/runs/{source}/node/move")
+        self.s.set_hash(f"#/run/{source}/stage/move")
         self.s.click(wait_until(
             "the stage's Checkpoint menu", lambda: self.s.find("[data-testid=stage-menu] summary"), UI_TIMEOUT_S,
             describe=self.page,
@@ -675,8 +717,17 @@ class E2E:
         if started.returncode != 0:
             raise Failure(f"`weft run tidy.fabro` failed ({started.returncode}): {started.stderr.strip()}")
         run_id = json.loads(started.stdout)["run_id"]
-        self.s.set_hash(f"#/runs/{run_id}")
-        # The panel follows the run to the agent, whose shell call is running.
+        self.agent_run = run_id
+        self.s.set_hash(f"#/run/{run_id}")
+        # The panel follows the run to the agent, whose shell call is running
+        # (shown in its Transcript tab, whatever tab an earlier step left open).
+        wait_until(
+            "the panel following the run to the agent",
+            lambda: self.s.execute("return !!document.querySelector('[data-testid=stage-detail][data-node=tidy]');"),
+            UI_TIMEOUT_S,
+            describe=self.page,
+        )
+        self.open_tab("Stage", "transcript")
         wait_until(
             "the agent's shell call showing as running",
             lambda: self.s.execute(
@@ -794,19 +845,55 @@ class E2E:
             raise Failure(f"the Retros row {cells!r} differs from `weft retro --json`'s {want!r}")
         self.shot("retros.png")
 
+        self.retro_run = run_id
+        # The row's link opens the run at its Retro tab (#/run/RUN/retro).
         self.s.click(self.s.find(f"{row} a"))
-        self.wait_text("the run's Retro section", "section[aria-label=Retro] [data-testid=retro]", RETRO_OUTCOME)
-        self.wait_text("the retro's friction point", "section[aria-label=Retro]", RETRO_FRICTION)
-        summary = self.s.text_of("section[aria-label=Retro] .retro__summary") or ""
+        retro_tab = "[role=tabpanel][data-tab=retro]"
+        self.wait_text("the run's Retro tab", f"{retro_tab} [data-testid=retro]", RETRO_OUTCOME)
+        self.wait_text("the retro's friction point", retro_tab, RETRO_FRICTION)
+        summary = self.s.text_of(f"{retro_tab} .retro__summary") or ""
         wanted = f"{dollars(t['cost'])} · {tokens(t['tokens'])} tokens"
         if wanted not in summary:
             raise Failure(f"the Retro section's figures {summary!r} lack {wanted!r} (`weft retro --json`)")
-        self.s.execute("document.querySelector('section[aria-label=Retro]').scrollIntoView({block: 'start'});")
+        self.s.execute("document.querySelector('[data-testid=run-bar]').scrollIntoView({block: 'end'});")
         self.shot("run-retro.png")
 
         assert self.fakellm.stdin is not None
         self.fakellm.stdin.close()
         self.fakellm.wait(timeout=CLI_TIMEOUT_S)
+
+    def step_views(self) -> None:
+        """Screenshots every tab of the run screen, in the light and the dark theme.
+
+        The stage tabs on the agent's run (it has a transcript, spend and
+        routing), the run bar's tabs on the triage run (it has a retro and
+        spend); each tab is clicked and must rewrite the address to name it.
+        """
+        if self.agent_run is None or self.retro_run is None:
+            raise Failure("the agent and retro steps did not leave their runs")
+        for theme in ("light", "dark"):
+            self.choose_theme(theme)
+            self.s.set_hash(f"#/run/{self.agent_run}/stage/tidy")
+            self.wait_text("the agent's stage", "[data-testid=stage-detail][data-node=tidy] .run-chip", "succeeded")
+            for tab in ("transcript", "output", "files", "artifacts", "routing", "context"):
+                self.open_tab("Stage", tab)
+                wanted = f"#/run/{self.agent_run}/stage/tidy@1/{tab}"
+                wait_until(f"the address naming the {tab} tab", lambda: self.s.execute("return location.hash;") == wanted,
+                           UI_TIMEOUT_S, describe=lambda: f"the hash is {self.s.execute('return location.hash;')!r}")
+                self.s.execute("document.querySelector('[data-testid=run-panes]').scrollIntoView({block: 'start'});")
+                self.shot(f"run-stage-{tab}-{theme}.png")
+            self.s.set_hash(f"#/run/{self.retro_run}")
+            self.wait_text("the triage run", "[data-testid=run-header]", "Triage")
+            for tab in ("timeline", "events", "retro", "cost"):
+                self.open_tab("Run", tab)
+                wanted = f"#/run/{self.retro_run}/{tab}"
+                wait_until(f"the address naming the {tab} bar tab", lambda: self.s.execute("return location.hash;") == wanted,
+                           UI_TIMEOUT_S, describe=lambda: f"the hash is {self.s.execute('return location.hash;')!r}")
+                if tab == "cost":
+                    self.wait_text("the run's spend in the Cost tab", "[data-testid=cost-total]", "Spent")
+                self.s.execute("document.querySelector('[data-testid=run-bar]').scrollIntoView({block: 'end'});")
+                self.shot(f"run-bar-{tab}-{theme}.png")
+        self.choose_theme("system")
 
     def step_offline(self) -> None:
         # weftd is our child: reap it while `weft daemon stop` waits for it to
@@ -834,7 +921,7 @@ class E2E:
             raise Failure(f"`weft daemon status` exits {status} after the stop, not 3 (not running)")
 
         # A fresh page load of the run screen, with no daemon to ask.
-        self.s.set_hash(f"#/runs/{self.run_id}")
+        self.s.set_hash(f"#/run/{self.run_id}")
         self.s.call("POST", "/refresh", {})
         header = self.wait_text("showing the run's header offline", "[data-testid=run-header]", WORKFLOW_NAME)
         if "succeeded" not in header.lower():
@@ -850,10 +937,12 @@ class E2E:
             UI_TIMEOUT_S,
             describe=lambda: f"graph: {self.s.text_of('section.wf-graph')!r}",
         )
+        self.open_tab("Run", "timeline")
         self.s.click(self.s.find("button.timeline__bar[data-node=build]"))
+        self.open_tab("Stage", "output")
         self.wait_text("showing the build stage's stdout offline", "[data-testid=log-text]", BUILD_OUTPUT)
-        self.s.click(self.s.find_by_text("[data-testid=stage-detail] [role=tab]", "stdout"))
-        self.wait_text("showing the build stage's stdout tab", "[data-testid=stage-text]", BUILD_OUTPUT)
+        self.s.click(self.s.find_by_text("[data-testid=logs] [role=tab]", "stdout"))
+        self.wait_text("showing the build stage's stdout tab", "[data-testid=log-text]", BUILD_OUTPUT)
 
         # An action needs the daemon: the screen says so (and offers to start it).
         self.s.click(self.s.find_by_text("[data-testid=run-header] button", "Re-run"))
@@ -879,6 +968,7 @@ def run_steps(test: E2E) -> tuple[int, int]:
         ("a second start hands its question to the open window", test.step_second_start),
         ("an agent stage shows its transcript live and takes a steering message", test.step_agent),
         ("Spending and Retros show what `weft cost` and `weft retro` say", test.step_spending_and_retros),
+        ("every tab of the run screen, in light and dark, names itself in the address", test.step_views),
         ("with weftd stopped the run's details and logs still show", test.step_offline),
     ]
     passed = failed = 0

@@ -40,7 +40,7 @@ describe('GatesScreen', () => {
     await render(makeTestHost(fixtures()));
     expect(container.querySelector('[data-testid=question-text]')?.textContent).toBe('Ship the build?');
     const link = container.querySelector<HTMLAnchorElement>('.question__run');
-    expect(link?.getAttribute('href')).toBe('#/runs/run-waiting/question/q1');
+    expect(link?.getAttribute('href')).toBe('#/run/run-waiting/question/q1');
     expect(link?.textContent).toBe('Ship — Ship it');
     expect(container.querySelector('[data-testid=gates-daemon-down]')).toBeNull();
   });
@@ -67,6 +67,6 @@ describe('GatesScreen', () => {
       'allow_once',
       'reject_once',
     ]);
-    expect(permission!.querySelector('.question__run')?.getAttribute('href')).toBe('#/runs/run-waiting/question/q2');
+    expect(permission!.querySelector('.question__run')?.getAttribute('href')).toBe('#/run/run-waiting/question/q2');
   });
 });

@@ -56,7 +56,7 @@ export function RetrosScreen({ host }: { host: Host }) {
               <RetroBadge smoothness={r.smoothness} />
             </td>
             <td>
-              <a href={`${routeHash({ screen: 'run', run: r.run_id })}`}>{r.run_id.slice(0, 10)}</a>
+              <a href={routeHash({ screen: 'run', run: r.run_id, bar: 'retro' })}>{r.run_id.slice(0, 10)}</a>
             </td>
             <td>{r.workflow_name}</td>
             <td>{r.duration_ms != null ? formatDuration(r.duration_ms) : '—'}</td>

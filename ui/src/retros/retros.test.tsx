@@ -130,7 +130,7 @@ describe('retros in the app', () => {
     const cells = (row: Element) => [...row.querySelectorAll('td')].map((c) => c.textContent);
     expect(cells(rows[0]!).slice(0, 7)).toEqual(['bumpy', '01M8ZVK81M', 'Build', '12.4s', '$0.01', '15.6k', '1']);
     expect(cells(rows[1]!).slice(0, 7)).toEqual(['no rating', '01M8ZVK81M', 'Deploy', '—', '$0.00', '0', '0']);
-    expect(rows[0]?.querySelector('a')?.getAttribute('href')).toBe(`#/runs/${RETRO.run_id}`);
+    expect(rows[0]?.querySelector('a')?.getAttribute('href')).toBe(`#/run/${RETRO.run_id}/retro`);
   });
 
   it('the Retros page lists the recorded retros, newest first, figure for figure', async () => {
@@ -154,7 +154,7 @@ describe('retros in the app', () => {
     // The triage run's own figures: its prompt stage's 4,300 + 780 tokens on gpt-5.2.
     expect(cells(rows[0]!)[4]).toBe('$0.02');
     expect(cells(rows[0]!)[5]).toBe('5.1k');
-    expect(rows[1]?.querySelector('a')?.getAttribute('href')).toBe(`#/runs/${retros[1]?.run_id}`);
+    expect(rows[1]?.querySelector('a')?.getAttribute('href')).toBe(`#/run/${retros[1]?.run_id}/retro`);
   });
 
   it('the Retro section shows a recorded run\'s retro, and a recorded run without one says so', async () => {

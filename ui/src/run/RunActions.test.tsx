@@ -218,7 +218,7 @@ describe('Fork and rewind', () => {
     await click('[data-testid=fork-here]');
     await until(() => window.location.hash !== '');
     expect(calls).toEqual([['runFork', RUN, 'build@1', false]]);
-    expect(window.location.hash).toBe('#/runs/01HFORKED');
+    expect(window.location.hash).toBe('#/run/01HFORKED');
   });
 
   it('rewinds only after the user confirms', async () => {

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 
 import type { AppError, Host, RunView } from '../api';
+import { routeHash } from '../app/route';
 import { ActionStatus, useDaemonAction } from '../gates/daemonAction';
 import { formatCost, formatDateTime, formatDuration, formatTokens } from '../format';
 import { ApplyDialog } from './ApplyDialog';
@@ -105,7 +106,7 @@ export function RunHeader({
         artifacts: view.options.artifacts,
         model: view.options.model,
       });
-      window.location.hash = `#/runs/${encodeURIComponent(started.run_id)}`;
+      window.location.hash = routeHash({ screen: 'run', run: started.run_id });
       return `Started run ${started.run_id}.`;
     });
 

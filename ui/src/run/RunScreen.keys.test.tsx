@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Host, QuestionRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
@@ -13,6 +13,9 @@ import { RUN_SHORTCUTS } from './shortcuts';
 
 let root: Root | undefined;
 let container: HTMLDivElement;
+
+// Each test starts from the default layout (no remembered sizes or tabs).
+beforeEach(() => window.localStorage.clear());
 
 afterEach(() => {
   act(() => root?.unmount());
@@ -42,7 +45,7 @@ async function render(h: Host) {
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
-const q = (sel: string) => container.querySelector(sel);
+const q = <E extends Element = Element>(sel: string) => container.querySelector<E>(sel);
 const shownStage = () => q('[data-testid=stage-detail]')?.getAttribute('data-node');
 const shortcuts = () => q('[data-testid=shortcuts]');
 
@@ -131,5 +134,52 @@ describe('the run screen keyboard', () => {
     (document.activeElement as HTMLElement).blur();
     await press('g');
     expect(document.activeElement).toBe(q('g.node[data-node-id="push"]'));
+  });
+});
+
+describe('the run screen keyboard and its tabs', () => {
+  it('opens the Output tab with / and focuses its search, from any tab', async () => {
+    await render(host());
+    await until(() => shownStage() === 'push');
+    await act(async () => q<HTMLButtonElement>('[role=tab][data-tab=routing]')?.click());
+    expect(q('input[type=search]')).toBeNull();
+    await press('/');
+    expect(q('[role=tablist][aria-label=Stage] [aria-selected=true]')?.getAttribute('data-tab')).toBe('output');
+    expect(document.activeElement).toBe(q('input[type=search]'));
+  });
+
+  it('opens the stage tabs with 1 to 6 and the run bar tabs with 7 to 0', async () => {
+    await render(host());
+    await until(() => shownStage() === 'push');
+    const selected = (list: string) => q(`[role=tablist][aria-label=${list}] [aria-selected=true]`)?.getAttribute('data-tab');
+    await press('5');
+    expect(selected('Stage')).toBe('routing');
+    await press('6');
+    expect(selected('Stage')).toBe('context');
+    // push is no agent stage: 1 (Transcript) shows its output.
+    await press('1');
+    expect(selected('Stage')).toBe('output');
+    await press('8');
+    expect(selected('Run')).toBe('events');
+    await press('0');
+    expect(selected('Run')).toBe('cost');
+    await press('7');
+    expect(selected('Run')).toBe('timeline');
+  });
+
+  it("brings the selected stage's timeline bar into view with j and k", async () => {
+    const scrolled: string[] = [];
+    const original = Element.prototype.scrollIntoView;
+    Element.prototype.scrollIntoView = function (this: Element) {
+      if (this.classList.contains('timeline__bar')) scrolled.push(this.getAttribute('data-node') ?? '');
+    };
+    try {
+      await render(host());
+      await until(() => shownStage() === 'push');
+      await press('k');
+      expect(scrolled).toEqual(['build']);
+    } finally {
+      Element.prototype.scrollIntoView = original;
+    }
   });
 });

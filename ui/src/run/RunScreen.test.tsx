@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { recorded } from '../api/fixtures/recorded';
@@ -27,6 +27,9 @@ import { RunScreen } from './RunScreen';
 
 let root: Root | undefined;
 let container: HTMLDivElement;
+
+// Each test starts from the default layout (no remembered sizes or tabs).
+beforeEach(() => window.localStorage.clear());
 
 afterEach(() => {
   act(() => root?.unmount());
@@ -86,7 +89,7 @@ async function render(h: Host, run = RUN, node?: string) {
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
-const q = (sel: string) => container.querySelector(sel);
+const q = <E extends Element = Element>(sel: string) => container.querySelector<E>(sel);
 
 describe('RunScreen', () => {
   it('says what failed and why, and opens on the failed stage', async () => {
@@ -205,6 +208,7 @@ describe('RunScreen', () => {
 
   it('keeps failures in view in the events list', async () => {
     await render(host());
+    await act(async () => q<HTMLButtonElement>('[role=tab][data-tab=events]')?.click());
     const alerts = [...container.querySelectorAll('[data-testid=event-alerts] li')].map((li) => li.getAttribute('data-event'));
     expect(alerts).toEqual(['stage.failed', 'run.failed']);
   });

@@ -1,11 +1,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 
 import type { Host, QuestionRecord, RunView, StageFiles } from '../api';
-import { routeHash, type Route } from '../app/route';
+import { BAR_TABS, routeHash, type BarTab, type RunRoute, type StageTab } from '../app/route';
 import { ArtifactList } from '../artifacts/ArtifactList';
 import { ArtifactPreview } from '../artifacts/ArtifactPreview';
 import { FilesChanged, type ChangesSource } from '../changes/FilesChanged';
 import { typingIn, withModifier } from '../components/keyboard';
+import { Splitter, TabList, TabPanel, type TabSpec } from '../components/panes';
 import { choiceForKey, choicesOf } from '../gates/accelerator';
 import { permissionDefault } from '../gates/permission';
 import { QuestionPanel } from '../gates/QuestionPanel';
@@ -16,10 +17,12 @@ import { RetroPanel } from '../retros/RetroPanel';
 import { deriveGraph, failureSummary, followedStage, latestStage, nodeAttribute, runContainer, stageBefore, timelineOf } from './derive';
 import { EventsPanel } from './EventsPanel';
 import { BudgetWarnings } from './BudgetWarnings';
+import { CostPanel } from './CostPanel';
+import { BAR_HEIGHT, GRAPH_WIDTH, useRunLayout, type RunLayout } from './layout';
 import { RunHeader } from './RunHeader';
-import { runActionOf, stageOrder, stepStage } from './shortcuts';
+import { BAR_TAB_KEYS, runActionOf, stageOrder, stepStage } from './shortcuts';
 import { ShortcutsList } from './ShortcutsList';
-import { StageDetail } from './StageDetail';
+import { isAgentStage, shownStageTab, StageDetail } from './StageDetail';
 import { TimelineView } from './Timeline';
 import { useRun, useStageFiles } from './useRun';
 import './run.css';
@@ -113,33 +116,80 @@ function focusGraph(area: HTMLElement | null, node: string | null): void {
 /** The graph's layout starts with the view, while the events are still read. */
 const USE_RUN = { onView: (view: RunView) => prefetchLayout(view.graph_source) };
 
-/** A run: header, graph, question, timeline, stage detail, logs, events, artifacts. */
-export function RunScreen({ host, route }: { host: Host; route: Extract<Route, { screen: 'run' }> }) {
+const BAR_NAMES: Record<BarTab, string> = { timeline: 'Timeline', events: 'Events', retro: 'Retro', cost: 'Cost' };
+const BAR_TAB_SPECS: TabSpec<BarTab>[] = BAR_TABS.map((t) => ({ id: t, label: BAR_NAMES[t], shortcut: BAR_TAB_KEYS[t] }));
+
+/** What a deep link sets of the layout: its stage tab and its bar tab (which opens the bar). */
+function openedLayout(route: RunRoute): Partial<RunLayout> {
+  const opened: Partial<RunLayout> = {};
+  if (route.tab) opened.stageTab = route.tab;
+  if (route.bar) Object.assign(opened, { barTab: route.bar, barCollapsed: false });
+  return opened;
+}
+
+/** The stage a route names, as picked (`visit` null: its latest). */
+const pickOf = (route: RunRoute): Pick | null => (route.node ? { node: route.node, visit: route.visit ?? null } : null);
+
+/**
+ * A run: its header and any question on top; below them the graph (a pane
+ * that resizes and collapses) beside the selected stage's summary and tabs,
+ * and under both the run bar (Timeline, Events, Retro, Cost), which resizes
+ * and collapses too. Sizes, collapsed panes and last tabs are remembered
+ * (`useRunLayout`); the address names the stage, visit and tab on screen.
+ */
+export function RunScreen({ host, route }: { host: Host; route: RunRoute }) {
   const { load, events, live, reload } = useRun(host, route.run, USE_RUN);
   const view = load.kind === 'ready' ? load.view : null;
   const now = useNow(!!view && ACTIVE.has(view.run.status));
+  const [layout, setLayout] = useRunLayout(openedLayout(route));
   // A node in the route counts as picked; a new run or route starts over.
-  const [picked, setPicked] = useState<Pick | null>(() => (route.node ? { node: route.node, visit: null } : null));
-  useEffect(() => setPicked(route.node ? { node: route.node, visit: null } : null), [route.run, route.node]);
+  const [picked, setPicked] = useState<Pick | null>(() => pickOf(route));
+  useEffect(() => setPicked(pickOf(route)), [route.run, route.node, route.visit]);
+  useEffect(() => {
+    const opened = openedLayout(route);
+    if (Object.keys(opened).length > 0) setLayout(opened);
+  }, [route.run, route.tab, route.bar, setLayout]);
   const selected = useMemo(() => (view ? selectionOf(view, picked) : null), [view, picked]);
-  // The Files Changed panel shows the whole run until a stage's changes are asked for.
+  // The Files changed tab shows the whole run until a stage's changes are asked for.
   const [changesOf, setChangesOf] = useState<ChangesSource>(null);
   useEffect(() => setChangesOf(null), [route.run]);
-  const changesSection = useRef<HTMLElement>(null);
-  const showChanges = useCallback((node: string, visit: number) => {
-    setChangesOf({ node, visit });
-    changesSection.current?.scrollIntoView?.({ block: 'start' });
-  }, []);
+
+  // The address follows what the user chose (not what the screen opened
+  // on): the stage, visit and tab on screen once a stage or stage tab is
+  // chosen, else the bar's tab once one is. Replaced, not pushed: one
+  // history entry per run, as the back button expects.
+  const chose = useRef({ stage: false, bar: false });
+  // Counts the choices, so that choosing what is already shown still writes the address.
+  const [choices, setChoices] = useState(0);
+  useEffect(() => {
+    chose.current = { stage: false, bar: false };
+  }, [route.run, route.node, route.visit, route.tab, route.bar, route.question]);
 
   const select = useCallback(
     (node: string, visit?: number) => {
       if (!view) return;
       const stage = visit === undefined ? latestStage(view.stages, node) : view.stages.find((s) => s.node_id === node && s.visit === visit);
+      chose.current.stage = true;
+      setChoices((n) => n + 1);
       setPicked({ node, visit: stage?.visit ?? visit ?? 1 });
-      // Reflect the node in the address without a new history entry per click.
-      window.history.replaceState(null, '', routeHash({ screen: 'run', run: route.run, node }));
     },
-    [view, route.run],
+    [view],
+  );
+  const chooseTab = useCallback(
+    (tab: StageTab) => {
+      chose.current.stage = true;
+      setChoices((n) => n + 1);
+      setLayout({ stageTab: tab });
+    },
+    [setLayout],
+  );
+  const chooseBar = useCallback(
+    (tab: BarTab) => {
+      chose.current.bar = true;
+      setChoices((n) => n + 1);
+      setLayout({ barTab: tab, barCollapsed: false });
+    },
+    [setLayout],
   );
 
   const decoration = useMemo(
@@ -152,6 +202,19 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   const selectedStage = view && selected ? view.stages.find((s) => s.node_id === selected.node && s.visit === selected.visit) : undefined;
   const lastSeq = events.at(-1)?.seq ?? 0;
   const files = useStageFiles(host, view?.run.id ?? null, selected, selectedStage?.status ?? '', lastSeq);
+  const agent = useMemo(() => (selectedStage ? isAgentStage(selectedStage, events) : false), [selectedStage, events]);
+  const stageTab = shownStageTab(layout.stageTab, agent);
+
+  useEffect(() => {
+    const { stage, bar } = chose.current;
+    const hash =
+      stage && selected
+        ? routeHash({ screen: 'run', run: route.run, node: selected.node, visit: selected.visit, tab: stageTab })
+        : bar
+          ? routeHash({ screen: 'run', run: route.run, bar: layout.barTab })
+          : null;
+    if (hash && window.location.hash !== hash) window.history.replaceState(null, '', hash);
+  }, [choices, selected?.node, selected?.visit, stageTab, layout.barTab, route.run]);
 
   const shown = useMemo(() => (view ? questionsShown(view, route.question) : null), [view, route.question]);
   // The question on screen answers from the keyboard only while pending (QuestionPanel).
@@ -164,11 +227,29 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   // Another run opened in the same screen starts without the list over it.
   useEffect(() => setShortcutsOpen(false), [route.run]);
   const graphArea = useRef<HTMLDivElement>(null);
+  const barBody = useRef<HTMLDivElement>(null);
   const logSearch = useRef<HTMLInputElement>(null);
 
+  // Work for after the next render, once the tab or pane it needs is drawn.
+  const [after, setAfter] = useState<{ what: 'search' | 'graph' | 'timeline'; n: number } | null>(null);
+  const later = (what: 'search' | 'graph' | 'timeline') => setAfter((a) => ({ what, n: (a?.n ?? 0) + 1 }));
+  useEffect(() => {
+    if (!after) return;
+    if (after.what === 'search') {
+      logSearch.current?.scrollIntoView?.({ block: 'nearest' });
+      logSearch.current?.focus();
+    } else if (after.what === 'graph') {
+      focusGraph(graphArea.current, selected?.node ?? null);
+    } else {
+      barBody.current?.querySelector('.timeline__bar--selected')?.scrollIntoView?.({ block: 'nearest', inline: 'nearest' });
+    }
+    // Only when asked: `after` changes once per request.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [after]);
+
   // The keyboard: j/k or arrows between stages, g the graph, / the log
-  // search, ? the list of shortcuts. Read through a ref so that one listener
-  // serves every render.
+  // search, 1–6 the stage tabs, 7–0 the bar's, ? the list of shortcuts.
+  // Read through a ref so that one listener serves every render.
   const onKey = useRef<(e: KeyboardEvent) => void>(() => {});
   onKey.current = (e: KeyboardEvent) => {
     if (e.defaultPrevented || withModifier(e)) return;
@@ -187,12 +268,21 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
       if (!e.repeat) setShortcutsOpen((open) => !open);
     } else if (action === 'next' || action === 'previous') {
       const to = stepStage(order, selected, action === 'next' ? 1 : -1);
-      if (to) select(to.node, to.visit);
+      if (to) {
+        select(to.node, to.visit);
+        if (!layout.barCollapsed && layout.barTab === 'timeline') later('timeline');
+      }
     } else if (action === 'graph') {
-      focusGraph(graphArea.current, selected?.node ?? null);
+      if (layout.graphCollapsed) setLayout({ graphCollapsed: false });
+      later('graph');
+    } else if (action === 'search') {
+      if (!selectedStage) return;
+      chooseTab('output');
+      later('search');
+    } else if (action.startsWith('stage:')) {
+      chooseTab(action.slice('stage:'.length) as StageTab);
     } else {
-      logSearch.current?.scrollIntoView?.({ block: 'nearest' });
-      logSearch.current?.focus();
+      chooseBar(action.slice('bar:'.length) as BarTab);
     }
   };
   useEffect(() => {
@@ -211,6 +301,7 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
   }
   const v = load.view;
   const { routed, questions } = shown ?? questionsShown(v, route.question);
+  const ended = !ACTIVE.has(v.run.status);
 
   return (
     <div className="run" data-testid="run-screen" data-run-id={v.run.id}>
@@ -221,8 +312,16 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
         i === 0 ? <RunQuestion key={q.id} host={host} view={v} question={q} /> : null
       ))}
       {questions.length > 1 && <p className="muted">{questions.length - 1} more questions wait after this one.</p>}
-      <div className="run__body">
-        <div className="run__graph" ref={graphArea} tabIndex={-1}>
+      <div className={`run__panes${layout.graphCollapsed ? ' run__panes--no-graph' : ''}`} data-testid="run-panes">
+        <div
+          className="run__graph"
+          id="run-graph-pane"
+          ref={graphArea}
+          tabIndex={-1}
+          hidden={layout.graphCollapsed}
+          style={{ width: `${layout.graphWidth}px` }}
+          data-testid="graph-pane"
+        >
           {v.graph_source ? (
             <GraphView
               dot={v.graph_source}
@@ -235,7 +334,30 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
             <p className="muted">The workflow file of this run is missing, so there is no graph.</p>
           )}
         </div>
+        {!layout.graphCollapsed && (
+          <Splitter
+            label="Graph width"
+            target={graphArea}
+            grows="right"
+            value={layout.graphWidth}
+            min={GRAPH_WIDTH.min}
+            max={GRAPH_WIDTH.max}
+            onResize={(graphWidth) => setLayout({ graphWidth })}
+            controls="run-graph-pane"
+            testId="graph-splitter"
+          />
+        )}
         <div className="run__side">
+          <button
+            type="button"
+            className="run__collapse"
+            aria-expanded={!layout.graphCollapsed}
+            aria-controls="run-graph-pane"
+            data-testid="graph-toggle"
+            onClick={() => setLayout({ graphCollapsed: !layout.graphCollapsed })}
+          >
+            {layout.graphCollapsed ? '▸ Show graph' : '◂ Hide graph'}
+          </button>
           {selectedStage ? (
             <StageDetail
               stage={selectedStage}
@@ -243,7 +365,37 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
               events={events}
               host={host}
               run={v.run}
-              onShowChanges={v.git ? () => showChanges(selectedStage.node_id, selectedStage.visit) : undefined}
+              tab={stageTab}
+              onTab={chooseTab}
+              onShowChanges={
+                v.git
+                  ? () => {
+                      setChangesOf({ node: selectedStage.node_id, visit: selectedStage.visit });
+                      chooseTab('files');
+                    }
+                  : undefined
+              }
+              panels={{
+                output: (
+                  <LogsPanel
+                    host={host}
+                    runId={v.run.id}
+                    stage={selected}
+                    stored={files.kind === 'ready' ? files.files : null}
+                    storedSeq={files.kind === 'ready' ? files.seq : lastSeq}
+                    events={events}
+                    onSelectMatch={(m) => select(m.node_id, m.visit)}
+                    searchRef={logSearch}
+                  />
+                ),
+                files: <FilesChanged host={host} view={v} source={changesOf} onSource={setChangesOf} />,
+                artifacts: (
+                  <>
+                    <ArtifactList artifacts={v.artifacts} onSelectStage={select} />
+                    <ArtifactPreview host={host} runId={v.run.id} artifacts={v.artifacts} />
+                  </>
+                ),
+              }}
             />
           ) : selected ? (
             <p className="muted">{selected.node} has not run yet.</p>
@@ -252,43 +404,62 @@ export function RunScreen({ host, route }: { host: Host; route: Extract<Route, {
           )}
         </div>
       </div>
-      <section aria-label="Timeline">
-        <h3 className="run__section">Timeline</h3>
-        {timeline && <TimelineView timeline={timeline} selected={selected} onSelect={select} />}
-      </section>
-      <section aria-label="Files changed" ref={changesSection}>
-        <h3 className="run__section">Files changed</h3>
-        <FilesChanged host={host} view={v} source={changesOf} onSource={setChangesOf} />
-      </section>
-      <section aria-label="Output">
-        <h3 className="run__section">Logs</h3>
-        <LogsPanel
-          host={host}
-          runId={v.run.id}
-          stage={selectedStage ? selected : null}
-          stored={files.kind === 'ready' ? files.files : null}
-          storedSeq={files.kind === 'ready' ? files.seq : lastSeq}
-          events={events}
-          onSelectMatch={(m) => select(m.node_id, m.visit)}
-          searchRef={logSearch}
-        />
-      </section>
-      <section aria-label="Run events">
-        <h3 className="run__section">Events</h3>
-        <EventsPanel runId={v.run.id} events={events} />
-      </section>
-      <section aria-label="Artifacts">
-        <h3 className="run__section">Artifacts</h3>
-        <ArtifactList artifacts={v.artifacts} onSelectStage={select} />
-        <ArtifactPreview host={host} runId={v.run.id} artifacts={v.artifacts} />
+      <section className={`run__bar${layout.barCollapsed ? ' run__bar--collapsed' : ''}`} aria-label="Run" data-testid="run-bar">
+        {!layout.barCollapsed && (
+          <Splitter
+            label="Run bar height"
+            target={barBody}
+            grows="up"
+            value={layout.barHeight}
+            min={BAR_HEIGHT.min}
+            max={BAR_HEIGHT.max}
+            onResize={(barHeight) => setLayout({ barHeight })}
+            controls="run-bar-body"
+            testId="bar-splitter"
+          />
+        )}
+        <div className="run__bar-head">
+          <TabList group="runbar" label="Run" tabs={BAR_TAB_SPECS} selected={layout.barTab} onSelect={chooseBar} className="run__bar-tabs" />
+          <button
+            type="button"
+            className="run__collapse"
+            aria-expanded={!layout.barCollapsed}
+            aria-controls="run-bar-body"
+            data-testid="bar-toggle"
+            onClick={() => setLayout({ barCollapsed: !layout.barCollapsed })}
+          >
+            {layout.barCollapsed ? '▴ Show' : '▾ Hide'}
+          </button>
+        </div>
+        <div
+          className="run__bar-body"
+          id="run-bar-body"
+          ref={barBody}
+          hidden={layout.barCollapsed}
+          style={{ height: `${layout.barHeight}px` }}
+        >
+          {!layout.barCollapsed && (
+            <TabPanel group="runbar" selected={layout.barTab}>
+              {layout.barTab === 'timeline' ? (
+                timeline && <TimelineView timeline={timeline} selected={selected} onSelect={select} />
+              ) : layout.barTab === 'events' ? (
+                <EventsPanel runId={v.run.id} events={events} />
+              ) : layout.barTab === 'retro' ? (
+                ended ? (
+                  <RetroPanel host={host} runId={v.run.id} refresh={lastSeq} />
+                ) : (
+                  <p className="muted" data-testid="retro-pending">
+                    The retro is written when the run ends.
+                  </p>
+                )
+              ) : (
+                <CostPanel view={v} events={events} onSelectStage={select} />
+              )}
+            </TabPanel>
+          )}
+        </div>
       </section>
       {shortcutsOpen && <ShortcutsList gate={gate} onClose={() => setShortcutsOpen(false)} />}
-      {!ACTIVE.has(v.run.status) && (
-        <section aria-label="Retro">
-          <h3 className="run__section">Retro</h3>
-          <RetroPanel host={host} runId={v.run.id} refresh={lastSeq} />
-        </section>
-      )}
     </div>
   );
 }

@@ -1,26 +1,33 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useMemo, useState, type ReactNode } from 'react';
 
 import type { Event, Host, RunSummary, StageRecord } from '../api';
+import type { StageTab } from '../app/route';
+import { TabList, TabPanel, type TabSpec } from '../components/panes';
 import { formatCost, formatDateTime, formatDuration, formatTokens } from '../format';
 import { AgentFacts, TranscriptView } from './AgentTranscript';
+import { STAGE_TAB_KEYS } from './shortcuts';
 import { edgeReasonText, routingOf, stageContainers, stageFailureReason, type StageContainer } from './derive';
 import { StageCheckpointMenu } from './ForkActions';
 import { SteerBox } from './SteerBox';
-import { agentTranscript, hasAgentEvents } from './transcript';
+import { agentTranscript, hasAgentEvents, type AgentTranscript } from './transcript';
 import type { FilesLoad } from './useRun';
 
-type Tab = 'transcript' | 'response' | 'prompt' | 'script' | 'stdout' | 'stderr' | 'status' | 'context' | 'routing';
+/** The stage files the Output tab shows beside its logs (stdout and stderr are the logs). */
+type StageFile = 'response' | 'prompt' | 'script';
 
-const TAB_NAMES: Record<Tab, string> = {
-  transcript: 'Transcript',
+const FILE_NAMES: Record<StageFile, string> = {
   response: 'response.md',
   prompt: 'prompt.md',
   script: 'Command',
-  stdout: 'stdout',
-  stderr: 'stderr',
-  status: 'status.json',
-  context: 'Context updates',
+};
+
+const TAB_NAMES: Record<StageTab, string> = {
+  transcript: 'Transcript',
+  output: 'Output',
+  files: 'Files changed',
+  artifacts: 'Artifacts',
   routing: 'Routing',
+  context: 'Context',
 };
 
 /**
@@ -60,20 +67,43 @@ export function StageContainers({ containers, running }: { containers: readonly 
   );
 }
 
-function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
+type Outcome = Record<string, unknown>;
+
+function outcomeOf(stage: StageRecord): Outcome | null {
   const o = stage.outcome;
-  if (o && typeof o === 'object' && !Array.isArray(o) && o.context_updates && typeof o.context_updates === 'object') {
-    return o.context_updates as Record<string, unknown>;
-  }
-  return null;
+  return o && typeof o === 'object' && !Array.isArray(o) ? (o as Outcome) : null;
 }
 
+function contextUpdates(stage: StageRecord): Record<string, unknown> | null {
+  const updates = outcomeOf(stage)?.context_updates;
+  return updates && typeof updates === 'object' && !Array.isArray(updates) ? (updates as Record<string, unknown>) : null;
+}
+
+/** True for an agent stage, or one that reported agent activity: it has a transcript. */
+export function isAgentStage(stage: StageRecord, events: readonly Event[]): boolean {
+  return stage.handler === 'agent' || hasAgentEvents(events, stage.node_id, stage.visit);
+}
+
+/** The stage panel's tabs for `stage`: Transcript only for an agent stage. */
+export function stageTabsOf(agent: boolean): StageTab[] {
+  return (Object.keys(TAB_NAMES) as StageTab[]).filter((t) => t !== 'transcript' || agent);
+}
+
+/** The tab to show: `wanted` when this stage has it, else Output. */
+export function shownStageTab(wanted: StageTab, agent: boolean): StageTab {
+  return wanted === 'transcript' && !agent ? 'output' : wanted;
+}
+
+/** The parts of the stage's work that are the run screen's (logs, changes, artifacts), drawn in their tabs. */
+export type RunPanels = Partial<Record<'output' | 'files' | 'artifacts', ReactNode>>;
+
 /**
- * The selected stage: status, timing, attempts, the container it ran in (a
- * sandboxed run) and its files, outcome and routing; for an agent stage also
- * its transcript, spend and files touched, and while it runs a box to steer
- * it (when `host` is given); with `run` too, its checkpoint menu (fork from
- * here, rewind to here).
+ * The selected stage: a summary (status, timing, attempts, the container it
+ * ran in, spend, why it failed; for an agent stage its facts and, while it
+ * runs, a box to steer it; with `run` and `host`, its checkpoint menu) above
+ * tabs: Transcript (agent stages), Output, Files changed, Artifacts,
+ * Routing and Context. The run screen draws Output, Files changed and
+ * Artifacts (`panels`); a tab without data says so.
  */
 export function StageDetail({
   stage,
@@ -81,6 +111,9 @@ export function StageDetail({
   events,
   host,
   run,
+  tab = 'transcript',
+  onTab,
+  panels = {},
   onShowChanges,
 }: {
   stage: StageRecord;
@@ -89,43 +122,76 @@ export function StageDetail({
   host?: Host;
   /** The stage's run, for its checkpoint menu (fork, rewind; with `host`). */
   run?: RunSummary | undefined;
-  /** Shows this stage's diff in the run's Files Changed panel (a git-checkpointed run only). */
+  /** The tab asked for (Output when this stage lacks it); an agent stage starts on its transcript. */
+  tab?: StageTab;
+  onTab?: (tab: StageTab) => void;
+  panels?: RunPanels;
+  /** Shows this stage's diff in the Files changed tab (a git-checkpointed run only). */
   onShowChanges?: (() => void) | undefined;
 }) {
-  const ready = files.kind === 'ready' ? files.files : null;
-  const updates = contextUpdates(stage);
-  const routing = routingOf(events, stage.node_id, stage.visit);
-  // An agent stage (or one that reported agent activity) gets its transcript, first.
-  const isAgent = stage.handler === 'agent' || hasAgentEvents(events, stage.node_id, stage.visit);
+  const agent = isAgentStage(stage, events);
   const transcript = useMemo(
-    () => (isAgent ? agentTranscript(events, stage.node_id, stage.visit) : null),
-    [isAgent, events, stage.node_id, stage.visit],
+    () => (agent ? agentTranscript(events, stage.node_id, stage.visit) : null),
+    [agent, events, stage.node_id, stage.visit],
   );
-  const texts: Partial<Record<Tab, string | null | undefined>> = {
-    response: ready?.response,
-    prompt: ready?.prompt,
-    script: ready?.script,
-    stdout: ready?.stdout,
-    stderr: ready?.stderr,
-    status: ready?.status != null ? JSON.stringify(ready.status, null, 2) : null,
-    context: updates && Object.keys(updates).length > 0 ? JSON.stringify(updates, null, 2) : null,
-  };
-  const available = (Object.keys(TAB_NAMES) as Tab[]).filter((t) =>
-    t === 'routing' ? routing.length > 0 : t === 'transcript' ? transcript !== null : !!texts[t],
+  // Without a run screen to keep it, the panel keeps its own tab.
+  const [ownTab, setOwnTab] = useState<StageTab>(tab);
+  const wanted = onTab ? tab : ownTab;
+  const shown = shownStageTab(wanted, agent);
+  const select = onTab ?? setOwnTab;
+  const tabs: TabSpec<StageTab>[] = stageTabsOf(agent).map((t) => ({ id: t, label: TAB_NAMES[t], shortcut: STAGE_TAB_KEYS[t] }));
+
+  return (
+    <section className="stage" aria-label="Stage" data-testid="stage-detail" data-node={stage.node_id} data-visit={stage.visit}>
+      <StageSummary stage={stage} events={events} host={host} run={run} transcript={transcript} onShowChanges={onShowChanges} />
+      <TabList group="stage" label="Stage" tabs={tabs} selected={shown} onSelect={select} className="stage__tabs" />
+      <TabPanel group="stage" selected={shown} className="stage__panel">
+        {shown === 'transcript' && transcript ? (
+          <TranscriptView transcript={transcript} stageRunning={stage.status === 'running'} />
+        ) : shown === 'output' ? (
+          <>
+            {panels.output ?? <p className="muted">The output shows on the run screen.</p>}
+            <StageFiles files={files} stageKey={`${stage.node_id}@${stage.visit}`} />
+          </>
+        ) : shown === 'files' ? (
+          (panels.files ?? <p className="muted">The changes show on the run screen.</p>)
+        ) : shown === 'artifacts' ? (
+          (panels.artifacts ?? <p className="muted">The artifacts show on the run screen.</p>)
+        ) : shown === 'routing' ? (
+          <StageRouting stage={stage} events={events} />
+        ) : (
+          <StageContext stage={stage} files={files} />
+        )}
+      </TabPanel>
+    </section>
   );
-  const [tab, setTab] = useState<Tab | null>(null);
+}
+
+/** What is known of the stage at a glance, above its tabs. */
+function StageSummary({
+  stage,
+  events,
+  host,
+  run,
+  transcript,
+  onShowChanges,
+}: {
+  stage: StageRecord;
+  events: readonly Event[];
+  host?: Host | undefined;
+  run?: RunSummary | undefined;
+  transcript: AgentTranscript | null;
+  onShowChanges?: (() => void) | undefined;
+}) {
   const key = `${stage.node_id}@${stage.visit}`;
-  useEffect(() => setTab(null), [key]);
-  const shown = tab && available.includes(tab) ? tab : (available[0] ?? null);
   const reason = stageFailureReason(stage);
   const spend = stageSpendText(stage);
   const containers = useMemo(() => stageContainers(events, stage.node_id, stage.visit), [events, stage.node_id, stage.visit]);
   const retries = events.filter(
     (e) => e.event === 'stage.retrying' && e.node_id === stage.node_id && (e.visit ?? 1) === stage.visit,
   );
-
   return (
-    <section className="stage" aria-label="Stage" data-testid="stage-detail" data-node={stage.node_id}>
+    <div className="stage__summary" data-testid="stage-summary">
       <header className="stage__head">
         <h3>
           {stage.node_id}
@@ -143,7 +209,7 @@ export function StageDetail({
             Files changed
           </button>
         )}
-        {host && run && <StageCheckpointMenu key={`${stage.node_id}@${stage.visit}`} host={host} run={run} stage={stage} />}
+        {host && run && <StageCheckpointMenu key={key} host={host} run={run} stage={stage} />}
       </header>
       <StageContainers containers={containers} running={stage.status === 'running'} />
       {spend && !transcript && (
@@ -165,20 +231,94 @@ export function StageDetail({
       )}
       {transcript && <AgentFacts stage={stage} transcript={transcript} />}
       {transcript && host && stage.status === 'running' && <SteerBox key={key} host={host} runId={stage.run_id} node={stage.node_id} />}
-      {files.kind === 'loading' && <p className="muted">Loading the stage's files…</p>}
-      {files.kind === 'failed' && <p className="error">Could not read the stage's files: {files.message}</p>}
-      {available.length > 0 && (
-        <div className="tabs" role="tablist" aria-label="Stage files">
-          {available.map((t) => (
-            <button key={t} type="button" role="tab" aria-selected={shown === t} onClick={() => setTab(t)}>
-              {TAB_NAMES[t]}
-            </button>
-          ))}
-        </div>
+    </div>
+  );
+}
+
+/** The stage's response, prompt and command, one at a time, under its logs. */
+function StageFiles({ files, stageKey }: { files: FilesLoad; stageKey: string }) {
+  const ready = files.kind === 'ready' ? files.files : null;
+  const available = (Object.keys(FILE_NAMES) as StageFile[]).filter((f) => !!ready?.[f]);
+  const [picked, setPicked] = useState<{ key: string; file: StageFile } | null>(null);
+  const chosen = picked?.key === stageKey ? picked.file : null;
+  const shown = chosen && available.includes(chosen) ? chosen : (available[0] ?? null);
+  if (files.kind === 'loading') return <p className="muted">Loading the stage's files…</p>;
+  if (files.kind === 'failed') return <p className="error">Could not read the stage's files: {files.message}</p>;
+  if (!shown) return null;
+  return (
+    <div className="stage__files" data-testid="stage-files">
+      <div className="tabs" role="group" aria-label="Stage files">
+        {available.map((f) => (
+          <button key={f} type="button" aria-pressed={shown === f} onClick={() => setPicked({ key: stageKey, file: f })}>
+            {FILE_NAMES[f]}
+          </button>
+        ))}
+      </div>
+      <pre className="stage__text" data-testid="stage-text">
+        {ready?.[shown]}
+        {ready?.truncated.includes(shown) && <span className="muted">{'\n'}(cut: only part of the file is shown)</span>}
+      </pre>
+    </div>
+  );
+}
+
+/** Why the run went where it went after this stage: the outcome's wishes, then the edges taken. */
+function StageRouting({ stage, events }: { stage: StageRecord; events: readonly Event[] }) {
+  const routing = routingOf(events, stage.node_id, stage.visit);
+  const o = outcomeOf(stage);
+  const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+  const list = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  const preferred = str(o?.preferred_label);
+  const jump = str(o?.jump_to_node);
+  const suggested = list(o?.suggested_next_ids);
+  const notes = list(o?.notes);
+  const asked = preferred || jump || suggested.length > 0 || notes.length > 0;
+  if (routing.length === 0 && !asked) {
+    return (
+      <p className="muted" data-testid="routing-none">
+        {stage.status === 'running' || stage.status === 'pending'
+          ? 'The stage has not finished, so the run has not chosen where to go next.'
+          : 'No routing decision was recorded after this stage (the run ended or stopped here).'}
+      </p>
+    );
+  }
+  return (
+    <div data-testid="routing-panel">
+      {asked && (
+        <dl className="stage__facts" data-testid="routing-outcome">
+          {typeof o?.status === 'string' && (
+            <div>
+              <dt>Outcome</dt>
+              <dd>{o.status.replace('_', ' ')}</dd>
+            </div>
+          )}
+          {preferred && (
+            <div>
+              <dt>Preferred label</dt>
+              <dd>{preferred}</dd>
+            </div>
+          )}
+          {jump && (
+            <div>
+              <dt>Asked to jump to</dt>
+              <dd className="run-mono">{jump}</dd>
+            </div>
+          )}
+          {suggested.length > 0 && (
+            <div>
+              <dt>Suggested next</dt>
+              <dd className="run-mono">{suggested.join(', ')}</dd>
+            </div>
+          )}
+          {notes.length > 0 && (
+            <div>
+              <dt>Notes</dt>
+              <dd>{notes.join(' · ')}</dd>
+            </div>
+          )}
+        </dl>
       )}
-      {shown === 'transcript' && transcript ? (
-        <TranscriptView transcript={transcript} stageRunning={stage.status === 'running'} />
-      ) : shown === 'routing' ? (
+      {routing.length > 0 && (
         <ul className="stage__routing" data-testid="routing">
           {routing.map((e) =>
             e.event === 'edge.selected' ? (
@@ -190,14 +330,45 @@ export function StageDetail({
             ) : null,
           )}
         </ul>
-      ) : shown ? (
-        <pre className="stage__text" data-testid="stage-text">
-          {texts[shown]}
-          {ready?.truncated.includes(shown) && <span className="muted">{'\n'}(cut: only part of the file is shown)</span>}
-        </pre>
-      ) : (
-        files.kind === 'ready' && <p className="muted">This stage left no files.</p>
       )}
-    </section>
+    </div>
+  );
+}
+
+/** The context values the stage set, and its status.json as written. */
+function StageContext({ stage, files }: { stage: StageRecord; files: FilesLoad }) {
+  const updates = contextUpdates(stage);
+  const entries = updates ? Object.entries(updates) : [];
+  const status = files.kind === 'ready' ? files.files.status : null;
+  return (
+    <div data-testid="context-panel">
+      {entries.length > 0 ? (
+        <table className="stage__context" data-testid="context-updates">
+          <caption className="muted">Context values this stage set</caption>
+          <tbody>
+            {entries.map(([k, v]) => (
+              <tr key={k}>
+                <th scope="row" className="run-mono">
+                  {k}
+                </th>
+                <td>
+                  <pre className="run-mono">{typeof v === 'string' ? v : JSON.stringify(v, null, 2)}</pre>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p className="muted" data-testid="context-none">
+          {stage.outcome ? 'This stage set no context values.' : 'The stage has not finished, so it has set no context values yet.'}
+        </p>
+      )}
+      {status != null && (
+        <details className="stage__status">
+          <summary>status.json</summary>
+          <pre className="stage__text">{JSON.stringify(status, null, 2)}</pre>
+        </details>
+      )}
+    </div>
   );
 }

@@ -58,6 +58,18 @@ describe('stepping between stages', () => {
 });
 
 describe('run keys', () => {
+  it('opens the stage tabs with 1 to 6 and the run bar tabs with 7, 8, 9 and 0', () => {
+    expect(['1', '2', '3', '4', '5', '6'].map(runActionOf)).toEqual([
+      'stage:transcript',
+      'stage:output',
+      'stage:files',
+      'stage:artifacts',
+      'stage:routing',
+      'stage:context',
+    ]);
+    expect(['7', '8', '9', '0'].map(runActionOf)).toEqual(['bar:timeline', 'bar:events', 'bar:retro', 'bar:cost']);
+  });
+
   it('maps j, k, the arrows, g, / and ? and nothing else', () => {
     expect(['j', 'ArrowDown', 'k', 'ArrowUp', 'g', '/', '?'].map(runActionOf)).toEqual(['next', 'next', 'previous', 'previous', 'graph', 'search', 'help']);
     expect(runActionOf('J')).toBeNull();

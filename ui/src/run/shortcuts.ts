@@ -1,7 +1,18 @@
+import { BAR_TABS, STAGE_TABS, type BarTab, type StageTab } from '../app/route';
 import type { Timeline } from './derive';
 
-/** What a run screen shortcut does. */
-export type RunAction = 'next' | 'previous' | 'graph' | 'search' | 'help';
+/** What a run screen shortcut does: a move, or opening a stage tab or a run bar tab. */
+export type RunAction = 'next' | 'previous' | 'graph' | 'search' | 'help' | `stage:${StageTab}` | `bar:${BarTab}`;
+
+/** The digit that opens each stage tab: 1–6 in the tabs' order. */
+export const STAGE_TAB_KEYS: Readonly<Record<StageTab, string>> = Object.fromEntries(
+  STAGE_TABS.map((t, i) => [t, String(i + 1)]),
+) as Record<StageTab, string>;
+
+/** The digit that opens each run bar tab: 7, 8, 9 and 0, in the tabs' order. */
+export const BAR_TAB_KEYS: Readonly<Record<BarTab, string>> = Object.fromEntries(
+  BAR_TABS.map((t, i) => [t, String((i + 7) % 10)]),
+) as Record<BarTab, string>;
 
 /** One line of the shortcuts list: the keys (as shown) and what they do. */
 export interface Shortcut {
@@ -18,6 +29,8 @@ const ACTIONS: Readonly<Record<string, RunAction>> = {
   g: 'graph',
   '/': 'search',
   '?': 'help',
+  ...Object.fromEntries(STAGE_TABS.map((t) => [STAGE_TAB_KEYS[t], `stage:${t}` as const])),
+  ...Object.fromEntries(BAR_TABS.map((t) => [BAR_TAB_KEYS[t], `bar:${t}` as const])),
 };
 
 /** The run screen's shortcuts as the `?` list shows them, in that order (docs/app.md lists the same). */
@@ -25,7 +38,9 @@ export const RUN_SHORTCUTS: readonly Shortcut[] = [
   { keys: ['j', '↓'], what: 'Next stage, in timeline order' },
   { keys: ['k', '↑'], what: 'Previous stage' },
   { keys: ['g'], what: 'Go to the graph (focuses the selected node)' },
-  { keys: ['/'], what: 'Search every log of the run' },
+  { keys: ['/'], what: 'Open the Output tab and search every log of the run' },
+  { keys: STAGE_TABS.map((t) => STAGE_TAB_KEYS[t]), what: 'Stage tabs: Transcript, Output, Files changed, Artifacts, Routing, Context' },
+  { keys: BAR_TABS.map((t) => BAR_TAB_KEYS[t]), what: 'Run bar tabs: Timeline, Events, Retro, Cost (opens the bar)' },
   { keys: ['?'], what: 'Show or hide this list' },
   { keys: ['Esc'], what: 'Close this list' },
 ];

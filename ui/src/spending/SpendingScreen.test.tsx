@@ -103,7 +103,7 @@ describe('SpendingScreen', () => {
     expect(models[0]).toContain('claude-sonnet-4-5');
     expect(models[1]).toContain('unpriced (1 call)');
     const run = el.querySelector('[data-testid=spending-runs] tbody a');
-    expect(run?.getAttribute('href')).toBe('#/runs/01RUNA0000000000000000000A');
+    expect(run?.getAttribute('href')).toBe('#/run/01RUNA0000000000000000000A');
   });
 
   it('asks for the last 30 days first, then the window chosen', async () => {

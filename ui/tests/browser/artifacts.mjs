@@ -21,11 +21,14 @@ const contents = view ? Object.fromEntries(view.artifacts.map((a) => [a.path, fi
 const pathOf = (media) => Object.keys(contents).find((p) => contents[p]?.media === media);
 
 const at = (base, hash) => new URL(`index.html${hash}`, base).href;
+/** The run's Artifacts tab, on the stage that captured the first artifact. */
+const first = view?.artifacts[0];
+const artifactsHash = first ? `#/run/${view.run.id}/stage/${encodeURIComponent(first.node_id)}@${first.visit}/artifacts` : '';
 
 /** Opens the run and clicks the artifact `path`'s preview button. */
 async function openPreview(page, base, path) {
   if (!page.url().includes(view.run.id)) {
-    await page.goto(at(base, `#/runs/${view.run.id}`), { waitUntil: 'load' });
+    await page.goto(at(base, artifactsHash), { waitUntil: 'load' });
   }
   const preview = page.getByTestId('artifact-preview');
   await preview.getByRole('button', { name: path, exact: true }).click();
@@ -39,7 +42,7 @@ await suite(
       'the run lists what it captured, with the stage that captured each',
       view &&
         (async (page, base, errors) => {
-          await page.goto(at(base, `#/runs/${view.run.id}`), { waitUntil: 'load' });
+          await page.goto(at(base, artifactsHash), { waitUntil: 'load' });
           const table = page.getByTestId('artifacts');
           await table.waitFor();
           for (const a of view.artifacts) {

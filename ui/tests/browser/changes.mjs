@@ -22,7 +22,8 @@ const at = (base, hash) => new URL(`index.html${hash}`, base).href;
 
 /** Opens the run and waits for its whole patch to show. */
 async function openChanges(page, base) {
-  await page.goto(at(base, `#/runs/${view.run.id}`), { waitUntil: 'load' });
+  await page.goto(at(base, `#/run/${view.run.id}`), { waitUntil: 'load' });
+  await page.getByRole('tablist', { name: 'Stage' }).getByRole('tab', { name: 'Files changed' }).click();
   const section = page.getByTestId('files-changed');
   await section.getByTestId('changes-totals').waitFor();
   return section;

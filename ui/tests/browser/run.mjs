@@ -188,7 +188,7 @@ await suite(
           await panel.waitFor();
           check(((await panel.getByTestId('question-text').textContent()) ?? '') === question.text, 'the inbox should show the question text');
           const href = await panel.locator('.question__run').getAttribute('href');
-          check(href === `#/runs/${question.run_id}/question/${question.id}`, `the inbox should link to the run's question (got ${href})`);
+          check(href === `#/run/${question.run_id}/question/${question.id}`, `the inbox should link to the run's question (got ${href})`);
           check((await panel.locator('.question__option').count()) === question.options.length, 'every option should be a button');
           await page.screenshot({ path: join(resultsDir, 'run-gates.png'), fullPage: true });
           await panel.locator('.question__run').click();

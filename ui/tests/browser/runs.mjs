@@ -128,7 +128,7 @@ await suite(
         const row = page.locator('[data-testid=run-row]', { hasText: 'Deploy' });
         const id = await row.getAttribute('data-run-id');
         await row.click();
-        await page.waitForFunction((want) => window.location.hash === want, `#/runs/${id}`);
+        await page.waitForFunction((want) => window.location.hash === want, `#/run/${id}`);
 
         await page.goto(`${base}#/runs`, { waitUntil: 'load' });
         await waitForTotal(page, 'n === 11');
@@ -139,7 +139,7 @@ await suite(
         check((await selected.getAttribute('data-index')) === '2', 'two arrow presses select the third run');
         const third = await selected.getAttribute('data-run-id');
         await page.keyboard.press('Enter');
-        await page.waitForFunction((want) => window.location.hash === want, `#/runs/${third}`);
+        await page.waitForFunction((want) => window.location.hash === want, `#/run/${third}`);
         checkNoErrors(errors);
       },
     ],

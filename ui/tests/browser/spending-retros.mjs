@@ -78,7 +78,8 @@ await suite('spending-retros', [
         const first = retros[0];
         const retro = fixtures.retro[first.run_id];
         await page.getByTestId('retros').locator(`tr[data-run-id="${first.run_id}"] a`).click();
-        const section = page.getByRole('region', { name: 'Retro' });
+        // The row's link opens the run with its Retro tab (`#/run/RUN/retro`).
+        const section = page.getByRole('tabpanel', { name: 'Retro' });
         await section.getByTestId('retro').waitFor();
         const badge = await section.locator('.retro-badge').getAttribute('data-rating');
         check(badge === first.smoothness, `the Retro section's badge is ${first.smoothness}, got ${badge}`);
