@@ -10,6 +10,8 @@
 // Release builds on Windows get no console window.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod app_settings;
+mod autostart;
 mod bridge;
 mod commands;
 mod first_page;
@@ -19,12 +21,15 @@ mod instance;
 mod rendering;
 mod reveal;
 mod surface;
+mod tray;
 
 use weft::views::InitialRoute;
 
 fn main() {
     // weftd opens the app at a question with `--run RUN --question ID`.
     let route = InitialRoute::from_args(std::env::args().skip(1));
+    // Started at login (the autostart entry): hidden to the tray, if any.
+    let hidden = std::env::args().skip(1).any(|arg| arg == "--hidden");
     #[cfg(unix)]
     let later_starts = match commands::home() {
         Ok(home) => match instance::claim(&home, route.as_ref()) {
@@ -39,7 +44,11 @@ fn main() {
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
-            let window = main_window(app, first_page::script())?;
+            use tauri::Manager;
+            let tray = tray::start(app, commands::home().ok());
+            let visible = !(hidden && tray.shown());
+            app.manage(tray);
+            let window = main_window(app, first_page::script(), visible)?;
             rendering::fit_to_machine(&window);
             #[cfg(unix)]
             if let Some(listener) = later_starts {
@@ -50,11 +59,19 @@ fn main() {
         })
         .manage(route)
         .manage(bridge::Bridges::default())
-        .on_window_event(|window, event| {
-            if let tauri::WindowEvent::Destroyed = event {
+        .on_window_event(|window, event| match event {
+            tauri::WindowEvent::Destroyed => {
                 use tauri::Manager;
                 window.state::<bridge::Bridges>().stop_all();
             }
+            // Runs are active and the tray stays: hide instead of quitting.
+            tauri::WindowEvent::CloseRequested { api, .. }
+                if tray::keeps_running(tauri::Manager::app_handle(window)) =>
+            {
+                api.prevent_close();
+                let _ = window.hide();
+            }
+            _ => {}
         })
         .invoke_handler(surface::handler())
         .run(tauri::generate_context!());
@@ -69,9 +86,11 @@ fn main() {
 fn main_window(
     app: &tauri::App,
     first_page: Option<String>,
+    visible: bool,
 ) -> tauri::Result<tauri::WebviewWindow> {
     let mut builder = tauri::WebviewWindowBuilder::new(app, "main", tauri::WebviewUrl::default())
         .title("Weft")
+        .visible(visible)
         .inner_size(1100.0, 720.0)
         .min_inner_size(640.0, 420.0);
     if let Some(script) = first_page {
@@ -80,9 +99,15 @@ fn main_window(
     builder.build()
 }
 
-/// Raises the window for a later start of the app, and has the UI open
-/// its route (a clicked gate notification) when it brings one.
-#[cfg(unix)]
+/// Opens question `question` of run `run` in the window (the tray's gate
+/// items).
+fn open_question(app: &tauri::AppHandle, run: String, question: String) {
+    show(app, Some(InitialRoute { run, question }));
+}
+
+/// Raises (and shows, when hidden to the tray) the window, for a later
+/// start of the app or the tray, and has the UI open its route (a clicked
+/// gate notification) when it brings one.
 fn show(app: &tauri::AppHandle, route: Option<InitialRoute>) {
     use tauri::{Emitter, Manager};
     if let Some(window) = app.get_webview_window("main") {

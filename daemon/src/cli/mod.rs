@@ -54,6 +54,7 @@ mod graph;
 mod handlers;
 mod manual;
 mod model;
+mod notifications;
 mod progress;
 mod reader;
 mod remote;
@@ -237,6 +238,14 @@ pub enum Command {
     /// model and exits 0 when all answer, 1 when any fails, 2 on usage
     /// errors.
     Model(ModelArgs),
+    /// Pause, resume or show weftd's desktop notifications.
+    ///
+    /// `pause` stops weftd's desktop notifications (gates, failures,
+    /// completions) until `resume` or until weftd restarts; nothing paused
+    /// is shown later. `status` says whether they are paused. `--json`
+    /// prints `{"paused": BOOL}`. Exits 0, 3 when weftd is not running (it
+    /// alone sends notifications).
+    Notifications(NotificationsArgs),
     /// List the handlers a node can have: shape, `type=` names, attributes.
     ///
     /// A node's handler comes from `type=` when it names one, else from
@@ -741,6 +750,25 @@ pub struct ApplyArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct NotificationsArgs {
+    #[command(subcommand)]
+    pub action: NotificationsAction,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum NotificationsAction {
+    /// Stop weftd's desktop notifications until `resume` or its restart.
+    Pause,
+    /// Send desktop notifications again.
+    Resume,
+    /// Say whether notifications are paused.
+    Status,
+}
+
+#[derive(Debug, Args)]
 pub struct ModelArgs {
     #[command(subcommand)]
     pub action: ModelAction,
@@ -901,6 +929,7 @@ where
         Command::Retro(args) => retro::run(&args),
         Command::Apply(args) => apply::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::Notifications(args) => notifications::run(&args),
         Command::Completions(args) => manual::completions(args.shell),
         Command::Man(args) => manual::man(args.command.as_deref()),
     };

@@ -24,12 +24,14 @@ use crate::store::{
     StageRecord, Store, StoreError, write_atomic,
 };
 
+mod attention;
 mod changes;
 mod spending;
 
 pub use crate::store::{
     DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
 };
+pub use attention::{AppSettings, Attention, TrayState, WaitingGate};
 pub use changes::{Changes, ChangesState, RunGit};
 
 /// The most a text read from a stage folder holds (1 MiB); longer files are
