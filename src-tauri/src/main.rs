@@ -101,13 +101,14 @@ fn main_window(
 
 /// Opens question `question` of run `run` in the window (the tray's gate
 /// items).
+#[cfg(unix)]
 fn open_question(app: &tauri::AppHandle, run: String, question: String) {
     show(app, Some(InitialRoute { run, question }));
 }
 
-/// Raises (and shows, when hidden to the tray) the window, for a later
-/// start of the app or the tray, and has the UI open its route (a clicked
-/// gate notification) when it brings one.
+/// Raises the window for a later start of the app, and has the UI open
+/// its route (a clicked gate notification) when it brings one.
+#[cfg(unix)]
 fn show(app: &tauri::AppHandle, route: Option<InitialRoute>) {
     use tauri::{Emitter, Manager};
     if let Some(window) = app.get_webview_window("main") {

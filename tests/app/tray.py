@@ -9,6 +9,9 @@ built `weft-desktop` under WebKitWebDriver, and checks:
   tooltip counts it;
 - "Pause notifications" through the app pauses weftd's notifications, and the
   tray's check item follows;
+- closing the window while the run waits hides it (the app keeps running), a
+  second start of the app shows it again, and once the run has ended closing
+  quits the app;
 - turning "Start at login" on in the Settings menu writes $XDG_CONFIG_HOME/autostart/weft.desktop
   (starting the app with --hidden) and turning it off removes it; both
   settings land in $WEFT_HOME/app.json.
@@ -28,8 +31,10 @@ exits 0 on success. Python standard library only.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,6 +90,82 @@ def weft(bin_dir: Path, env: dict[str, str], cwd: Path, *args: str) -> str:
     if done.returncode != 0:
         raise Failure(f"weft {' '.join(args)} exited {done.returncode}: {done.stderr}")
     return done.stdout
+
+
+def app_window() -> str | None:
+    """The X id of the app's window (titled "Weft", at its start size), if any."""
+    tree = subprocess.run(
+        ["xwininfo", "-root", "-tree"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    ).stdout
+    found = re.search(r'(0x[0-9a-f]+) "Weft": .* 1100x720', tree)
+    return found.group(1) if found else None
+
+
+def map_state(window: str) -> str:
+    """`IsViewable`, `IsUnMapped`, ... as xwininfo says, or `gone`."""
+    info = subprocess.run(
+        ["xwininfo", "-id", window], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    ).stdout
+    found = re.search(r"Map State: (\w+)", info)
+    return found.group(1) if found else "gone"
+
+
+def ask_to_close(window: str) -> None:
+    """Sends the window WM_DELETE_WINDOW, as a window manager's close button does."""
+
+    class ClientMessage(ctypes.Structure):
+        _fields_ = [
+            ("type", ctypes.c_int),
+            ("serial", ctypes.c_ulong),
+            ("send_event", ctypes.c_int),
+            ("display", ctypes.c_void_p),
+            ("window", ctypes.c_ulong),
+            ("message_type", ctypes.c_ulong),
+            ("format", ctypes.c_int),
+            ("data", ctypes.c_long * 5),
+        ]
+
+    class XEvent(ctypes.Union):
+        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+
+    x11 = ctypes.CDLL("libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+    x11.XFlush.argtypes = [ctypes.c_void_p]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    display = x11.XOpenDisplay(None)
+    if not display:
+        raise Failure("cannot open the X display to close the window")
+    try:
+        event = XEvent()
+        event.xclient.type = 33  # ClientMessage
+        event.xclient.window = int(window, 16)
+        event.xclient.message_type = x11.XInternAtom(display, b"WM_PROTOCOLS", 0)
+        event.xclient.format = 32
+        event.xclient.data[0] = x11.XInternAtom(display, b"WM_DELETE_WINDOW", 0)
+        x11.XSendEvent(display, int(window, 16), 0, 0, ctypes.byref(event))
+        x11.XFlush(display)
+    finally:
+        x11.XCloseDisplay(display)
+
+
+def apps_running(binary: Path, home: Path) -> list[int]:
+    """The pids of `binary` running on `home`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(proc / "exe")) != binary:
+                continue
+            if f"WEFT_HOME={home}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
 def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
@@ -191,6 +272,43 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
             session.screenshot(screenshot)
         session.click(start_at_login)
         wait_until(f"{autostart} to be removed", lambda: (not autostart.exists()) or None, STEP_TIMEOUT_S)
+
+        # Closing while the run waits at its gate: hidden, not quit.
+        window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
+        ask_to_close(window)
+        wait_until(
+            "the window hidden to the tray",
+            lambda: map_state(window) == "IsUnMapped" or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"its map state is {map_state(window)}",
+        )
+        if not invoke(session, "tray_state").get("shown"):
+            raise Failure("the app lost its tray")
+        # A second start hands over to this app, which shows its window.
+        subprocess.run([str(binary)], env=env, timeout=COMMAND_TIMEOUT_S, capture_output=True)
+        wait_until(
+            "the window shown again by a second start",
+            lambda: map_state(window) == "IsViewable" or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"its map state is {map_state(window)}",
+        )
+        # Once no run is active, closing quits.
+        weft(bin_dir, env, work, "answer", "last", "--key", "Y")
+        wait_until(
+            "the run to succeed",
+            lambda: '"succeeded"' in weft(bin_dir, env, work, "ps", "--json") or None,
+            STEP_TIMEOUT_S,
+        )
+        if not apps_running(binary, home):
+            raise Failure(f"cannot find the running {binary} in /proc")
+        ask_to_close(window)
+        wait_until(
+            "the app to quit",
+            lambda: not apps_running(binary, home) or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
+        )
+        session = None  # its app is gone
     except Failure as e:
         log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
         if log_tail:
