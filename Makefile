@@ -224,7 +224,8 @@ test-app: ui
 	cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/smoke.py $(APP) $(CARGO_TARGET_DIR)/app-smoke.png; \
 	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/deeplink.py $(APP); \
-	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/e2e.py $(APP) docs/screenshots
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/e2e.py $(APP) docs/screenshots && \
+	XDG_CACHE_HOME=$$cache $(XVFB) python3 tests/app/tray.py $(APP)
 
 # The Debian package, built from the debug binaries the tests already built
 # (`make package` builds release ones) and checked unpacked, never installed:

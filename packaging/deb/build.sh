@@ -127,6 +127,9 @@ depends=$(cd "$work" && dpkg-shlibdeps -O -e"debian/weft/usr/bin/weft" \
 	echo "$0: dpkg-shlibdeps found no dependencies" >&2
 	exit 1
 }
+# The tray's library is loaded at run time (dlopen), so dpkg-shlibdeps
+# cannot see it; without it the app runs without a tray.
+depends="$depends, libayatana-appindicator3-1"
 
 install -d -m 0755 "$root/DEBIAN"
 (cd "$root" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"

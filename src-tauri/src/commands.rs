@@ -13,17 +13,17 @@ use std::path::{Path, PathBuf};
 use weft::engine::fork::Forked;
 use weft::ipc::client::Client;
 use weft::ipc::protocol::{
-    AnswerBy, CallerEnv, CancelRequested, DaemonInfo, DaemonStatus, QuestionAnswer, QuestionList,
-    RunApplied, RunApply, RunArchive, RunCancel, RunFork, RunList, RunResume, RunStart, RunStarted,
-    RunSteer, SteerQueued,
+    AnswerBy, CallerEnv, CancelRequested, DaemonInfo, DaemonStatus, NotificationsPause,
+    NotificationsState, QuestionAnswer, QuestionList, RunApplied, RunApply, RunArchive, RunCancel,
+    RunFork, RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued,
 };
 use weft::lang::{Diagnostic, LoadOptions, Workflow};
 use weft::llm::LlmSettings;
 use weft::model::{Code, Event, Retro, RetroSummary, RunSummary};
 use weft::store::{Home, QuestionRecord};
 use weft::views::{
-    AppError, ArtifactContent, Changes, DeepLink, LogMatch, RunView, RunsPage, Spending,
-    SpendingQuery, StageFiles, Views,
+    AppError, AppSettings, ArtifactContent, Changes, DeepLink, LogMatch, RunView, RunsPage,
+    Spending, SpendingQuery, StageFiles, TrayState, Views,
 };
 
 /// A page of events a history call returns when the UI names no limit.
@@ -303,6 +303,42 @@ pub async fn app_version() -> Result<String> {
 pub async fn initial_route(app: &tauri::AppHandle) -> Result<Option<DeepLink>> {
     use tauri::Manager;
     Ok(app.state::<Option<DeepLink>>().inner().clone())
+}
+
+/// The app's settings from `$WEFT_HOME/app.json`.
+pub async fn app_settings() -> Result<AppSettings> {
+    Ok(crate::app_settings::load(&crate::app_settings::path(
+        &home()?,
+    )))
+}
+
+/// Saves the app's settings and makes the autostart entry match them.
+pub async fn set_app_settings(settings: AppSettings) -> Result<AppSettings> {
+    let home = home()?;
+    let failed = |message: String| AppError::new(Code::AppError, message);
+    crate::autostart::set(settings.start_at_login).map_err(failed)?;
+    let file = crate::app_settings::path(&home);
+    crate::app_settings::save(&file, &settings)
+        .map_err(|e| failed(format!("cannot save {}: {e}", file.display())))?;
+    Ok(settings)
+}
+
+/// What the tray shows, read from its real menu.
+pub async fn tray_state(app: &tauri::AppHandle) -> Result<TrayState> {
+    use tauri::Manager;
+    Ok(app.state::<crate::tray::Tray>().state())
+}
+
+/// Pauses, resumes or reports weftd's notifications; the tray follows at
+/// once.
+pub async fn notifications_pause(
+    app: &tauri::AppHandle,
+    paused: Option<bool>,
+) -> Result<NotificationsState> {
+    use tauri::Manager;
+    let state = client().await?.call(NotificationsPause { paused }).await?;
+    app.state::<crate::tray::Tray>().refresh();
+    Ok(state)
 }
 
 /// `weftd` beside the app's executable when it is there, else `weftd` to be

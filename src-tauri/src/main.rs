@@ -10,6 +10,8 @@
 // Release builds on Windows get no console window.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod app_settings;
+mod autostart;
 mod bridge;
 mod commands;
 mod first_page;
@@ -19,6 +21,7 @@ mod instance;
 mod rendering;
 mod reveal;
 mod surface;
+mod tray;
 
 use weft::views::DeepLink;
 
@@ -30,6 +33,8 @@ fn main() {
         eprintln!("weft-desktop: not opening the link: {e}");
         None
     });
+    // Started at login (the autostart entry): hidden to the tray, if any.
+    let hidden = std::env::args().skip(1).any(|arg| arg == "--hidden");
     #[cfg(unix)]
     let later_starts = match commands::home() {
         Ok(home) => match instance::claim(&home, route.as_ref()) {
@@ -44,7 +49,11 @@ fn main() {
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
-            let window = main_window(app, first_page::script())?;
+            use tauri::Manager;
+            let tray = tray::start(app, commands::home().ok());
+            let visible = !(hidden && tray.shown());
+            app.manage(tray);
+            let window = main_window(app, first_page::script(), visible)?;
             rendering::fit_to_machine(&window);
             #[cfg(unix)]
             if let Some(listener) = later_starts {
@@ -55,11 +64,19 @@ fn main() {
         })
         .manage(route)
         .manage(bridge::Bridges::default())
-        .on_window_event(|window, event| {
-            if let tauri::WindowEvent::Destroyed = event {
+        .on_window_event(|window, event| match event {
+            tauri::WindowEvent::Destroyed => {
                 use tauri::Manager;
                 window.state::<bridge::Bridges>().stop_all();
             }
+            // Runs are active and the tray stays: hide instead of quitting.
+            tauri::WindowEvent::CloseRequested { api, .. }
+                if tray::keeps_running(tauri::Manager::app_handle(window)) =>
+            {
+                api.prevent_close();
+                let _ = window.hide();
+            }
+            _ => {}
         })
         .invoke_handler(surface::handler())
         .run(tauri::generate_context!());
@@ -74,15 +91,30 @@ fn main() {
 fn main_window(
     app: &tauri::App,
     first_page: Option<String>,
+    visible: bool,
 ) -> tauri::Result<tauri::WebviewWindow> {
     let mut builder = tauri::WebviewWindowBuilder::new(app, "main", tauri::WebviewUrl::default())
         .title("Weft")
+        .visible(visible)
         .inner_size(1100.0, 720.0)
         .min_inner_size(640.0, 420.0);
     if let Some(script) = first_page {
         builder = builder.initialization_script(&script);
     }
     builder.build()
+}
+
+/// Shows the window at `link` (the tray's gate items and "N more…").
+#[cfg(unix)]
+fn open_link(app: &tauri::AppHandle, link: Result<DeepLink, String>) {
+    match link {
+        Ok(link) => show(app, Some(link)),
+        // An id the history holds that a link cannot carry: show the window.
+        Err(e) => {
+            eprintln!("weft-desktop: cannot open that place: {e}");
+            show(app, None);
+        }
+    }
 }
 
 /// Raises the window for a later start of the app, and has the UI open

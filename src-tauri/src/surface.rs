@@ -24,14 +24,15 @@ use tauri::AppHandle;
 use tauri::ipc::Channel;
 use weft::engine::fork::Forked;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, RunApplied, RunList, RunStart, RunStarted, SteerQueued,
+    AnswerBy, CancelRequested, DaemonInfo, NotificationsState, RunApplied, RunList, RunStart,
+    RunStarted, SteerQueued,
 };
 use weft::lang::Diagnostic;
 use weft::model::{Event, Retro, RetroSummary, RunSummary};
 use weft::store::QuestionRecord;
 use weft::views::{
-    ArtifactContent, Changes, DeepLink, LogMatch, RunView, RunsPage, Spending, SpendingQuery,
-    StageFiles,
+    AppSettings, ArtifactContent, Changes, DeepLink, LogMatch, RunView, RunsPage, Spending,
+    SpendingQuery, StageFiles, TrayState,
 };
 
 use crate::bridge;
@@ -147,6 +148,21 @@ macro_rules! with_commands {
             /// the home's settings.toml laid over it, as `weft model list`
             /// shows them, sorted; `llm.config` when settings.toml is broken.
             app commands::model_names() -> Vec<String>;
+            /// The app's own settings ($WEFT_HOME/app.json; the defaults when
+            /// it is missing or unreadable).
+            app commands::app_settings() -> AppSettings;
+            /// Saves the app's settings and writes or removes the autostart
+            /// entry for `start_at_login`; resolves to what was saved.
+            /// `app.error` when a file cannot be written.
+            app commands::set_app_settings(settings: AppSettings) -> AppSettings;
+            /// What the tray shows now, read back from its menu: the tooltip,
+            /// the item labels and whether "Pause notifications" is checked;
+            /// `shown` is false when there is no tray.
+            app commands::tray_state[app]() -> TrayState;
+            /// Pauses (`true`) or resumes (`false`) weftd's desktop
+            /// notifications, or only asks (absent); in weftd's memory until it
+            /// restarts.
+            live commands::notifications_pause[app](paused: Option<bool>) -> NotificationsState;
 
             /// Forwards the daemon's events of one run (`seq > after_seq`) or
             /// of every run (`run` absent) to `channel`; resolves to the

@@ -79,7 +79,8 @@ EXPECTED_PATHS = [
 EXECUTABLES = {"usr/bin/weft", "usr/bin/weftd", "usr/bin/weft-desktop"}
 
 # Libraries without which the app cannot start: they must be dependencies.
-REQUIRED_DEPENDS = ("libc6", "libgtk-3-0", "libwebkit2gtk-4.1-0")
+# libayatana-appindicator3-1: the tray's, loaded at run time (src-tauri/src/tray.rs).
+REQUIRED_DEPENDS = ("libc6", "libgtk-3-0", "libwebkit2gtk-4.1-0", "libayatana-appindicator3-1")
 
 
 def run(argv: list[str], env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:

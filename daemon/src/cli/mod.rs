@@ -54,6 +54,7 @@ mod graph;
 mod handlers;
 mod manual;
 mod model;
+mod notifications;
 mod open;
 mod progress;
 mod reader;
@@ -250,6 +251,14 @@ pub enum Command {
     /// be started.
     #[command(after_help = OPEN_EXAMPLES)]
     Open(OpenArgs),
+    /// Pause, resume or show weftd's desktop notifications.
+    ///
+    /// `pause` stops weftd's desktop notifications (gates, failures,
+    /// completions) until `resume` or until weftd restarts; nothing paused
+    /// is shown later. `status` says whether they are paused. `--json`
+    /// prints `{"paused": BOOL}`. Exits 0, 3 when weftd is not running (it
+    /// alone sends notifications).
+    Notifications(NotificationsArgs),
     /// List the handlers a node can have: shape, `type=` names, attributes.
     ///
     /// A node's handler comes from `type=` when it names one, else from
@@ -791,6 +800,25 @@ pub struct ApplyArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct NotificationsArgs {
+    #[command(subcommand)]
+    pub action: NotificationsAction,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum NotificationsAction {
+    /// Stop weftd's desktop notifications until `resume` or its restart.
+    Pause,
+    /// Send desktop notifications again.
+    Resume,
+    /// Say whether notifications are paused.
+    Status,
+}
+
+#[derive(Debug, Args)]
 pub struct ModelArgs {
     #[command(subcommand)]
     pub action: ModelAction,
@@ -952,6 +980,7 @@ where
         Command::Apply(args) => apply::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Open(args) => open::run(&args),
+        Command::Notifications(args) => notifications::run(&args),
         Command::Completions(args) => manual::completions(args.shell),
         Command::Man(args) => manual::man(args.command.as_deref()),
     };

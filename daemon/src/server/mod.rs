@@ -31,7 +31,7 @@ mod settings;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -144,6 +144,10 @@ pub struct Daemon {
     running: RefCell<HashMap<String, Cancel>>,
     idle: Notify,
     stopping: Cell<bool>,
+    /// Desktop notifications are paused (`notifications.pause`): in memory
+    /// only, so a restarted daemon notifies again. Read by the runs'
+    /// threads as they record events.
+    pub notifications_paused: Arc<AtomicBool>,
     /// Events that may call for a desktop notification.
     notes: RefCell<Option<tokio::sync::mpsc::UnboundedSender<Event>>>,
     /// Read-only connections for reads off the event loop.
@@ -198,6 +202,7 @@ impl Daemon {
             running: RefCell::default(),
             idle: Notify::new(),
             stopping: Cell::new(false),
+            notifications_paused: Arc::default(),
             notes: RefCell::new(None),
             readers: Arc::default(),
             read_slots: Arc::new(Semaphore::new(READS_AT_ONCE)),
@@ -402,6 +407,7 @@ impl Daemon {
         let hub = self.hub.clone();
         let recorded = self.recorded.clone();
         let notes = self.notes.borrow().clone();
+        let paused = self.notifications_paused.clone();
         let caller_env = match &job {
             Job::Start(..) => None,
             Job::Resume(_, env) => env.clone(),
@@ -414,7 +420,10 @@ impl Daemon {
             clock: Clock::System,
             cancel,
             observer: Some(Arc::new(move |e: &Event| {
+                // Paused: an event while paused is never shown, not even
+                // after the pause ends.
                 if let Some(notes) = &notes
+                    && !paused.load(Ordering::Relaxed)
                     && matches!(
                         e.kind,
                         EventKind::InterviewStarted { .. }

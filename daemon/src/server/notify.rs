@@ -4,7 +4,7 @@
 //! opens ("Weft: <workflow> needs you — <question>"; for an external
 //! agent's permission request "<agent> asks permission to <kind>: <title>"),
 //! and when a run fails or completes. Each kind can be turned off in
-//! settings.toml.
+//! settings.toml, and all of them paused for a while (`notifications.pause`).
 //!
 //! No notification carries a secret: the text is the workflow's name, the
 //! gate's question and the stage's id, never command output or a failure

@@ -178,6 +178,28 @@ impl Store {
         rows.into_iter().map(QuestionRow::into_record).collect()
     }
 
+    /// The oldest `limit` pending questions of every run, and how many are
+    /// pending in all (the app's tray).
+    pub(crate) fn pending_questions(&self, limit: u32) -> Result<(Vec<QuestionRecord>, u64)> {
+        let rows = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {QUESTION_COLUMNS} FROM questions WHERE status = 'pending' \
+                 ORDER BY asked_at, id LIMIT ?1"
+            ))?
+            .query_map([limit], QuestionRow::read)?
+            .collect::<rusqlite::Result<Vec<QuestionRow>>>()?;
+        let total: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM questions WHERE status = 'pending'")?
+            .query_row([], |row| row.get(0))?;
+        let records = rows
+            .into_iter()
+            .map(QuestionRow::into_record)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((records, u64::try_from(total).unwrap_or(0)))
+    }
+
     /// How many questions are pending for each of `run_ids` (the badges of
     /// a page of the run list); runs without any are absent. One indexed
     /// count per run.

@@ -24,6 +24,7 @@ use crate::store::{
     StageRecord, Store, StoreError, write_atomic,
 };
 
+mod attention;
 mod changes;
 mod spending;
 
@@ -33,6 +34,7 @@ pub use crate::model::link::DeepLink;
 pub use crate::store::{
     DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
 };
+pub use attention::{AppSettings, Attention, TrayState, WaitingGate};
 pub use changes::{Changes, ChangesState, RunGit};
 
 /// The most a text read from a stage folder holds (1 MiB); longer files are

@@ -854,3 +854,55 @@ fn export_refuses_a_blob_whose_bytes_do_not_match_their_hash() {
         "damaged bytes are never shown as the artifact"
     );
 }
+
+#[test]
+fn attention_lists_the_oldest_pending_gates_and_counts_gates_and_active_runs() {
+    let (_temp, home) = home();
+    assert_eq!(
+        Views::open(&home)
+            .expect("views")
+            .attention(10)
+            .expect("an empty home"),
+        Attention::default()
+    );
+    let mut store = Store::open(&home).expect("store");
+    for (i, (workflow, status)) in [
+        ("build", RunStatus::Running),
+        ("deploy", RunStatus::Blocked),
+        ("build", RunStatus::Failed),
+        ("build", RunStatus::Queued),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("01RUN{i}");
+        let created = format!("2026-01-0{}T00:00:00.000Z", i + 1);
+        store
+            .create_run(&new_run(&home, &id, workflow, "routine", &created))
+            .expect("create");
+        store.set_status(&id, status, None).expect("status");
+    }
+    question(&mut store, "q1", "01RUN1", QuestionStatus::Pending);
+    question(&mut store, "q2", "01RUN1", QuestionStatus::Pending);
+    question(&mut store, "q3", "01RUN2", QuestionStatus::Answered);
+
+    let attention = Views::open(&home)
+        .expect("views")
+        .attention(1)
+        .expect("attention");
+    assert_eq!(
+        attention,
+        Attention {
+            gates: vec![WaitingGate {
+                run_id: "01RUN1".into(),
+                question_id: "q1".into(),
+                workflow: "deploy".into(),
+                question: "Ship it?".into(),
+            }],
+            gates_total: 2,
+            running: 1,
+            active: 3,
+        },
+        "one gate listed of two pending; queued, running and blocked runs are active"
+    );
+}

@@ -11,8 +11,9 @@ use ts_rs::TS;
 use weft::engine::fork::Forked;
 use weft::git::Applied;
 use weft::ipc::protocol::{
-    AnswerBy, CancelRequested, DaemonInfo, QuestionAnswer, QuestionList, RunApplied, RunApply,
-    RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued, WorkflowSource,
+    AnswerBy, CancelRequested, DaemonInfo, NotificationsState, QuestionAnswer, QuestionList,
+    RunApplied, RunApply, RunList, RunResume, RunStart, RunStarted, RunSteer, SteerQueued,
+    WorkflowSource,
 };
 use weft::lang::{Diagnostic, Severity, Span};
 use weft::model::Code;
@@ -31,8 +32,8 @@ use weft::store::{
     DaySpend, ModelSpend, RunSpendLine, SpendFigures, Spending, SpendingQuery, StageSpend,
 };
 use weft::views::{
-    AppError, ArtifactContent, Changes, ChangesState, DeepLink, LogMatch, LogStream, RunGit,
-    RunView, RunViewOptions, RunsPage, StageFiles,
+    AppError, AppSettings, ArtifactContent, Changes, ChangesState, DeepLink, LogMatch, LogStream,
+    RunGit, RunView, RunViewOptions, RunsPage, StageFiles, TrayState,
 };
 
 const HEADER: &str = "\
@@ -140,11 +141,14 @@ fn declarations() -> Vec<Decl> {
         decl::<Forked>(),
         decl::<TimelineEntry>(),
         decl::<DaemonInfo>(),
+        decl::<NotificationsState>(),
         // Errors.
         decl::<Code>(),
         // The app.
         decl::<AppError>(),
         decl::<DeepLink>(),
+        decl::<AppSettings>(),
+        decl::<TrayState>(),
         // Validation.
         decl::<Severity>(),
         decl::<Span>(),

@@ -228,3 +228,37 @@ fn ps_starts_the_daemon_whose_reconciliation_shows_a_crashed_run_as_interrupted(
         events.stdout
     );
 }
+
+#[test]
+fn weft_notifications_pauses_and_resumes_weftd_and_says_so() {
+    let sb = Sandbox::new();
+    let absent = sb.run(&["notifications", "status"]);
+    assert_eq!(absent.code, 3, "no daemon, nothing to pause: {absent:?}");
+    assert!(absent.stdout.contains("weftd is not running"), "{absent:?}");
+    let absent = sb.run(&["notifications", "pause", "--json"]);
+    assert_eq!(absent.code, 3, "{absent:?}");
+    assert_eq!(json(&absent.stdout), serde_json::json!({"running": false}));
+
+    let _weftd = weft_tests::Weftd::start(&sb);
+    let status = sb.run(&["notifications", "status"]);
+    assert_eq!(
+        (status.code, status.stdout.as_str()),
+        (0, "notifications are on\n")
+    );
+    let paused = sb.run(&["notifications", "pause"]);
+    assert_eq!(
+        (paused.code, paused.stdout.as_str()),
+        (
+            0,
+            "notifications paused until `weft notifications resume` or weftd restarts\n"
+        )
+    );
+    let status = sb.run(&["notifications", "status", "--json"]);
+    assert_eq!(json(&status.stdout), serde_json::json!({"paused": true}));
+    let daemon = sb.run(&["daemon", "status", "--json"]);
+    assert_eq!(json(&daemon.stdout)["notifications_paused"], true);
+    let resumed = sb.run(&["notifications", "resume"]);
+    assert_eq!(resumed.stdout, "notifications resumed\n");
+    let status = sb.run(&["notifications", "status", "--json"]);
+    assert_eq!(json(&status.stdout), serde_json::json!({"paused": false}));
+}

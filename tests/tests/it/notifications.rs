@@ -156,3 +156,73 @@ for i in $(seq 100); do [ -s '{opened}' ] && break; sleep 0.1; done"#,
         std::fs::read_to_string(home.join("weftd.out")).unwrap_or_default()
     );
 }
+
+#[test]
+fn a_gate_opened_while_notifications_are_paused_is_not_shown_and_resuming_shows_the_next() {
+    let sb = Sandbox::new();
+    let gate = |name: &str, question: &str| {
+        format!(
+            r#"digraph {name} {{ start [shape=Mdiamond]; exit [shape=Msquare]
+               approve [shape=hexagon, label="{question}"]
+               start -> approve
+               approve -> exit [label="[Y] Yes"] }}"#
+        )
+    };
+    let paused = sb.write("paused.fabro", gate("PausedFlow", "Asked while paused?"));
+    let resumed = sb.write(
+        "resumed.fabro",
+        gate("ResumedFlow", "Asked after resuming?"),
+    );
+    let home = sb.path().join("home");
+    let monitor = sb.path().join("monitor.log");
+    let said = sb.path().join("said.txt");
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+    let weft = binary("weft");
+    // Notifications are shown in the order their events happen, so once
+    // the resumed gate's is seen, the paused gate's would have been too.
+    let status = in_desktop_session(
+        &home,
+        &format!(
+            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
+            monitor.display()
+        ),
+        &format!(
+            r#"'{weft}' notifications pause > '{said}'
+'{weft}' notifications status >> '{said}'
+'{weft}' daemon status --json >> '{said}'
+'{weft}' run '{paused}' --detach > /dev/null
+for i in $(seq 100); do '{weft}' questions --json | grep -q 'Asked while paused' && break; sleep 0.1; done
+'{weft}' notifications resume --json >> '{said}'
+'{weft}' run '{resumed}' --detach > /dev/null
+for i in $(seq 100); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; done"#,
+            weft = weft.display(),
+            paused = paused.display(),
+            resumed = resumed.display(),
+            said = said.display(),
+            monitor = monitor.display(),
+        ),
+    );
+    assert!(status.success());
+    let log = std::fs::read_to_string(&monitor).unwrap_or_default();
+    assert!(
+        log.contains("Weft: ResumedFlow needs you"),
+        "the gate after resuming is shown:\n{log}"
+    );
+    assert!(
+        !log.contains("PausedFlow"),
+        "the gate opened while paused is never shown:\n{log}"
+    );
+    assert_eq!(log.matches("member=Notify").count(), 1, "{log}");
+    let said = std::fs::read_to_string(&said).unwrap_or_default();
+    assert!(
+        said.starts_with(
+            "notifications paused until `weft notifications resume` or weftd restarts\nnotifications are paused\n"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("\"notifications_paused\":true"),
+        "daemon status reports the pause: {said}"
+    );
+    assert!(said.ends_with("{\"paused\":false}\n"), "{said}");
+}

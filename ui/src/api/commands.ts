@@ -4,7 +4,7 @@
 
 import type { Channel } from '@tauri-apps/api/core';
 
-import type { AnswerBy, ArtifactContent, CancelRequested, Changes, DaemonInfo, DeepLink, Diagnostic, Event, Forked, LogMatch, QuestionRecord, Retro, RetroSummary, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued } from './wire';
+import type { AnswerBy, AppSettings, ArtifactContent, CancelRequested, Changes, DaemonInfo, DeepLink, Diagnostic, Event, Forked, LogMatch, NotificationsState, QuestionRecord, Retro, RetroSummary, RunApplied, RunList, RunStart, RunStarted, RunSummary, RunView, RunsPage, Spending, SpendingQuery, StageFiles, SteerQueued, TrayState } from './wire';
 
 /** The most events one `run_events` call returns (`weft::store::EVENTS_PAGE_MAX`). */
 export const EVENTS_PAGE_MAX = 10000;
@@ -141,6 +141,29 @@ export type Commands = {
    */
   model_names: { args: Record<string, never>; result: Array<string> };
   /**
+   * The app's own settings ($WEFT_HOME/app.json; the defaults when
+   * it is missing or unreadable).
+   */
+  app_settings: { args: Record<string, never>; result: AppSettings };
+  /**
+   * Saves the app's settings and writes or removes the autostart
+   * entry for `start_at_login`; resolves to what was saved.
+   * `app.error` when a file cannot be written.
+   */
+  set_app_settings: { args: { settings: AppSettings }; result: AppSettings };
+  /**
+   * What the tray shows now, read back from its menu: the tooltip,
+   * the item labels and whether "Pause notifications" is checked;
+   * `shown` is false when there is no tray.
+   */
+  tray_state: { args: Record<string, never>; result: TrayState };
+  /**
+   * Pauses (`true`) or resumes (`false`) weftd's desktop
+   * notifications, or only asks (absent); in weftd's memory until it
+   * restarts.
+   */
+  notifications_pause: { args: { paused?: boolean | null | undefined }; result: NotificationsState };
+  /**
    * Forwards the daemon's events of one run (`seq > after_seq`) or
    * of every run (`run` absent) to `channel`; resolves to the
    * subscription id once the daemon accepted it.
@@ -186,6 +209,10 @@ export const COMMAND_KINDS = {
   question_answer: 'live',
   validate_workflow: 'app',
   model_names: 'app',
+  app_settings: 'app',
+  set_app_settings: 'app',
+  tray_state: 'app',
+  notifications_pause: 'live',
   subscribe: 'stream',
   unsubscribe: 'stream',
 } as const satisfies Record<CommandName, 'app' | 'history' | 'live' | 'stream'>;
@@ -327,6 +354,29 @@ export interface CommandMethods {
    * shows them, sorted; `llm.config` when settings.toml is broken.
    */
   modelNames(): Promise<Array<string>>;
+  /**
+   * The app's own settings ($WEFT_HOME/app.json; the defaults when
+   * it is missing or unreadable).
+   */
+  appSettings(): Promise<AppSettings>;
+  /**
+   * Saves the app's settings and writes or removes the autostart
+   * entry for `start_at_login`; resolves to what was saved.
+   * `app.error` when a file cannot be written.
+   */
+  setAppSettings(settings: AppSettings): Promise<AppSettings>;
+  /**
+   * What the tray shows now, read back from its menu: the tooltip,
+   * the item labels and whether "Pause notifications" is checked;
+   * `shown` is false when there is no tray.
+   */
+  trayState(): Promise<TrayState>;
+  /**
+   * Pauses (`true`) or resumes (`false`) weftd's desktop
+   * notifications, or only asks (absent); in weftd's memory until it
+   * restarts.
+   */
+  notificationsPause(paused?: boolean | null): Promise<NotificationsState>;
 }
 
 /** The command behind each method of `CommandMethods`. */
@@ -359,6 +409,10 @@ export const METHOD_COMMANDS = {
   questionAnswer: 'question_answer',
   validateWorkflow: 'validate_workflow',
   modelNames: 'model_names',
+  appSettings: 'app_settings',
+  setAppSettings: 'set_app_settings',
+  trayState: 'tray_state',
+  notificationsPause: 'notifications_pause',
 } as const satisfies Record<keyof CommandMethods, CommandName>;
 
 /** `CommandMethods` over `send`: each passes its arguments by name. */
@@ -392,5 +446,9 @@ export function commandMethods(send: Send): CommandMethods {
     questionAnswer: (question, answer) => send('question_answer', { question, answer }),
     validateWorkflow: (path) => send('validate_workflow', { path }),
     modelNames: () => send('model_names', {}),
+    appSettings: () => send('app_settings', {}),
+    setAppSettings: (settings) => send('set_app_settings', { settings }),
+    trayState: () => send('tray_state', {}),
+    notificationsPause: (paused) => send('notifications_pause', { paused }),
   };
 }

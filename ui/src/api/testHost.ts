@@ -2,7 +2,7 @@ import { EMPTY, type Fixtures } from './fixtures';
 import { recorded } from './fixtures/recorded';
 import { syntheticRunCount, withSyntheticRuns } from './fixtures/synthetic';
 import { COMMAND_KINDS, METHOD_COMMANDS, type CommandMethods } from './commands';
-import type { AnswerBy, AppError, ArtifactContent, Changes, ChangesState, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary, Spending } from './host';
+import type { AnswerBy, AppError, AppSettings, ArtifactContent, Changes, ChangesState, Code, Event, Host, LogMatch, LogStream, QuestionRecord, RunList, RunSummary, Spending } from './host';
 
 /**
  * The version the test host reports. Deliberately not a real release number,
@@ -78,9 +78,16 @@ function modelled(fixtures: Fixtures): Partial<CommandMethods> & Omit<Host, keyo
   let forks = 0;
   const find = (run: string) =>
     fixtures.views.find((v) => v.run.id.toLowerCase().startsWith(run.toLowerCase()));
+  // The app's settings, in memory as app.json would hold them.
+  let settings: AppSettings = { keep_in_tray: true, start_at_login: false };
   return {
     appVersion: () => Promise.resolve(TEST_APP_VERSION),
     initialRoute: () => Promise.resolve(null),
+    appSettings: () => Promise.resolve({ ...settings }),
+    setAppSettings: (next) => {
+      settings = { ...next };
+      return Promise.resolve({ ...settings });
+    },
 
     runsPage: (q) => {
       const runs = recordedRuns(fixtures, q) ?? unfilteredRuns(fixtures, q);

@@ -5,6 +5,7 @@ import { Header } from '../components/Header';
 import { warmLayout } from '../graph/layout';
 import { RunsScreen } from '../runs/RunsScreen';
 import { parseRoute, type Route } from './route';
+import { SettingsMenu } from './SettingsMenu';
 import { ThemeSetting } from './ThemeSetting';
 import { VersionLine, type VersionState } from './VersionLine';
 
@@ -103,6 +104,7 @@ export function App({ host = api }: { host?: Host }) {
     <div className="shell">
       <Header>
         <ThemeSetting />
+        <SettingsMenu host={host} />
       </Header>
       <nav className="nav" aria-label="Screens">
         <a href="#/runs" aria-current={route.screen === 'runs' || route.screen === 'run' ? 'page' : undefined}>

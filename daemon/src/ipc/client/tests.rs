@@ -76,6 +76,7 @@ fn info() -> DaemonInfo {
         home: "/h".into(),
         db_path: "/h/weft.db".into(),
         socket_path: "/h/run/weftd.sock".into(),
+        notifications_paused: Some(false),
     }
 }
 

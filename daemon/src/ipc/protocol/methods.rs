@@ -134,6 +134,9 @@ methods! {
     "daemon.status" => DaemonStatus(DaemonStatus) -> DaemonInfo;
     /// Shut the daemon down gracefully (running runs are interrupted).
     "daemon.stop" => DaemonStop(DaemonStop) -> DaemonStopping;
+    /// Pause or resume the daemon's desktop notifications (in memory, until
+    /// weftd restarts); `paused` absent only reports.
+    "notifications.pause" => NotificationsPause(NotificationsPause) -> NotificationsState;
 }
 
 // ----- run.start / run.resume ----------------------------------------------
@@ -592,6 +595,28 @@ pub struct DaemonInfo {
     pub home: PathBuf,
     pub db_path: PathBuf,
     pub socket_path: PathBuf,
+    /// Desktop notifications are paused (`notifications.pause`); absent
+    /// from a daemon older than the pause, which never pauses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub notifications_paused: Option<bool>,
+}
+
+/// `notifications.pause` params: `true` pauses the daemon's desktop
+/// notifications, `false` resumes them, absent only asks. The pause lives
+/// in the daemon's memory: a restarted weftd notifies again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct NotificationsPause {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub paused: Option<bool>,
+}
+
+/// The result of `notifications.pause`: whether notifications are paused
+/// now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct NotificationsState {
+    pub paused: bool,
 }
 
 /// `run.timeline` params.

@@ -286,7 +286,12 @@ fn every_method_request_and_result_survive_a_round_trip() {
                 home: "/h".into(),
                 db_path: "/h/weft.db".into(),
                 socket_path: "/h/run/weftd.sock".into(),
+                notifications_paused: Some(true),
             },
+        ),
+        round_trip(
+            NotificationsPause { paused: Some(true) },
+            NotificationsState { paused: true },
         ),
         round_trip(
             RunArchive {

@@ -1,8 +1,11 @@
-//! `daemon.status` and `daemon.stop`.
+//! `daemon.status`, `daemon.stop` and `notifications.pause`.
+
+use std::sync::atomic::Ordering;
 
 use super::{Handler, Session};
 use crate::ipc::protocol::{
-    DaemonInfo, DaemonStatus, DaemonStop, DaemonStopping, PROTOCOL_VERSION, RpcError,
+    DaemonInfo, DaemonStatus, DaemonStop, DaemonStopping, NotificationsPause, NotificationsState,
+    PROTOCOL_VERSION, RpcError,
 };
 
 impl Handler for DaemonStatus {
@@ -19,6 +22,7 @@ impl Handler for DaemonStatus {
             home: daemon.home.root().to_path_buf(),
             db_path: daemon.home.db_path(),
             socket_path: daemon.paths.socket.clone(),
+            notifications_paused: Some(daemon.notifications_paused.load(Ordering::Relaxed)),
         })
     }
 }
@@ -31,6 +35,20 @@ impl Handler for DaemonStop {
         Ok(DaemonStopping {
             pid: std::process::id(),
             runs_interrupted: running,
+        })
+    }
+}
+
+impl Handler for NotificationsPause {
+    /// Pauses or resumes desktop notifications; either way, reports the
+    /// state.
+    async fn handle(self, session: &mut Session) -> Result<NotificationsState, RpcError> {
+        let paused = &session.daemon.notifications_paused;
+        if let Some(pause) = self.paused {
+            paused.store(pause, Ordering::Relaxed);
+        }
+        Ok(NotificationsState {
+            paused: paused.load(Ordering::Relaxed),
         })
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! The handlers live in [`run`] (`run.*`), [`steer`] (`run.steer`), [`apply`] (`run.apply`), [`question`] (`question.list`,
 //! `question.answer`), [`subscription`] (`subscribe`, `unsubscribe`) and
-//! [`daemon`] (`daemon.status`, `daemon.stop`).
+//! [`daemon`] (`daemon.status`, `daemon.stop`, `notifications.pause`).
 
 pub mod apply;
 pub mod daemon;
@@ -97,6 +97,7 @@ pub(crate) async fn dispatch(call: Call, session: &mut Session) -> Result<Value,
         Call::QuestionAnswer(params) => respond(params, session).await,
         Call::DaemonStatus(params) => respond(params, session).await,
         Call::DaemonStop(params) => respond(params, session).await,
+        Call::NotificationsPause(params) => respond(params, session).await,
     }
 }
 

@@ -1145,7 +1145,14 @@ version: string,
 /**
  * [`PROTOCOL_VERSION`] of the daemon.
  */
-protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, };
+protocol: number, pid: number, uptime_ms: number, runs_running: number, runs_queued: number, home: string, db_path: string, socket_path: string, 
+/**
+ * Desktop notifications are paused (`notifications.pause`); absent
+ * from a daemon older than the pause, which never pauses.
+ */
+notifications_paused?: boolean, };
+
+export type NotificationsState = { paused: boolean, };
 
 export type Code = "rpc.parse_error" | "rpc.invalid_request" | "rpc.too_long" | "rpc.method_not_found" | "rpc.invalid_params" | "rpc.internal" | "rpc.error" | "run.not_found" | "run.ambiguous" | "run.not_resumable" | "run.not_cancellable" | "run.not_forkable" | "checkpoint.not_found" | "run.config" | "llm.config" | "run.no_workflow_path" | "stage.not_found" | "apply.not_checkpointed" | "apply.run_not_ended" | "apply.needs_force" | "apply.dirty" | "apply.conflicts" | "apply.patch_does_not_apply" | "apply.no_target" | "apply.failed" | "workflow.invalid" | "workflow.io" | "question.not_found" | "question.closed" | "question.not_waiting" | "question.no_such_option" | "agent.not_running" | "agent.ambiguous" | "subscription.exists" | "subscription.limit" | "artifact.not_found" | "artifact.invalid_path" | "artifact.invalid_pattern" | "blob.missing" | "spending.invalid_since" | "store.sqlite" | "store.io" | "store.json" | "store.schema_too_new" | "store.schema_too_old" | "store.wal_missing" | "store.no_home" | "daemon.shutting_down" | "daemon.not_running" | "daemon.connect" | "daemon.start_failed" | "ipc.protocol" | "ipc.request" | "ipc.disconnected" | "app.internal" | "app.reveal_failed" | "app.error";
 
@@ -1162,6 +1169,36 @@ export type DeepLink = {
  * The canonical PATH, without `weft://`; the UI's hash is `#/` + it.
  */
 path: string, };
+
+export type AppSettings = { 
+/**
+ * Closing the window while runs are active hides it to the tray
+ * instead of quitting.
+ */
+keep_in_tray: boolean, 
+/**
+ * The app starts, hidden to the tray, when the user logs in (an XDG
+ * autostart entry).
+ */
+start_at_login: boolean, };
+
+export type TrayState = { 
+/**
+ * A tray icon was made (false without a tray library).
+ */
+shown: boolean, 
+/**
+ * The tooltip the icon was given.
+ */
+tooltip: string, 
+/**
+ * The menu's item labels, in order (separators left out).
+ */
+items: Array<string>, 
+/**
+ * The "Pause notifications" item is checked.
+ */
+paused: boolean, };
 
 export type Severity = "info" | "warning" | "error";
 

@@ -1,0 +1,543 @@
+//! The tray icon: how many gates wait and runs run, a menu item per
+//! waiting gate that opens its question, "Pause notifications" and "Quit".
+//!
+//! What it shows is [`model`], a pure function of the home's history
+//! ([`Attention`], read-only through [`Views`]) and of whether weftd's
+//! notifications are paused. A thread of its own reads both every
+//! [`REFRESH`] (or at once when poked) and rebuilds the menu on the main
+//! thread only when the model changed. Without a tray library or host the
+//! app runs as before, without a tray, after one line on stderr.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Manager, Wry};
+use weft::ipc::client::Client;
+use weft::ipc::protocol::NotificationsPause;
+use weft::store::Home;
+use weft::views::{Attention, DeepLink, TrayState, Views};
+
+/// How often the tray reads the history and the daemon.
+const REFRESH: Duration = Duration::from_secs(2);
+/// Gates listed in the menu; the rest are behind "N more…".
+pub const MAX_GATES: u32 = 10;
+/// The longest gate label, in characters.
+const LABEL_CHARS: usize = 60;
+/// How long asking weftd whether notifications are paused may take.
+const DAEMON_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What the tray shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub tooltip: String,
+    /// The text beside the icon (where the tray shows one): the number of
+    /// gates waiting, none when none wait.
+    pub title: Option<String>,
+    pub items: Vec<Item>,
+    pub paused: bool,
+}
+
+/// One menu entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Action {
+        id: String,
+        label: String,
+    },
+    Check {
+        id: String,
+        label: String,
+        checked: bool,
+    },
+    Separator,
+}
+
+/// What a menu item does, from its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Open,
+    Question { run: String, question: String },
+    Gates,
+    Pause,
+    Quit,
+}
+
+/// "1 gate", "3 gates".
+fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// The tray for `attention`, with notifications `paused` or not.
+pub fn model(attention: &Attention, paused: bool) -> Model {
+    let gates = match attention.gates_total {
+        0 => "no gates waiting".to_string(),
+        n => format!("{} waiting", count(n, "gate", "gates")),
+    };
+    let running = match attention.running {
+        0 => "none running".to_string(),
+        n => format!("{n} running"),
+    };
+    let mut tooltip = format!("Weft — {gates}, {running}");
+    if paused {
+        tooltip.push_str(" (notifications paused)");
+    }
+    let mut items = vec![Item::Action {
+        id: "open".into(),
+        label: "Open Weft".into(),
+    }];
+    if !attention.gates.is_empty() {
+        items.push(Item::Separator);
+    }
+    for gate in &attention.gates {
+        items.push(Item::Action {
+            id: format!("gate/{}/{}", gate.run_id, gate.question_id),
+            label: gate_label(&gate.workflow, &gate.question),
+        });
+    }
+    let listed = attention.gates.len() as u64;
+    if attention.gates_total > listed {
+        items.push(Item::Action {
+            id: "gates".into(),
+            label: format!("{} more…", attention.gates_total - listed),
+        });
+    }
+    items.extend([
+        Item::Separator,
+        Item::Check {
+            id: "pause".into(),
+            label: "Pause notifications".into(),
+            checked: paused,
+        },
+        Item::Action {
+            id: "quit".into(),
+            label: "Quit".into(),
+        },
+    ]);
+    Model {
+        tooltip,
+        title: (attention.gates_total > 0).then(|| attention.gates_total.to_string()),
+        items,
+        paused,
+    }
+}
+
+/// "workflow: question" on one line, cut to [`LABEL_CHARS`]; `&` doubled
+/// so the menu does not read it as a keyboard accelerator.
+fn gate_label(workflow: &str, question: &str) -> String {
+    let line: String = format!("{workflow}: {question}")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut label: String = line.chars().take(LABEL_CHARS).collect();
+    if line.chars().count() > LABEL_CHARS {
+        label.pop();
+        label.push('…');
+    }
+    label.replace('&', "&&")
+}
+
+/// The action of the menu item `id`.
+pub fn action(id: &str) -> Option<Action> {
+    match id {
+        "open" => Some(Action::Open),
+        "gates" => Some(Action::Gates),
+        "pause" => Some(Action::Pause),
+        "quit" => Some(Action::Quit),
+        _ => {
+            let (run, question) = id.strip_prefix("gate/")?.split_once('/')?;
+            Some(Action::Question {
+                run: run.to_string(),
+                question: question.to_string(),
+            })
+        }
+    }
+}
+
+// ----- the real tray -----------------------------------------------------
+
+/// The app's tray (managed state): the icon when there is one, the menu it
+/// shows now, and a way to have it read again at once.
+pub struct Tray {
+    live: Mutex<Option<Live>>,
+    paused: AtomicBool,
+    poke: Mutex<Option<Sender<()>>>,
+}
+
+struct Live {
+    icon: TrayIcon<Wry>,
+    menu: Option<Menu<Wry>>,
+    tooltip: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Tray {
+    /// A tray icon was made.
+    pub fn shown(&self) -> bool {
+        lock(&self.live).is_some()
+    }
+
+    /// Reads the history and the daemon again now.
+    pub fn refresh(&self) {
+        if let Some(poke) = lock(&self.poke).as_ref() {
+            let _ = poke.send(());
+        }
+    }
+
+    /// What the tray shows, read back from its menu items.
+    pub fn state(&self) -> TrayState {
+        let live = lock(&self.live);
+        let Some(live) = live.as_ref() else {
+            return TrayState::default();
+        };
+        let mut state = TrayState {
+            shown: true,
+            tooltip: live.tooltip.clone(),
+            ..TrayState::default()
+        };
+        let items = live
+            .menu
+            .as_ref()
+            .and_then(|m| m.items().ok())
+            .unwrap_or_default();
+        for item in items {
+            if let Some(item) = item.as_menuitem() {
+                state.items.extend(item.text().ok());
+            } else if let Some(check) = item.as_check_menuitem() {
+                state.items.extend(check.text().ok());
+                state.paused = check.is_checked().unwrap_or(false);
+            }
+        }
+        state
+    }
+
+    /// Shows `model`: a new menu, tooltip and title. On the main thread.
+    fn show(&self, app: &AppHandle, model: &Model) {
+        let mut live = lock(&self.live);
+        let Some(live) = live.as_mut() else { return };
+        match menu(app, model) {
+            Ok(menu) => {
+                if let Err(e) = live.icon.set_menu(Some(menu.clone())) {
+                    eprintln!("weft-desktop: cannot update the tray menu: {e}");
+                }
+                live.menu = Some(menu);
+            }
+            Err(e) => eprintln!("weft-desktop: cannot build the tray menu: {e}"),
+        }
+        let _ = live.icon.set_tooltip(Some(&model.tooltip));
+        let _ = live.icon.set_title(model.title.as_deref());
+        live.tooltip.clone_from(&model.tooltip);
+        self.paused.store(model.paused, Ordering::Relaxed);
+    }
+}
+
+fn menu(app: &AppHandle, model: &Model) -> tauri::Result<Menu<Wry>> {
+    let menu = Menu::new(app)?;
+    for item in &model.items {
+        match item {
+            Item::Action { id, label } => {
+                menu.append(&MenuItem::with_id(app, id, label, true, None::<&str>)?)?;
+            }
+            Item::Check { id, label, checked } => {
+                menu.append(&CheckMenuItem::with_id(
+                    app,
+                    id,
+                    label,
+                    true,
+                    *checked,
+                    None::<&str>,
+                )?)?;
+            }
+            Item::Separator => menu.append(&PredefinedMenuItem::separator(app)?)?,
+        }
+    }
+    Ok(menu)
+}
+
+/// Makes the tray icon and starts reading what it shows (from `home`,
+/// when the app has one). A missing tray library is one line on stderr
+/// and a [`Tray`] without an icon; the app runs on without it.
+pub fn start(app: &tauri::App, home: Option<Home>) -> Tray {
+    let tray = Tray {
+        live: Mutex::new(None),
+        paused: AtomicBool::new(false),
+        poke: Mutex::new(None),
+    };
+    // libappindicator is loaded when the first icon is made, and its
+    // loader panics when the library is missing: caught, and said in one
+    // line instead of a panic report.
+    let quiet = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut builder = TrayIconBuilder::with_id("weft")
+            .tooltip("Weft")
+            .on_menu_event(|app, event| act(app, event.id().as_ref()));
+        if let Some(icon) = app.default_window_icon() {
+            builder = builder.icon(icon.clone());
+        }
+        builder.build(app)
+    }));
+    std::panic::set_hook(quiet);
+    let icon = match built {
+        Ok(Ok(icon)) => icon,
+        Ok(Err(e)) => {
+            eprintln!("weft-desktop: no tray icon ({e}); closing the window quits the app");
+            return tray;
+        }
+        Err(_) => {
+            eprintln!(
+                "weft-desktop: no tray icon (libayatana-appindicator3 could not be loaded); closing the window quits the app"
+            );
+            return tray;
+        }
+    };
+    *lock(&tray.live) = Some(Live {
+        icon,
+        menu: None,
+        tooltip: "Weft".into(),
+    });
+    // A menu from the start (Open, Pause, Quit), also for an app without a
+    // home; the thread below fills in the counts.
+    tray.show(app.handle(), &model(&Attention::default(), false));
+    if let Some(home) = home {
+        let (poke, poked) = channel();
+        *lock(&tray.poke) = Some(poke);
+        watch(app.handle().clone(), home, poked);
+    }
+    tray
+}
+
+/// The thread that reads what the tray shows and updates it when it
+/// changed.
+fn watch(app: AppHandle, home: Home, poked: Receiver<()>) {
+    let spawned = std::thread::Builder::new()
+        .name("tray".into())
+        .spawn(move || {
+            let mut shown: Option<Model> = None;
+            loop {
+                let attention = Views::open(&home)
+                    .and_then(|views| views.attention(MAX_GATES))
+                    // An unreadable history shows as nothing waiting; the
+                    // window says what is wrong.
+                    .unwrap_or_default();
+                let next = model(&attention, notifications_paused(&home));
+                if shown.as_ref() != Some(&next) {
+                    let handle = app.clone();
+                    let model = next.clone();
+                    let _ = app.run_on_main_thread(move || {
+                        handle.state::<Tray>().show(&handle, &model);
+                    });
+                    shown = Some(next);
+                }
+                match poked.recv_timeout(REFRESH) {
+                    // Poked: shown again even when unchanged, since a click
+                    // may have toggled the check mark that weftd refused.
+                    Ok(()) => shown = None,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("weft-desktop: the tray cannot follow the runs ({e})");
+    }
+}
+
+/// Whether weftd's notifications are paused; false when no weftd answers.
+fn notifications_paused(home: &Home) -> bool {
+    tauri::async_runtime::block_on(async {
+        let ask = async {
+            let client = Client::connect(home).await.ok()?;
+            client
+                .call(NotificationsPause { paused: None })
+                .await
+                .ok()
+                .map(|s| s.paused)
+        };
+        tokio::time::timeout(DAEMON_TIMEOUT, ask)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    })
+}
+
+/// Carries out the menu item `id`.
+fn act(app: &AppHandle, id: &str) {
+    match action(id) {
+        Some(Action::Open) => crate::show(app, None),
+        Some(Action::Question { run, question }) => {
+            crate::open_link(app, DeepLink::question(&run, &question));
+        }
+        Some(Action::Gates) => crate::open_link(app, DeepLink::screen("gates")),
+        Some(Action::Pause) => {
+            let tray = app.state::<Tray>();
+            let pause = !tray.paused.load(Ordering::Relaxed);
+            let handle = app.clone();
+            tauri::async_runtime::spawn(async move {
+                if let Err(e) = crate::commands::notifications_pause(&handle, Some(pause)).await {
+                    eprintln!("weft-desktop: cannot pause notifications: {}", e.message);
+                    // The check mark goes back to what weftd says.
+                    handle.state::<Tray>().refresh();
+                }
+            });
+        }
+        Some(Action::Quit) => app.exit(0),
+        None => {}
+    }
+}
+
+/// Whether closing the window should hide it to the tray: there is a
+/// tray, the setting is on and a run is active.
+pub fn keeps_running(app: &AppHandle) -> bool {
+    if !app.state::<Tray>().shown() {
+        return false;
+    }
+    let Ok(home) = crate::commands::home() else {
+        return false;
+    };
+    if !crate::app_settings::load(&crate::app_settings::path(&home)).keep_in_tray {
+        return false;
+    }
+    Views::open(&home)
+        .and_then(|views| views.attention(0))
+        .is_ok_and(|a| a.active > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+
+    use super::*;
+    use weft::views::WaitingGate;
+
+    fn gate(n: u32) -> WaitingGate {
+        WaitingGate {
+            run_id: format!("01RUN{n}"),
+            question_id: format!("q-{n}"),
+            workflow: "Release".into(),
+            question: format!("Ship {n}?"),
+        }
+    }
+
+    fn labels(model: &Model) -> Vec<&str> {
+        model
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Action { label, .. } | Item::Check { label, .. } => Some(label.as_str()),
+                Item::Separator => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_idle_home_says_nothing_waits_and_offers_open_pause_and_quit() {
+        let m = model(&Attention::default(), false);
+        assert_eq!(m.tooltip, "Weft — no gates waiting, none running");
+        assert_eq!(m.title, None);
+        assert_eq!(labels(&m), ["Open Weft", "Pause notifications", "Quit"]);
+    }
+
+    #[test]
+    fn each_waiting_gate_is_an_item_that_opens_its_question() {
+        let attention = Attention {
+            gates: vec![gate(1), gate(2)],
+            gates_total: 2,
+            running: 3,
+            active: 5,
+        };
+        let m = model(&attention, true);
+        assert_eq!(
+            m.tooltip,
+            "Weft — 2 gates waiting, 3 running (notifications paused)"
+        );
+        assert_eq!(m.title.as_deref(), Some("2"));
+        assert_eq!(
+            labels(&m),
+            [
+                "Open Weft",
+                "Release: Ship 1?",
+                "Release: Ship 2?",
+                "Pause notifications",
+                "Quit"
+            ]
+        );
+        let Item::Action { id, .. } = &m.items[2] else {
+            panic!("a gate item: {:?}", m.items[2]);
+        };
+        assert_eq!(
+            action(id),
+            Some(Action::Question {
+                run: "01RUN1".into(),
+                question: "q-1".into()
+            })
+        );
+        assert!(m.items.contains(&Item::Check {
+            id: "pause".into(),
+            label: "Pause notifications".into(),
+            checked: true
+        }));
+    }
+
+    #[test]
+    fn gates_past_the_listed_ones_are_one_more_item_opening_the_gates_screen() {
+        let attention = Attention {
+            gates: (1..=MAX_GATES).map(gate).collect(),
+            gates_total: 13,
+            running: 1,
+            active: 13,
+        };
+        let m = model(&attention, false);
+        assert_eq!(m.tooltip, "Weft — 13 gates waiting, 1 running");
+        let more = m
+            .items
+            .iter()
+            .find(|i| matches!(i, Item::Action { label, .. } if label == "3 more…"))
+            .expect("a more item");
+        let Item::Action { id, .. } = more else {
+            unreachable!()
+        };
+        assert_eq!(action(id), Some(Action::Gates));
+        assert_eq!(labels(&m).len(), 1 + 10 + 1 + 2);
+    }
+
+    #[test]
+    fn a_gate_label_is_one_short_line_and_shows_ampersands() {
+        let long = "x".repeat(100);
+        let label = gate_label("Deploy", &format!("Ship\nnow & {long}"));
+        assert!(!label.contains('\n'));
+        assert!(label.starts_with("Deploy: Ship now && x"), "{label}");
+        assert!(label.ends_with('…'));
+        assert_eq!(label.replace("&&", "&").chars().count(), LABEL_CHARS);
+        let one = model(
+            &Attention {
+                gates: vec![gate(1)],
+                gates_total: 1,
+                running: 1,
+                active: 1,
+            },
+            false,
+        );
+        assert_eq!(one.tooltip, "Weft — 1 gate waiting, 1 running");
+    }
+
+    #[test]
+    fn menu_ids_name_their_actions_and_unknown_ids_none() {
+        assert_eq!(action("open"), Some(Action::Open));
+        assert_eq!(action("quit"), Some(Action::Quit));
+        assert_eq!(action("pause"), Some(Action::Pause));
+        assert_eq!(action("gate/only-run"), None);
+        assert_eq!(action("elsewhere"), None);
+    }
+}

@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Real-app test of the tray and the app settings.
+
+Starts weftd on a scratch home with one run waiting at a human gate, then the
+built `weft-desktop` under WebKitWebDriver, and checks:
+
+- the tray's real menu (read back from its menu items by the `tray_state`
+  command, not from the model that made them) names the waiting gate and its
+  tooltip counts it;
+- "Pause notifications" through the app pauses weftd's notifications, and the
+  tray's check item follows;
+- closing the window while the run waits hides it (the app keeps running), a
+  second start of the app shows it again, and once the run has ended closing
+  quits the app;
+- turning "Start at login" on in the Settings menu writes $XDG_CONFIG_HOME/autostart/weft.desktop
+  (starting the app with --hidden) and turning it off removes it; both
+  settings land in $WEFT_HOME/app.json.
+
+Under Xvfb no StatusNotifier host runs: libayatana-appindicator still makes
+its icon and menu (it falls back to an unregistered indicator), so the menu
+read back is the real one; `shown` says whether an icon was made at all.
+
+Usage (needs a display and a session bus):
+
+    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+        python3 tests/app/tray.py target/debug/weft-desktop [SCREENSHOT.png]
+
+weft and weftd are taken from beside the app. Prints "1 passed, 0 failed" and
+exits 0 on success. Python standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from driver import (  # noqa: E402  (the helper lives beside this file)
+    Failure,
+    Session,
+    start_driver,
+    stop_process_group,
+    wait_for_driver,
+    wait_until,
+)
+
+STEP_TIMEOUT_S = 30  # each condition waited for
+COMMAND_TIMEOUT_S = 60  # each weft command
+
+GATE = """digraph TrayGate { start [shape=Mdiamond]; exit [shape=Msquare]
+  approve [shape=hexagon, label="Ship release 2.0?"]
+  start -> approve
+  approve -> exit [label="[Y] Yes"] }
+"""
+
+INVOKE = """
+const [command, args] = arguments;
+return window.__TAURI_INTERNALS__.invoke(command, args).then(
+  (value) => ({ value }),
+  (error) => ({ error: JSON.stringify(error) }),
+);
+"""
+
+
+def invoke(session: Session, command: str, args: dict | None = None):
+    """Calls an app command as the UI does; raises on a rejection."""
+    answer = session.execute(INVOKE, command, args or {})
+    if not isinstance(answer, dict) or "error" in answer:
+        raise Failure(f"{command} failed: {answer!r}")
+    return answer.get("value")
+
+
+def weft(bin_dir: Path, env: dict[str, str], cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        [str(bin_dir / "weft"), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise Failure(f"weft {' '.join(args)} exited {done.returncode}: {done.stderr}")
+    return done.stdout
+
+
+def app_window() -> str | None:
+    """The X id of the app's window (titled "Weft", at its start size), if any."""
+    tree = subprocess.run(
+        ["xwininfo", "-root", "-tree"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    ).stdout
+    found = re.search(r'(0x[0-9a-f]+) "Weft": .* 1100x720', tree)
+    return found.group(1) if found else None
+
+
+def map_state(window: str) -> str:
+    """`IsViewable`, `IsUnMapped`, ... as xwininfo says, or `gone`."""
+    info = subprocess.run(
+        ["xwininfo", "-id", window], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    ).stdout
+    found = re.search(r"Map State: (\w+)", info)
+    return found.group(1) if found else "gone"
+
+
+def ask_to_close(window: str) -> None:
+    """Sends the window WM_DELETE_WINDOW, as a window manager's close button does."""
+
+    class ClientMessage(ctypes.Structure):
+        _fields_ = [
+            ("type", ctypes.c_int),
+            ("serial", ctypes.c_ulong),
+            ("send_event", ctypes.c_int),
+            ("display", ctypes.c_void_p),
+            ("window", ctypes.c_ulong),
+            ("message_type", ctypes.c_ulong),
+            ("format", ctypes.c_int),
+            ("data", ctypes.c_long * 5),
+        ]
+
+    class XEvent(ctypes.Union):
+        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+
+    x11 = ctypes.CDLL("libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+    x11.XFlush.argtypes = [ctypes.c_void_p]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    display = x11.XOpenDisplay(None)
+    if not display:
+        raise Failure("cannot open the X display to close the window")
+    try:
+        event = XEvent()
+        event.xclient.type = 33  # ClientMessage
+        event.xclient.window = int(window, 16)
+        event.xclient.message_type = x11.XInternAtom(display, b"WM_PROTOCOLS", 0)
+        event.xclient.format = 32
+        event.xclient.data[0] = x11.XInternAtom(display, b"WM_DELETE_WINDOW", 0)
+        x11.XSendEvent(display, int(window, 16), 0, 0, ctypes.byref(event))
+        x11.XFlush(display)
+    finally:
+        x11.XCloseDisplay(display)
+
+
+def apps_running(binary: Path, home: Path) -> list[int]:
+    """The pids of `binary` running on `home`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(proc / "exe")) != binary:
+                continue
+            if f"WEFT_HOME={home}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
+    driver_bin = shutil.which("WebKitWebDriver")
+    if driver_bin is None:
+        raise Failure("WebKitWebDriver not found; install the webkit2gtk-driver package")
+    if not os.environ.get("DISPLAY"):
+        raise Failure('no display; run under xvfb-run -a -s "-screen 0 1280x800x24"')
+    bin_dir = binary.parent
+    env = dict(os.environ)
+    env["TAURI_WEBVIEW_AUTOMATION"] = "true"
+    env["WEFT_GPU_COMPOSITING"] = "1"
+    for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        d = scratch / var.lower()
+        d.mkdir()
+        env[var] = str(d)
+    home = Path(env["WEFT_HOME"])
+    autostart = Path(env["XDG_CONFIG_HOME"]) / "autostart" / "weft.desktop"
+
+    # A run waiting at its gate (weft starts weftd for it).
+    work = scratch / "work"
+    work.mkdir()
+    (work / "gate.fabro").write_text(GATE)
+    weft(bin_dir, env, work, "run", str(work / "gate.fabro"), "--detach")
+    wait_until(
+        "the run waiting at its gate",
+        lambda: "Ship release" in weft(bin_dir, env, work, "questions", "--json") or None,
+        STEP_TIMEOUT_S,
+    )
+
+    driver_log = scratch / "webkitwebdriver.log"
+    proc, driver = start_driver(driver_bin, env, driver_log)
+    session = None
+    try:
+        wait_for_driver(driver, proc)
+        session = Session(driver, binary)
+
+        def tray_naming_the_gate():
+            state = invoke(session, "tray_state")
+            items = state.get("items", [])
+            return state if "TrayGate: Ship release 2.0?" in items else None
+
+        state = wait_until(
+            "the tray's menu naming the waiting gate",
+            tray_naming_the_gate,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
+        )
+        if not state.get("shown"):
+            raise Failure(f"no tray icon was made: {state!r}")
+        if not state["tooltip"].startswith("Weft — 1 gate waiting"):
+            raise Failure(f"the tooltip does not count the gate: {state['tooltip']!r}")
+        for label in ("Open Weft", "Pause notifications", "Quit"):
+            if label not in state["items"]:
+                raise Failure(f"the tray menu lacks {label!r}: {state['items']!r}")
+        if state.get("paused"):
+            raise Failure(f"notifications start paused: {state!r}")
+
+        # Pausing through the app pauses weftd, and the tray's check follows.
+        paused = invoke(session, "notifications_pause", {"paused": True})
+        if paused != {"paused": True}:
+            raise Failure(f"notifications_pause answered {paused!r}")
+        said = json.loads(weft(bin_dir, env, work, "notifications", "status", "--json"))
+        if said != {"paused": True}:
+            raise Failure(f"weftd does not say it is paused: {said!r}")
+        wait_until(
+            "the tray's check item showing the pause",
+            lambda: invoke(session, "tray_state").get("paused") or None,
+            STEP_TIMEOUT_S,
+        )
+        invoke(session, "notifications_pause", {"paused": False})
+
+        # Start at login, toggled in the Settings menu: the autostart entry
+        # appears and goes.
+        settings = invoke(session, "app_settings")
+        if settings != {"keep_in_tray": True, "start_at_login": False}:
+            raise Failure(f"the defaults are not the documented ones: {settings!r}")
+        session.click(session.find_by_text("summary", "Settings"))
+        start_at_login = session.find('input[name="start_at_login"]')
+        wait_until("the Settings menu to load", lambda: session.enabled(start_at_login) or None, STEP_TIMEOUT_S)
+        session.click(start_at_login)
+        wait_until(f"{autostart} to be written", lambda: autostart.is_file() or None, STEP_TIMEOUT_S)
+        entry = autostart.read_text()
+        if f"{binary}" not in entry or "--hidden" not in entry:
+            raise Failure(f"the autostart entry does not start this app hidden:\n{entry}")
+        saved = json.loads((home / "app.json").read_text())
+        if saved != {"keep_in_tray": True, "start_at_login": True}:
+            raise Failure(f"app.json holds {saved!r}")
+        if invoke(session, "app_settings") != saved:
+            raise Failure("app_settings does not read back what was saved")
+        checked = 'return document.querySelector(arguments[0]).checked;'
+        wait_until(
+            "the Settings menu showing start at login on",
+            lambda: session.execute(checked, 'input[name="start_at_login"]') or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"the menu reads {session.text_of('.settings-panel')!r}",
+        )
+        pause_box = session.find('input[name="pause_notifications"]')
+        if not session.enabled(pause_box):
+            raise Failure(f"Pause notifications is disabled with weftd running: {session.text_of('.settings-panel')!r}")
+        if screenshot is not None:
+            # The DOM is ready; give the compositor a moment to paint it.
+            time.sleep(0.5)
+            session.screenshot(screenshot)
+        session.click(start_at_login)
+        wait_until(f"{autostart} to be removed", lambda: (not autostart.exists()) or None, STEP_TIMEOUT_S)
+
+        # Closing while the run waits at its gate: hidden, not quit.
+        window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
+        ask_to_close(window)
+        wait_until(
+            "the window hidden to the tray",
+            lambda: map_state(window) == "IsUnMapped" or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"its map state is {map_state(window)}",
+        )
+        if not invoke(session, "tray_state").get("shown"):
+            raise Failure("the app lost its tray")
+        # A second start hands over to this app, which shows its window.
+        subprocess.run([str(binary)], env=env, timeout=COMMAND_TIMEOUT_S, capture_output=True)
+        wait_until(
+            "the window shown again by a second start",
+            lambda: map_state(window) == "IsViewable" or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"its map state is {map_state(window)}",
+        )
+        # Once no run is active, closing quits.
+        weft(bin_dir, env, work, "answer", "last", "--key", "Y")
+        wait_until(
+            "the run to succeed",
+            lambda: '"succeeded"' in weft(bin_dir, env, work, "ps", "--json") or None,
+            STEP_TIMEOUT_S,
+        )
+        if not apps_running(binary, home):
+            raise Failure(f"cannot find the running {binary} in /proc")
+        ask_to_close(window)
+        wait_until(
+            "the app to quit",
+            lambda: not apps_running(binary, home) or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
+        )
+        session = None  # its app is gone
+    except Failure as e:
+        log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
+        if log_tail:
+            raise Failure(f"{e}\n--- WebKitWebDriver log (tail) ---\n{log_tail}") from e
+        raise
+    finally:
+        if session is not None:
+            session.close()
+        stop_process_group(proc)
+        subprocess.run(
+            [str(bin_dir / "weft"), "daemon", "stop"],
+            env=env,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(f"usage: {argv[0]} PATH/TO/weft-desktop [SCREENSHOT.png]", file=sys.stderr)
+        return 2
+    binary = Path(argv[1]).resolve()
+    screenshot = Path(argv[2]).resolve() if len(argv) == 3 else None
+    for name in ("weft-desktop", "weft", "weftd"):
+        if not os.access(binary.parent / name, os.X_OK):
+            print(f"app tray: FAILED: no {name} in {binary.parent}; build with "
+                  "`cargo build -p weft --bins -p weft-desktop`", file=sys.stderr)
+            print("0 passed, 1 failed")
+            return 1
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="weft-app-tray-"))
+    try:
+        run(binary, scratch, screenshot)
+    except (Failure, OSError, subprocess.SubprocessError) as e:
+        print(f"app tray: FAILED: {e}", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"app tray: ok in {time.monotonic() - started:.1f} s")
+    print("1 passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
