@@ -4,7 +4,7 @@
 //! open a second window: it hands its link to
 //! the running app over a Unix socket beside the daemon's
 //! ([`DaemonPaths::app_socket`]) and exits. The running app raises its
-//! window and tells the UI to open the link (event [`OPEN_ROUTE_EVENT`]).
+//! window and tells the UI to open the link (event [`crate::OPEN_ROUTE_EVENT`]).
 //!
 //! The exchange is one line each way: the JSON of `Option<DeepLink>`
 //! (`null` for a plain start, which only raises the window), answered by
@@ -19,9 +19,6 @@ use std::time::Duration;
 use weft::ipc::paths::DaemonPaths;
 use weft::store::Home;
 use weft::views::DeepLink;
-
-/// The event the UI listens to; its payload is a [`DeepLink`].
-pub const OPEN_ROUTE_EVENT: &str = "open-route";
 
 /// How long either side waits on the other.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(3);

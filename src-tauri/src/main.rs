@@ -25,6 +25,9 @@ mod tray;
 
 use weft::views::DeepLink;
 
+/// The event that has the UI open a link; its payload is a [`DeepLink`].
+pub const OPEN_ROUTE_EVENT: &str = "open-route";
+
 fn main() {
     // A `weft://` link (a clicked gate notification, `weft open`, the
     // desktop's scheme handler), or the older `--run RUN --question ID`. A
@@ -105,7 +108,6 @@ fn main_window(
 }
 
 /// Shows the window at `link` (the tray's gate items and "N more…").
-#[cfg(unix)]
 fn open_link(app: &tauri::AppHandle, link: Result<DeepLink, String>) {
     match link {
         Ok(link) => show(app, Some(link)),
@@ -119,7 +121,6 @@ fn open_link(app: &tauri::AppHandle, link: Result<DeepLink, String>) {
 
 /// Raises the window for a later start of the app, and has the UI open
 /// the link it brings, if any.
-#[cfg(unix)]
 fn show(app: &tauri::AppHandle, route: Option<DeepLink>) {
     use tauri::{Emitter, Manager};
     if let Some(window) = app.get_webview_window("main") {
@@ -129,7 +130,7 @@ fn show(app: &tauri::AppHandle, route: Option<DeepLink>) {
         let _ = window.set_focus();
     }
     if let Some(route) = route
-        && let Err(e) = app.emit(instance::OPEN_ROUTE_EVENT, route)
+        && let Err(e) = app.emit(OPEN_ROUTE_EVENT, route)
     {
         eprintln!("weft-desktop: cannot tell the window to open the link: {e}");
     }

@@ -308,7 +308,36 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
             STEP_TIMEOUT_S,
             describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
         )
-        session = None  # its app is gone
+        # Its app is gone; the driver still counts the session until it is
+        # deleted, and takes one at a time.
+        session.close()
+        session = None
+
+        # With "Keep running in the tray" off, closing quits even while a
+        # run waits at its gate.
+        weft(bin_dir, env, work, "run", str(work / "gate.fabro"), "--detach")
+        wait_until(
+            "the second run waiting at its gate",
+            lambda: "Ship release" in weft(bin_dir, env, work, "questions", "--json") or None,
+            STEP_TIMEOUT_S,
+        )
+        (home / "app.json").write_text(json.dumps({"keep_in_tray": False, "start_at_login": False}))
+        session = Session(driver, binary)
+        wait_until(
+            "the tray naming the second run's gate",
+            tray_naming_the_gate,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
+        )
+        window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
+        ask_to_close(window)
+        wait_until(
+            "the app to quit with the setting off",
+            lambda: not apps_running(binary, home) or None,
+            STEP_TIMEOUT_S,
+            describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
+        )
+        session = None
     except Failure as e:
         log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
         if log_tail:
