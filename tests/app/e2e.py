@@ -893,6 +893,18 @@ class E2E:
                     self.wait_text("the run's spend in the Cost tab", "[data-testid=cost-total]", "Spent")
                 self.s.execute("document.querySelector('[data-testid=run-bar]').scrollIntoView({block: 'end'});")
                 self.shot(f"run-bar-{tab}-{theme}.png")
+        # The other screens in the dark theme (the light ones are the steps' own).
+        screens = (
+            ("Runs", "runs", f"[data-testid=run-row][data-run-id='{self.run_id}']", WORKFLOW_NAME),
+            ("Gates", "gates", "[data-testid=gates-screen]", "No gate is waiting for an answer."),
+            ("Launch", "launch", "#launch-title", "Launch a workflow"),
+            ("Spending", "spending", "[data-testid=spending-runs] tbody tr", "Triage"),
+            ("Retros", "retros", f"table.retros tr[data-run-id='{self.retro_run}']", "Triage"),
+        )
+        for name, file, selector, text in screens:
+            self.nav(name)
+            self.wait_text(f"the {name} screen in the dark theme", selector, text)
+            self.shot(f"{file}-dark.png")
         self.choose_theme("system")
 
     def step_offline(self) -> None:
