@@ -21,17 +21,16 @@ wrong, prints "0 passed, 1 failed" and exits 1. Python standard library only.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from driver import (  # noqa: E402  (the helper lives beside this file)
     Failure,
     Session,
+    app_env,
+    report,
     start_driver,
     stop_process_group,
     wait_for_driver,
@@ -62,23 +61,8 @@ def expect_hash(session: Session, want: str, after: str) -> None:
 
 
 def run(binary: Path, scratch: Path) -> None:
-    driver_bin = shutil.which("WebKitWebDriver")
-    if driver_bin is None:
-        raise Failure("WebKitWebDriver not found; install the webkit2gtk-driver package")
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        raise Failure('no display; run under xvfb-run -a -s "-screen 0 1280x800x24"')
-
-    env = dict(os.environ)
-    # Without this Tauri does not enable WebKit automation, and creating a
-    # session hangs forever.
-    env["TAURI_WEBVIEW_AUTOMATION"] = "true"
-    env["WEFT_GPU_COMPOSITING"] = "1"
-    # One home for both starts (the single-instance socket is the home's),
-    # and every file the app or WebKit writes kept out of the user's dirs.
-    for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-        d = scratch / var.lower()
-        d.mkdir()
-        env[var] = str(d)
+    # One home for both starts (the single-instance socket is the home's).
+    driver_bin, env = app_env(scratch)
 
     driver_log = scratch / "webkitwebdriver.log"
     proc, driver = start_driver(driver_bin, env, driver_log)
@@ -135,20 +119,7 @@ def main(argv: list[str]) -> int:
         print("0 passed, 1 failed")
         return 1
 
-    started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="weft-app-deeplink-"))
-    try:
-        run(binary, scratch)
-    except (Failure, OSError) as e:
-        print(f"app deep links: FAILED: {e}", file=sys.stderr)
-        print("0 passed, 1 failed")
-        return 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"app deep links: ok in {time.monotonic() - started:.1f} s")
-    print("1 passed, 0 failed")
-    return 0
-
+    return report("app deep links", lambda scratch: run(binary, scratch))
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -11,9 +11,12 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -225,3 +228,45 @@ def wait_until(what: str, probe: Callable[[], T | None], timeout: float, describ
                     detail += f"; (could not describe the page: {e})"
             raise Failure(f"after {timeout:.0f} s, still not {what}{detail}")
         time.sleep(POLL_INTERVAL_S)
+
+
+def app_env(scratch: Path) -> tuple[str, dict[str, str]]:
+    """WebKitWebDriver's path and the environment to start the app in.
+
+    WebDriver automation is on (without it Tauri does not enable WebKit
+    automation and creating a session hangs), compositing stays on (the app
+    paints without it on a machine without a GPU, and WebKitWebDriver's
+    screenshot then never answers), and every file the app or WebKit writes
+    goes under `scratch`, never into the real user's dirs.
+    """
+    driver_bin = shutil.which("WebKitWebDriver")
+    if driver_bin is None:
+        raise Failure("WebKitWebDriver not found; install the webkit2gtk-driver package")
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        raise Failure('no display; run under xvfb-run -a -s "-screen 0 1280x800x24"')
+    env = dict(os.environ)
+    env["TAURI_WEBVIEW_AUTOMATION"] = "true"
+    env["WEFT_GPU_COMPOSITING"] = "1"
+    for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        d = scratch / var.lower()
+        d.mkdir()
+        env[var] = str(d)
+    return driver_bin, env
+
+
+def report(name: str, check: Callable[[Path], None]) -> int:
+    """Runs `check` in a scratch dir of its own (removed after) and prints
+    the test's result as the other suites do; the process's exit status."""
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix=f"weft-{name.replace(' ', '-')}-"))
+    try:
+        check(scratch)
+    except (Failure, OSError, subprocess.SubprocessError) as e:
+        print(f"{name}: FAILED: {e}", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"{name}: ok in {time.monotonic() - started:.1f} s")
+    print("1 passed, 0 failed")
+    return 0

@@ -19,9 +19,7 @@ wrong, prints "0 passed, 1 failed" and exits 1. Python standard library only.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -30,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from driver import (  # noqa: E402  (the helper lives beside this file)
     Failure as SmokeFailure,
     Session,
+    app_env,
+    report,
     start_driver,
     stop_process_group,
     wait_for_driver,
@@ -78,24 +78,7 @@ def expected_version() -> str:
 
 def run(binary: Path, screenshot: Path | None, scratch: Path) -> None:
     version = expected_version()
-    driver_bin = shutil.which("WebKitWebDriver")
-    if driver_bin is None:
-        raise SmokeFailure("WebKitWebDriver not found; install the webkit2gtk-driver package")
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        raise SmokeFailure('no display; run under xvfb-run -a -s "-screen 0 1280x800x24"')
-
-    env = dict(os.environ)
-    # Without this Tauri does not enable WebKit automation, and creating a
-    # session hangs forever.
-    env["TAURI_WEBVIEW_AUTOMATION"] = "true"
-    # Without a GPU the app paints without compositing (src-tauri/src/rendering.rs),
-    # and WebKitWebDriver's screenshot then never answers: keep compositing on.
-    env["WEFT_GPU_COMPOSITING"] = "1"
-    # Keep every file the app or WebKit writes out of the real user's dirs.
-    for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-        d = scratch / var.lower()
-        d.mkdir()
-        env[var] = str(d)
+    driver_bin, env = app_env(scratch)
 
     driver_log = scratch / "webkitwebdriver.log"
     proc, driver = start_driver(driver_bin, env, driver_log)
@@ -152,20 +135,7 @@ def main(argv: list[str]) -> int:
         print("0 passed, 1 failed")
         return 1
 
-    started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="weft-app-smoke-"))
-    try:
-        run(binary, screenshot, scratch)
-    except (SmokeFailure, OSError) as e:
-        print(f"app smoke: FAILED: {e}", file=sys.stderr)
-        print("0 passed, 1 failed")
-        return 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"app smoke: ok in {time.monotonic() - started:.1f} s")
-    print("1 passed, 0 failed")
-    return 0
-
+    return report("app smoke", lambda scratch: run(binary, screenshot, scratch))
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -35,10 +35,8 @@ import ctypes
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from driver import (  # noqa: E402  (the helper lives beside this file)
     Failure,
     Session,
+    app_env,
+    report,
     start_driver,
     stop_process_group,
     wait_for_driver,
@@ -169,19 +169,8 @@ def apps_running(binary: Path, home: Path) -> list[int]:
 
 
 def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
-    driver_bin = shutil.which("WebKitWebDriver")
-    if driver_bin is None:
-        raise Failure("WebKitWebDriver not found; install the webkit2gtk-driver package")
-    if not os.environ.get("DISPLAY"):
-        raise Failure('no display; run under xvfb-run -a -s "-screen 0 1280x800x24"')
+    driver_bin, env = app_env(scratch)
     bin_dir = binary.parent
-    env = dict(os.environ)
-    env["TAURI_WEBVIEW_AUTOMATION"] = "true"
-    env["WEFT_GPU_COMPOSITING"] = "1"
-    for var in ("WEFT_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-        d = scratch / var.lower()
-        d.mkdir()
-        env[var] = str(d)
     home = Path(env["WEFT_HOME"])
     autostart = Path(env["XDG_CONFIG_HOME"]) / "autostart" / "weft.desktop"
 
@@ -367,20 +356,7 @@ def main(argv: list[str]) -> int:
                   "`cargo build -p weft --bins -p weft-desktop`", file=sys.stderr)
             print("0 passed, 1 failed")
             return 1
-    started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="weft-app-tray-"))
-    try:
-        run(binary, scratch, screenshot)
-    except (Failure, OSError, subprocess.SubprocessError) as e:
-        print(f"app tray: FAILED: {e}", file=sys.stderr)
-        print("0 passed, 1 failed")
-        return 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"app tray: ok in {time.monotonic() - started:.1f} s")
-    print("1 passed, 0 failed")
-    return 0
-
+    return report("app tray", lambda scratch: run(binary, scratch, screenshot))
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
