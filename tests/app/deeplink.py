@@ -28,12 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from driver import (  # noqa: E402  (the helper lives beside this file)
     Failure,
+    AppDriver,
     Session,
     app_env,
     report,
-    start_driver,
-    stop_process_group,
-    wait_for_driver,
     wait_until,
 )
 
@@ -64,12 +62,8 @@ def run(binary: Path, scratch: Path) -> None:
     # One home for both starts (the single-instance socket is the home's).
     driver_bin, env = app_env(scratch)
 
-    driver_log = scratch / "webkitwebdriver.log"
-    proc, driver = start_driver(driver_bin, env, driver_log)
-    session = None
-    try:
-        wait_for_driver(driver, proc)
-        session = Session(driver, binary, [FIRST_LINK])
+    with AppDriver(driver_bin, env, scratch) as app:
+        session = app.start(binary, [FIRST_LINK])
         wait_until(
             "showing the app",
             lambda: "Weft" in session.text(),
@@ -80,32 +74,24 @@ def run(binary: Path, scratch: Path) -> None:
 
         # A second start, as `weft open` makes it: it must hand its link to
         # the open window and exit rather than open a window of its own.
-        second = subprocess.run(
-            [str(binary), SECOND_LINK],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=HAND_OVER_TIMEOUT_S,
-        )
+        try:
+            second = subprocess.run(
+                [str(binary), SECOND_LINK],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=HAND_OVER_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise Failure(
+                f"the second start did not hand its link over and exit within {HAND_OVER_TIMEOUT_S} s"
+            ) from e
         if second.returncode != 0:
             raise Failure(
                 f"the second start exited with {second.returncode}: "
                 f"{second.stderr.decode(errors='replace')[-1000:]}"
             )
         expect_hash(session, "#/" + SECOND_LINK.removeprefix("weft://"), "after a second start with a link")
-    except subprocess.TimeoutExpired as e:
-        raise Failure(
-            f"the second start did not hand its link over and exit within {HAND_OVER_TIMEOUT_S} s"
-        ) from e
-    except Failure as e:
-        log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
-        if log_tail:
-            raise Failure(f"{e}\n--- WebKitWebDriver log (tail) ---\n{log_tail}") from e
-        raise
-    finally:
-        if session is not None:
-            session.close()  # the process group is killed below either way
-        stop_process_group(proc)
 
 
 def main(argv: list[str]) -> int:

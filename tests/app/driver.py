@@ -270,3 +270,43 @@ def report(name: str, check: Callable[[Path], None]) -> int:
     print(f"{name}: ok in {time.monotonic() - started:.1f} s")
     print("1 passed, 0 failed")
     return 0
+
+
+class AppDriver:
+    """WebKitWebDriver for one test, as a context manager.
+
+    Starts the driver (in its own process group, so cleanup reaches the apps
+    it starts) and waits for it; `start` opens the app in a new session,
+    closing the previous one (the driver takes one at a time, and counts a
+    session until it is deleted, even once its app has quit). On the way out
+    it closes the session, stops the driver's process group, and adds the
+    tail of the driver's log to a failure.
+    """
+
+    def __init__(self, driver_bin: str, env: dict[str, str], scratch: Path) -> None:
+        self.log = scratch / "webkitwebdriver.log"
+        self.proc, self.driver = start_driver(driver_bin, env, self.log)
+        self.session: Session | None = None
+
+    def __enter__(self) -> AppDriver:
+        try:
+            wait_for_driver(self.driver, self.proc)
+        except BaseException:
+            stop_process_group(self.proc)
+            raise
+        return self
+
+    def start(self, binary: Path, args: list[str] | None = None) -> Session:
+        if self.session is not None:
+            self.session.close()
+        self.session = Session(self.driver, binary, args)
+        return self.session
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if self.session is not None:
+            self.session.close()  # the process group is stopped next either way
+        stop_process_group(self.proc)
+        if isinstance(error, Failure):
+            tail = self.log.read_text(errors="replace")[-2000:].strip()
+            if tail:
+                raise Failure(f"{error}\n--- WebKitWebDriver log (tail) ---\n{tail}") from error

@@ -27,12 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from driver import (  # noqa: E402  (the helper lives beside this file)
     Failure as SmokeFailure,
+    AppDriver,
     Session,
     app_env,
     report,
-    start_driver,
-    stop_process_group,
-    wait_for_driver,
     wait_until,
 )
 
@@ -80,12 +78,8 @@ def run(binary: Path, screenshot: Path | None, scratch: Path) -> None:
     version = expected_version()
     driver_bin, env = app_env(scratch)
 
-    driver_log = scratch / "webkitwebdriver.log"
-    proc, driver = start_driver(driver_bin, env, driver_log)
-    session = None
-    try:
-        wait_for_driver(driver, proc)
-        session = Session(driver, binary)
+    with AppDriver(driver_bin, env, scratch) as app:
+        session = app.start(binary)
 
         text = wait_until(
             f"showing 'Weft' and {version!r}",
@@ -112,15 +106,6 @@ def run(binary: Path, screenshot: Path | None, scratch: Path) -> None:
             time.sleep(0.5)
             session.screenshot(screenshot)
             print(f"screenshot: {screenshot}")
-    except SmokeFailure as e:
-        log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
-        if log_tail:
-            raise SmokeFailure(f"{e}\n--- WebKitWebDriver log (tail) ---\n{log_tail}") from e
-        raise
-    finally:
-        if session is not None:
-            session.close()  # the process group is killed below either way
-        stop_process_group(proc)
 
 
 def main(argv: list[str]) -> int:

@@ -43,12 +43,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from driver import (  # noqa: E402  (the helper lives beside this file)
     Failure,
+    AppDriver,
     Session,
     app_env,
     report,
-    start_driver,
-    stop_process_group,
-    wait_for_driver,
     wait_until,
 )
 
@@ -185,157 +183,140 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
         STEP_TIMEOUT_S,
     )
 
-    driver_log = scratch / "webkitwebdriver.log"
-    proc, driver = start_driver(driver_bin, env, driver_log)
-    session = None
     try:
-        wait_for_driver(driver, proc)
-        session = Session(driver, binary)
+        with AppDriver(driver_bin, env, scratch) as app:
+            session = app.start(binary)
 
-        def tray_naming_the_gate():
-            state = invoke(session, "tray_state")
-            items = state.get("items", [])
-            return state if "TrayGate: Ship release 2.0?" in items else None
+            def tray_naming_the_gate():
+                state = invoke(session, "tray_state")
+                items = state.get("items", [])
+                return state if "TrayGate: Ship release 2.0?" in items else None
 
-        state = wait_until(
-            "the tray's menu naming the waiting gate",
-            tray_naming_the_gate,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
-        )
-        if not state.get("shown"):
-            raise Failure(f"no tray icon was made: {state!r}")
-        if not state["tooltip"].startswith("Weft — 1 gate waiting"):
-            raise Failure(f"the tooltip does not count the gate: {state['tooltip']!r}")
-        for label in ("Open Weft", "Pause notifications", "Quit"):
-            if label not in state["items"]:
-                raise Failure(f"the tray menu lacks {label!r}: {state['items']!r}")
-        if state.get("paused"):
-            raise Failure(f"notifications start paused: {state!r}")
+            state = wait_until(
+                "the tray's menu naming the waiting gate",
+                tray_naming_the_gate,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
+            )
+            if not state.get("shown"):
+                raise Failure(f"no tray icon was made: {state!r}")
+            if not state["tooltip"].startswith("Weft — 1 gate waiting"):
+                raise Failure(f"the tooltip does not count the gate: {state['tooltip']!r}")
+            for label in ("Open Weft", "Pause notifications", "Quit"):
+                if label not in state["items"]:
+                    raise Failure(f"the tray menu lacks {label!r}: {state['items']!r}")
+            if state.get("paused"):
+                raise Failure(f"notifications start paused: {state!r}")
 
-        # Pausing through the app pauses weftd, and the tray's check follows.
-        paused = invoke(session, "notifications_pause", {"paused": True})
-        if paused != {"paused": True}:
-            raise Failure(f"notifications_pause answered {paused!r}")
-        said = json.loads(weft(bin_dir, env, work, "notifications", "status", "--json"))
-        if said != {"paused": True}:
-            raise Failure(f"weftd does not say it is paused: {said!r}")
-        wait_until(
-            "the tray's check item showing the pause",
-            lambda: invoke(session, "tray_state").get("paused") or None,
-            STEP_TIMEOUT_S,
-        )
-        invoke(session, "notifications_pause", {"paused": False})
+            # Pausing through the app pauses weftd, and the tray's check follows.
+            paused = invoke(session, "notifications_pause", {"paused": True})
+            if paused != {"paused": True}:
+                raise Failure(f"notifications_pause answered {paused!r}")
+            said = json.loads(weft(bin_dir, env, work, "notifications", "status", "--json"))
+            if said != {"paused": True}:
+                raise Failure(f"weftd does not say it is paused: {said!r}")
+            wait_until(
+                "the tray's check item showing the pause",
+                lambda: invoke(session, "tray_state").get("paused") or None,
+                STEP_TIMEOUT_S,
+            )
+            invoke(session, "notifications_pause", {"paused": False})
 
-        # Start at login, toggled in the Settings menu: the autostart entry
-        # appears and goes.
-        settings = invoke(session, "app_settings")
-        if settings != {"keep_in_tray": True, "start_at_login": False}:
-            raise Failure(f"the defaults are not the documented ones: {settings!r}")
-        session.click(session.find_by_text("summary", "Settings"))
-        start_at_login = session.find('input[name="start_at_login"]')
-        wait_until("the Settings menu to load", lambda: session.enabled(start_at_login) or None, STEP_TIMEOUT_S)
-        session.click(start_at_login)
-        wait_until(f"{autostart} to be written", lambda: autostart.is_file() or None, STEP_TIMEOUT_S)
-        entry = autostart.read_text()
-        if f"{binary}" not in entry or "--hidden" not in entry:
-            raise Failure(f"the autostart entry does not start this app hidden:\n{entry}")
-        saved = json.loads((home / "app.json").read_text())
-        if saved != {"keep_in_tray": True, "start_at_login": True}:
-            raise Failure(f"app.json holds {saved!r}")
-        if invoke(session, "app_settings") != saved:
-            raise Failure("app_settings does not read back what was saved")
-        checked = 'return document.querySelector(arguments[0]).checked;'
-        wait_until(
-            "the Settings menu showing start at login on",
-            lambda: session.execute(checked, 'input[name="start_at_login"]') or None,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"the menu reads {session.text_of('.settings-panel')!r}",
-        )
-        pause_box = session.find('input[name="pause_notifications"]')
-        if not session.enabled(pause_box):
-            raise Failure(f"Pause notifications is disabled with weftd running: {session.text_of('.settings-panel')!r}")
-        if screenshot is not None:
-            # The DOM is ready; give the compositor a moment to paint it.
-            time.sleep(0.5)
-            session.screenshot(screenshot)
-        session.click(start_at_login)
-        wait_until(f"{autostart} to be removed", lambda: (not autostart.exists()) or None, STEP_TIMEOUT_S)
+            # Start at login, toggled in the Settings menu: the autostart entry
+            # appears and goes.
+            settings = invoke(session, "app_settings")
+            if settings != {"keep_in_tray": True, "start_at_login": False}:
+                raise Failure(f"the defaults are not the documented ones: {settings!r}")
+            session.click(session.find_by_text("summary", "Settings"))
+            start_at_login = session.find('input[name="start_at_login"]')
+            wait_until("the Settings menu to load", lambda: session.enabled(start_at_login) or None, STEP_TIMEOUT_S)
+            session.click(start_at_login)
+            wait_until(f"{autostart} to be written", lambda: autostart.is_file() or None, STEP_TIMEOUT_S)
+            entry = autostart.read_text()
+            if f"{binary}" not in entry or "--hidden" not in entry:
+                raise Failure(f"the autostart entry does not start this app hidden:\n{entry}")
+            saved = json.loads((home / "app.json").read_text())
+            if saved != {"keep_in_tray": True, "start_at_login": True}:
+                raise Failure(f"app.json holds {saved!r}")
+            if invoke(session, "app_settings") != saved:
+                raise Failure("app_settings does not read back what was saved")
+            checked = 'return document.querySelector(arguments[0]).checked;'
+            wait_until(
+                "the Settings menu showing start at login on",
+                lambda: session.execute(checked, 'input[name="start_at_login"]') or None,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"the menu reads {session.text_of('.settings-panel')!r}",
+            )
+            pause_box = session.find('input[name="pause_notifications"]')
+            if not session.enabled(pause_box):
+                raise Failure(f"Pause notifications is disabled with weftd running: {session.text_of('.settings-panel')!r}")
+            if screenshot is not None:
+                # The DOM is ready; give the compositor a moment to paint it.
+                time.sleep(0.5)
+                session.screenshot(screenshot)
+            session.click(start_at_login)
+            wait_until(f"{autostart} to be removed", lambda: (not autostart.exists()) or None, STEP_TIMEOUT_S)
 
-        # Closing while the run waits at its gate: hidden, not quit.
-        window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
-        ask_to_close(window)
-        wait_until(
-            "the window hidden to the tray",
-            lambda: map_state(window) == "IsUnMapped" or None,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"its map state is {map_state(window)}",
-        )
-        if not invoke(session, "tray_state").get("shown"):
-            raise Failure("the app lost its tray")
-        # A second start hands over to this app, which shows its window.
-        subprocess.run([str(binary)], env=env, timeout=COMMAND_TIMEOUT_S, capture_output=True)
-        wait_until(
-            "the window shown again by a second start",
-            lambda: map_state(window) == "IsViewable" or None,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"its map state is {map_state(window)}",
-        )
-        # Once no run is active, closing quits.
-        weft(bin_dir, env, work, "answer", "last", "--key", "Y")
-        wait_until(
-            "the run to succeed",
-            lambda: '"succeeded"' in weft(bin_dir, env, work, "ps", "--json") or None,
-            STEP_TIMEOUT_S,
-        )
-        if not apps_running(binary, home):
-            raise Failure(f"cannot find the running {binary} in /proc")
-        ask_to_close(window)
-        wait_until(
-            "the app to quit",
-            lambda: not apps_running(binary, home) or None,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
-        )
-        # Its app is gone; the driver still counts the session until it is
-        # deleted, and takes one at a time.
-        session.close()
-        session = None
-
-        # With "Keep running in the tray" off, closing quits even while a
-        # run waits at its gate.
-        weft(bin_dir, env, work, "run", str(work / "gate.fabro"), "--detach")
-        wait_until(
-            "the second run waiting at its gate",
-            lambda: "Ship release" in weft(bin_dir, env, work, "questions", "--json") or None,
-            STEP_TIMEOUT_S,
-        )
-        (home / "app.json").write_text(json.dumps({"keep_in_tray": False, "start_at_login": False}))
-        session = Session(driver, binary)
-        wait_until(
-            "the tray naming the second run's gate",
-            tray_naming_the_gate,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
-        )
-        window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
-        ask_to_close(window)
-        wait_until(
-            "the app to quit with the setting off",
-            lambda: not apps_running(binary, home) or None,
-            STEP_TIMEOUT_S,
-            describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
-        )
-        session = None
-    except Failure as e:
-        log_tail = driver_log.read_text(errors="replace")[-2000:].strip()
-        if log_tail:
-            raise Failure(f"{e}\n--- WebKitWebDriver log (tail) ---\n{log_tail}") from e
-        raise
+            # Closing while the run waits at its gate: hidden, not quit.
+            window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
+            ask_to_close(window)
+            wait_until(
+                "the window hidden to the tray",
+                lambda: map_state(window) == "IsUnMapped" or None,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"its map state is {map_state(window)}",
+            )
+            if not invoke(session, "tray_state").get("shown"):
+                raise Failure("the app lost its tray")
+            # A second start hands over to this app, which shows its window.
+            subprocess.run([str(binary)], env=env, timeout=COMMAND_TIMEOUT_S, capture_output=True)
+            wait_until(
+                "the window shown again by a second start",
+                lambda: map_state(window) == "IsViewable" or None,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"its map state is {map_state(window)}",
+            )
+            # Once no run is active, closing quits.
+            weft(bin_dir, env, work, "answer", "last", "--key", "Y")
+            wait_until(
+                "the run to succeed",
+                lambda: '"succeeded"' in weft(bin_dir, env, work, "ps", "--json") or None,
+                STEP_TIMEOUT_S,
+            )
+            if not apps_running(binary, home):
+                raise Failure(f"cannot find the running {binary} in /proc")
+            ask_to_close(window)
+            wait_until(
+                "the app to quit",
+                lambda: not apps_running(binary, home) or None,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
+            )
+            # With "Keep running in the tray" off, closing quits even while a
+            # run waits at its gate.
+            weft(bin_dir, env, work, "run", str(work / "gate.fabro"), "--detach")
+            wait_until(
+                "the second run waiting at its gate",
+                lambda: "Ship release" in weft(bin_dir, env, work, "questions", "--json") or None,
+                STEP_TIMEOUT_S,
+            )
+            (home / "app.json").write_text(json.dumps({"keep_in_tray": False, "start_at_login": False}))
+            session = app.start(binary)
+            wait_until(
+                "the tray naming the second run's gate",
+                tray_naming_the_gate,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
+            )
+            window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
+            ask_to_close(window)
+            wait_until(
+                "the app to quit with the setting off",
+                lambda: not apps_running(binary, home) or None,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
+            )
     finally:
-        if session is not None:
-            session.close()
-        stop_process_group(proc)
         subprocess.run(
             [str(bin_dir / "weft"), "daemon", "stop"],
             env=env,
