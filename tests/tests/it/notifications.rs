@@ -70,10 +70,12 @@ fn opening_a_gate_sends_one_notify_call_naming_the_workflow_with_the_question() 
         ),
         &format!(
             r#"'{weft}' run '{workflow}' --detach > /dev/null
-for i in $(seq 100); do '{weft}' questions --json | grep -q 'Ship release' && break; sleep 0.1; done
-sleep 1"#,
+for i in $(seq 300); do grep -q 'member=Notify' '{monitor}' && break; sleep 0.1; done
+# A second call for the same gate would follow at once; give it the time to.
+sleep 0.5"#,
             weft = weft.display(),
             workflow = workflow.display(),
+            monitor = monitor.display(),
         ),
     );
     assert!(status.success());
@@ -168,7 +170,25 @@ fn a_gate_opened_while_notifications_are_paused_is_not_shown_and_resuming_shows_
                approve -> exit [label="[Y] Yes"] }}"#
         )
     };
-    let paused = sb.write("paused.fabro", gate("PausedFlow", "Asked while paused?"));
+    // The paused run's gate waits behind a stage that waits for `go`, so
+    // that `weft events --follow` is subscribed before the gate opens and
+    // sees its event live: weftd decides about a notification before it
+    // sends the event to subscribers, so seeing it means the decision was
+    // made while paused (a question in the store is not enough: it is
+    // written before its event).
+    let go = sb.path().join("go");
+    let follow = sb.path().join("follow.log");
+    let paused = sb.write(
+        "paused.fabro",
+        format!(
+            r#"digraph PausedFlow {{ start [shape=Mdiamond]; exit [shape=Msquare]
+               wait_go [shape=parallelogram, script="for i in $(seq 1200); do [ -e '{go}' ] && exit 0; sleep 0.05; done; exit 1"]
+               approve [shape=hexagon, label="Asked while paused?"]
+               start -> wait_go -> approve
+               approve -> exit [label="[Y] Yes"] }}"#,
+            go = go.display()
+        ),
+    );
     let resumed = sb.write(
         "resumed.fabro",
         gate("ResumedFlow", "Asked after resuming?"),
@@ -190,16 +210,21 @@ fn a_gate_opened_while_notifications_are_paused_is_not_shown_and_resuming_shows_
             r#"'{weft}' notifications pause > '{said}'
 '{weft}' notifications status >> '{said}'
 '{weft}' daemon status --json >> '{said}'
-'{weft}' run '{paused}' --detach > /dev/null
-for i in $(seq 100); do '{weft}' questions --json | grep -q 'Asked while paused' && break; sleep 0.1; done
+run=$('{weft}' run '{paused}' --detach)
+'{weft}' events "$run" --follow > '{follow}' 2>&1 &
+for i in $(seq 300); do grep -q 'stage.started' '{follow}' && break; sleep 0.1; done
+touch '{go}'
+for i in $(seq 300); do grep -q 'interview.started' '{follow}' && break; sleep 0.1; done
 '{weft}' notifications resume --json >> '{said}'
 '{weft}' run '{resumed}' --detach > /dev/null
-for i in $(seq 100); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; done"#,
+for i in $(seq 300); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; done"#,
             weft = weft.display(),
             paused = paused.display(),
             resumed = resumed.display(),
             said = said.display(),
             monitor = monitor.display(),
+            go = go.display(),
+            follow = follow.display(),
         ),
     );
     assert!(status.success());
@@ -207,6 +232,11 @@ for i in $(seq 100); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; d
     assert!(
         log.contains("Weft: ResumedFlow needs you"),
         "the gate after resuming is shown:\n{log}"
+    );
+    let followed = std::fs::read_to_string(&follow).unwrap_or_default();
+    assert!(
+        followed.contains("interview.started"),
+        "the paused run reached its gate:\n{followed}"
     );
     assert!(
         !log.contains("PausedFlow"),
