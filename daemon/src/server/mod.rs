@@ -311,6 +311,17 @@ impl Daemon {
             || self.queue.borrow().iter().any(|(id, _)| id == run_id)
     }
 
+    /// Whether the run's execution here was cancelled and is still
+    /// finishing (stopping its processes, recording its end), with no
+    /// resume of it queued yet.
+    pub(crate) fn is_ending(&self, run_id: &str) -> bool {
+        self.running
+            .borrow()
+            .get(run_id)
+            .is_some_and(|cancel| cancel.reason().is_some())
+            && !self.queue.borrow().iter().any(|(id, _)| id == run_id)
+    }
+
     /// Queues a prepared run (already recorded as `queued`).
     pub(crate) fn enqueue_start(self: &Rc<Self>, prepared: Prepared, auto_approve: bool) {
         let id = prepared.run_id.clone();
@@ -367,7 +378,18 @@ impl Daemon {
     fn schedule(self: &Rc<Self>) {
         while !self.is_stopping() && self.running.borrow().len() < self.settings.max_concurrent_runs
         {
-            let Some((id, job)) = self.queue.borrow_mut().pop_front() else {
+            // The first job whose run is not executing here: a resume sent
+            // while the run's cancelled execution finishes waits for it
+            // (one execution of a run at a time).
+            let next = {
+                let mut queue = self.queue.borrow_mut();
+                let running = self.running.borrow();
+                queue
+                    .iter()
+                    .position(|(id, _)| !running.contains_key(id))
+                    .and_then(|at| queue.remove(at))
+            };
+            let Some((id, job)) = next else {
                 break;
             };
             let cancel = self.shutdown.child();

@@ -52,9 +52,11 @@ impl Handler for RunResume {
             run_dir: record.run_dir.clone(),
             status: record.status,
         };
-        if daemon.is_active(&record.id) {
-            // Already being resumed here (at start-up, after a crash):
-            // the caller follows that resume.
+        if daemon.is_active(&record.id) && !daemon.is_ending(&record.id) {
+            // Already being resumed here (at start-up, after a crash, or
+            // by another client): the caller follows that resume. A run
+            // whose cancelled execution is still finishing is not: its
+            // resume is queued and starts once that execution has ended.
             return Ok(started);
         }
         verdict.map_err(crate::engine::EngineError::from)?;
