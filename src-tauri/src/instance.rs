@@ -130,7 +130,7 @@ fn receive(stream: UnixStream) -> std::io::Result<Option<DeepLink>> {
     // Any process of this user can connect: its link is checked as one
     // from the command line is.
     let route = route
-        .map(|link| DeepLink::parse(&link.path))
+        .map(|link| DeepLink::parse(link.path()))
         .transpose()
         .map_err(std::io::Error::other)?;
     (&stream).write_all(b"ok\n")?;

@@ -10,12 +10,11 @@
 //! beside `weft`.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use super::OpenArgs;
 use super::exit::{self, CliError, CliResult, EXIT_OK};
 use crate::model::DeepLink;
-use crate::model::link::SCHEME;
+use crate::model::link::node_and_visit;
 
 /// `weft open`.
 pub fn run(args: &OpenArgs) -> CliResult {
@@ -35,10 +34,7 @@ pub fn run(args: &OpenArgs) -> CliResult {
 /// from RUN and the flags.
 fn link_for(args: &OpenArgs) -> Result<DeepLink, CliError> {
     let target = args.target.trim();
-    let is_link = target
-        .get(..SCHEME.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(SCHEME));
-    if is_link {
+    if DeepLink::is_link(target) {
         if args.stage.is_some() || args.tab.is_some() || args.bar.is_some() {
             return Err(CliError::usage(
                 "a weft:// link names its place itself; --stage, --tab and --bar go with RUN",
@@ -55,23 +51,17 @@ fn link_for(args: &OpenArgs) -> Result<DeepLink, CliError> {
     let (store, record) = super::open_run(target)?;
     let run = record.id.as_str();
     let built = if let Some(question) = &args.question {
-        DeepLink::question(run, question.trim())
+        let link = DeepLink::question(run, question.trim()).map_err(CliError::Usage)?;
+        check_question(&store, run, question.trim())?;
+        Ok(link)
     } else if let Some(stage) = &args.stage {
-        let (node, visit) = match stage.rsplit_once('@') {
-            Some((node, visit)) => {
-                let visit = visit
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|v| *v >= 1)
-                    .ok_or_else(|| {
-                        CliError::usage(format!(
-                            "`{stage}`: the visit after `@` is a number from 1 (NODE@VISIT)"
-                        ))
-                    })?;
-                (node, Some(visit))
-            }
-            None => (stage.as_str(), None),
-        };
+        // Read as a link's stage segment is, so `+1` or `@` without a
+        // visit are refused here as they are there.
+        let (node, visit) = node_and_visit(stage).map_err(|e| {
+            CliError::usage(format!(
+                "`{stage}`: {e} (a node id holding `@` needs its visit: NODE@VISIT)"
+            ))
+        })?;
         // A tab belongs to one visit: without one, the latest recorded.
         let visit = match (visit, &args.tab) {
             (None, Some(_)) => Some(latest_visit(&store, run, node)?),
@@ -84,6 +74,20 @@ fn link_for(args: &OpenArgs) -> Result<DeepLink, CliError> {
         DeepLink::run(run)
     };
     built.map_err(CliError::Usage)
+}
+
+/// That the run asked the question `question`: a link to a question it
+/// never asked would open the run at nothing.
+fn check_question(store: &crate::store::Store, run: &str, question: &str) -> Result<(), CliError> {
+    let asked = store
+        .question(question)
+        .map_err(|e| CliError::usage(format!("cannot read the run's questions: {e}")))?;
+    match asked {
+        Some(q) if q.run_id == run => Ok(()),
+        _ => Err(CliError::usage(format!(
+            "run {run} has no question `{question}` (`weft questions` lists them)"
+        ))),
+    }
 }
 
 /// The newest recorded visit of `node` in the run.
@@ -106,15 +110,8 @@ fn latest_visit(store: &crate::store::Store, run: &str, node: &str) -> Result<u3
 /// Starts the desktop app with `link` as its one argument, detached: in its
 /// own process group, without this terminal, not waited for.
 fn start_app(link: &DeepLink) -> Result<(), CliError> {
-    use std::os::unix::process::CommandExt;
     let app = desktop_app(link)?;
-    Command::new(&app)
-        .arg(link.url())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
+    crate::server::start_desktop_app(&app, link)
         .map(drop)
         .map_err(|e| {
             CliError::usage(format!(

@@ -25,7 +25,7 @@
 //! It lives in the model layer because both weftd (a gate notification's
 //! click) and the app read it; [`crate::views`] re-exports it.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use ts_rs::TS;
 
 /// What starts every link.
@@ -54,13 +54,27 @@ pub const STAGE_TABS: [&str; 6] = [
 ];
 
 /// A place in the desktop app: `weft://` + [`DeepLink::path`]. Only
-/// [`DeepLink::parse`] and the constructors make one, so `path` is always
-/// canonical; one read from elsewhere (JSON) is checked again with
-/// [`DeepLink::parse`] before it is used.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+/// [`DeepLink::parse`] and the constructors make one, so the path is always
+/// canonical: the field is private, and one read from JSON
+/// (`{"path": "..."}`) goes through [`DeepLink::parse`] too.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, TS)]
 pub struct DeepLink {
     /// The canonical PATH, without `weft://`; the UI's hash is `#/` + it.
-    pub path: String,
+    path: String,
+}
+
+impl<'de> Deserialize<'de> for DeepLink {
+    /// The same JSON shape as serialized, but a path that does not parse
+    /// is an error, and one that does is kept in its canonical spelling.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Unchecked {
+            path: String,
+        }
+        let unchecked = Unchecked::deserialize(deserializer)?;
+        DeepLink::parse(&unchecked.path).map_err(serde::de::Error::custom)
+    }
 }
 
 /// The place a link names, decoded.
@@ -96,8 +110,8 @@ impl DeepLink {
                 text.len()
             ));
         }
-        let path = match text.get(..SCHEME.len()) {
-            Some(head) if head.eq_ignore_ascii_case(SCHEME) => &text[SCHEME.len()..],
+        let path = match text.get(SCHEME.len()..) {
+            Some(rest) if DeepLink::is_link(text) => rest,
             _ if text.contains("://") => {
                 return Err(format!("`{}` is not a weft:// link", shown(text)));
             }
@@ -113,9 +127,10 @@ impl DeepLink {
             // A stage segment keeps its `@VISIT` apart: `@` is the
             // separator there, and a node's own `@` arrives as %40.
             let is_stage = i == 3 && matches!(raw.get(2), Some(&"stage"));
-            let (name, visit) = match segment.split_once('@') {
-                Some((name, visit)) if is_stage => (name, Some(visit)),
-                _ => (*segment, None),
+            let (name, visit) = if is_stage {
+                node_and_visit(segment)?
+            } else {
+                (*segment, None)
             };
             decoded.push((decode(name)?, visit));
         }
@@ -131,7 +146,7 @@ impl DeepLink {
             ["run", run, "stage", node] => Place::Stage {
                 run,
                 node,
-                visit: visit_of(3).map(parse_visit).transpose()?,
+                visit: visit_of(3),
                 tab: None,
             },
             ["run", run, "stage", node, tab] => {
@@ -144,7 +159,7 @@ impl DeepLink {
                 Place::Stage {
                     run,
                     node,
-                    visit: Some(parse_visit(visit)?),
+                    visit: Some(visit),
                     tab: Some(tab),
                 }
             }
@@ -208,6 +223,20 @@ impl DeepLink {
         Place::Question { run, question }.link()
     }
 
+    /// Whether `text` starts with `weft://` (in any case): meant as a
+    /// link, whether or not the rest parses.
+    #[must_use]
+    pub fn is_link(text: &str) -> bool {
+        text.get(..SCHEME.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(SCHEME))
+    }
+
+    /// The canonical PATH, without `weft://`; the UI's hash is `#/` + it.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// The link as a URL: `weft://` + the path.
     #[must_use]
     pub fn url(&self) -> String {
@@ -228,10 +257,7 @@ impl DeepLink {
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let arg = arg.as_ref();
-            if arg
-                .get(..SCHEME.len())
-                .is_some_and(|head| head.eq_ignore_ascii_case(SCHEME))
-            {
+            if DeepLink::is_link(arg) {
                 return DeepLink::parse(arg).map(Some);
             }
             let (flag, inline) = match arg.split_once('=') {
@@ -363,9 +389,10 @@ fn check_id(what: &str, id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A node id may be any DOT id, but not empty and without control
-/// characters (nothing a workflow names a node with, and nothing a link
-/// should carry into the window).
+/// A node id may be any DOT id, but not empty and without control or
+/// format characters (nothing a workflow names a node with, and nothing a
+/// link should carry into the window: a right-to-left override or a
+/// zero-width character makes one id look like another).
 fn check_node(node: &str) -> Result<(), String> {
     if node.is_empty() {
         return Err("the node id is empty".into());
@@ -376,7 +403,60 @@ fn check_node(node: &str) -> Result<(), String> {
             shown(node)
         ));
     }
+    if let Some(c) = node.chars().find(|c| is_format(*c)) {
+        return Err(format!(
+            "the node id `{}` holds the invisible format character U+{:04X}",
+            shown(node),
+            u32::from(c)
+        ));
+    }
     Ok(())
+}
+
+/// Unicode's format characters (general category Cf, Unicode 15): soft
+/// hyphen, bidirectional marks, overrides and isolates, zero-width
+/// characters, the byte order mark, tags and the like.
+const FORMAT_CHARACTERS: [(u32, u32); 21] = [
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+];
+
+fn is_format(c: char) -> bool {
+    let c = u32::from(c);
+    FORMAT_CHARACTERS
+        .iter()
+        .any(|&(first, last)| (first..=last).contains(&c))
+}
+
+/// `NODE[@VISIT]`, as a link's stage segment and `weft open --stage`
+/// write it: the text after the last `@` is the visit, so a node id that
+/// holds `@` itself needs an explicit visit (`a@b@1`). The node is
+/// returned as written (a link's is still percent-encoded); the visit is
+/// decimal digits, at least 1 (no sign, no spaces).
+pub fn node_and_visit(text: &str) -> Result<(&str, Option<u32>), String> {
+    match text.rsplit_once('@') {
+        Some((node, visit)) => Ok((node, Some(parse_visit(visit)?))),
+        None => Ok((text, None)),
+    }
 }
 
 /// `VISIT` of `NODE@VISIT`: decimal digits, at least 1.

@@ -50,8 +50,8 @@ use crate::util::lock::lock;
 
 pub use gates::Gates;
 pub(crate) use gates::SocketInterviewer;
-pub use settings::Settings;
 pub(crate) use settings::settings_warnings;
+pub use settings::{Settings, start_desktop_app};
 
 /// Events buffered for slow subscribers before they must catch up from
 /// the database. The buffer keeps its last events whether or not anyone
@@ -446,12 +446,7 @@ impl Daemon {
                 // after the pause ends.
                 if let Some(notes) = &notes
                     && !paused.load(Ordering::Relaxed)
-                    && matches!(
-                        e.kind,
-                        EventKind::InterviewStarted { .. }
-                            | EventKind::RunFailed { .. }
-                            | EventKind::RunCompleted { .. }
-                    )
+                    && notify::notifies(&e.kind)
                 {
                     let _ = notes.send(e.clone());
                 }

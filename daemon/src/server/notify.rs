@@ -11,8 +11,8 @@
 //! message (which can quote a command's stderr).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
 use tokio::sync::mpsc;
 
@@ -27,6 +27,36 @@ pub(crate) struct Note {
     /// Where a click opens the app (gate notifications only): the run at
     /// the question, `weft://run/RUN/question/QID`, the app's one argument.
     pub opens: Option<DeepLink>,
+}
+
+/// Whether an event of this kind can call for a notification: the run
+/// observer sends only these to the notifier. Every kind [`note_for`]
+/// writes a note for must be here, or its note is never shown.
+#[must_use]
+pub(crate) fn notifies(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::InterviewStarted { .. }
+            | EventKind::BudgetWarning { .. }
+            | EventKind::RunFailed { .. }
+            | EventKind::RunCompleted { .. }
+    )
+}
+
+/// The note to show now for an event taken off the notifier's queue:
+/// none while notifications are paused, even for an event recorded
+/// before the pause (it waited behind a notification being shown).
+#[must_use]
+pub(crate) fn note_to_show(
+    event: &Event,
+    workflow: &str,
+    settings: &super::Settings,
+    paused: bool,
+) -> Option<Note> {
+    if paused {
+        return None;
+    }
+    note_for(event, workflow, settings)
 }
 
 /// The notification an event calls for, if any, given the run's workflow.
@@ -97,7 +127,11 @@ pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
                 .ok()
                 .flatten()
                 .map_or_else(|| "a workflow".to_string(), |r| r.workflow_name);
-            let Some(note) = note_for(&event, &workflow, &daemon.settings) else {
+            // Checked again here: the observer checks the pause when the
+            // event is recorded, but one queued before the pause must not
+            // be shown during it.
+            let paused = daemon.notifications_paused.load(Ordering::Relaxed);
+            let Some(note) = note_to_show(&event, &workflow, &daemon.settings, paused) else {
                 continue;
             };
             let app = daemon.settings.desktop_app();
@@ -161,19 +195,10 @@ fn show(note: Note, app: Option<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
-/// Starts the app with `link` as its one argument, in its own process
-/// group (so signals meant for the daemon do not reach it), and reaps it
-/// when it exits.
+/// Starts the app with `link` as its one argument (see
+/// [`super::start_desktop_app`]) and reaps it when it exits.
 fn open_app(app: &Path, link: &DeepLink) {
-    use std::os::unix::process::CommandExt;
-    let started = Command::new(app)
-        .arg(link.url())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
-    match started {
+    match super::start_desktop_app(app, link) {
         Ok(mut child) => {
             let _ = child.wait();
         }
@@ -227,9 +252,7 @@ mod tests {
             Some(Note {
                 summary: "Weft: Release needs you".into(),
                 body: "Ship it?".into(),
-                opens: Some(DeepLink {
-                    path: "run/01ABCDEFGHJKMNPQRSTVWXYZ00/question/Q".into()
-                }),
+                opens: DeepLink::parse("run/01ABCDEFGHJKMNPQRSTVWXYZ00/question/Q").ok(),
             })
         );
         assert_eq!(
@@ -300,5 +323,94 @@ mod tests {
         assert_eq!(note.summary, "Weft: Release is nearing its budget");
         assert!(note.body.contains("$4.10 spent of $5.00"), "{}", note.body);
         assert!(note.opens.is_none());
+    }
+
+    /// One event of each kind [`note_for`] writes a note for, and some it
+    /// does not.
+    fn sample_kinds() -> Vec<EventKind> {
+        vec![
+            EventKind::InterviewStarted {
+                question_id: "Q".into(),
+                question: "Ship it?".into(),
+                options: vec!["[Y] Yes".into()],
+                freeform: false,
+                context: None,
+                timeout_ms: None,
+                default_choice: None,
+                permission: None,
+            },
+            EventKind::BudgetWarning {
+                limit: "run.cost".into(),
+                max: 5.0,
+                spent: 4.1,
+                message: "Budget $4.10 spent of $5.00".into(),
+            },
+            EventKind::RunFailed {
+                reason: "exit 1".into(),
+                duration_ms: 5,
+            },
+            EventKind::RunCompleted {
+                duration_ms: 5,
+                failed_stages: Vec::new(),
+                exit_node: None,
+            },
+            EventKind::RunCancelled {
+                reason: "asked".into(),
+                duration_ms: 5,
+            },
+            EventKind::RunInterrupted {
+                reason: "stop".into(),
+                duration_ms: 5,
+            },
+            EventKind::RunNotice {
+                message: "note".into(),
+            },
+            EventKind::SandboxRemoved {
+                container: "c".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_event_with_a_note_reaches_the_notifier_including_budget_warnings() {
+        let settings = super::super::Settings::default();
+        let mut noted = Vec::new();
+        for kind in sample_kinds() {
+            let has_note = note_for(&event(kind.clone()), "Release", &settings).is_some();
+            assert!(
+                !has_note || notifies(&kind),
+                "{kind:?} has a note but the observer would never send it"
+            );
+            if has_note {
+                noted.push(kind.name());
+            }
+        }
+        assert_eq!(
+            noted,
+            [
+                "interview.started",
+                "budget.warning",
+                "run.failed",
+                "run.completed"
+            ],
+            "the kinds docs/cli.md `weft notifications` lists"
+        );
+        assert!(!notifies(&EventKind::RunNotice {
+            message: "note".into()
+        }));
+    }
+
+    #[test]
+    fn nothing_is_shown_while_paused_even_an_event_queued_before_the_pause() {
+        let settings = super::super::Settings::default();
+        for kind in sample_kinds() {
+            let queued = event(kind);
+            assert_eq!(note_to_show(&queued, "Release", &settings, true), None);
+            assert_eq!(
+                note_to_show(&queued, "Release", &settings, false),
+                note_for(&queued, "Release", &settings),
+                "after the pause, the same notes as before it"
+            );
+        }
     }
 }

@@ -91,6 +91,26 @@ impl Settings {
     }
 }
 
+/// Starts the desktop app `app` (see [`Settings::desktop_app`]) with
+/// `link` as its one argument, without the caller's terminal (null stdio)
+/// and in its own process group, so signals meant for the caller (a
+/// terminal's Ctrl-C, weftd's stop) do not reach it. Whoever starts it
+/// decides whether to wait for the child.
+pub fn start_desktop_app(
+    app: &std::path::Path,
+    link: &crate::model::DeepLink,
+) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    Command::new(app)
+        .arg(link.url())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
 /// The keys of `$WEFT_HOME/settings.toml` that none of its readers (the
 /// daemon's settings, the language-model settings, the external agents)
 /// reads, as warnings. Nothing when the file is missing, unreadable or

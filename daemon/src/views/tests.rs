@@ -487,10 +487,7 @@ fn the_run_list_of_ten_thousand_runs_pages_fast() {
 #[test]
 fn the_notification_arguments_name_the_question_to_open() {
     let link = DeepLink::from_args(["--run", "01R", "--question", "q1"]).expect("valid");
-    assert_eq!(
-        link.as_ref().map(|l| l.path.as_str()),
-        Some("run/01R/question/q1")
-    );
+    assert_eq!(link.as_ref().map(|l| l.path()), Some("run/01R/question/q1"));
     let swapped = DeepLink::from_args(["--question=q1", "--run=01R"]).expect("valid");
     assert_eq!(swapped, link, "order and `=` do not matter");
     assert_eq!(
@@ -514,7 +511,7 @@ fn the_notification_arguments_name_the_question_to_open() {
 fn a_link_argument_opens_its_place_and_a_bad_one_is_an_error() {
     let link = DeepLink::from_args(["weft://run/01R/stage/build@2/output"]).expect("valid");
     assert_eq!(
-        link.map(|l| l.path),
+        link.map(|l| l.path().to_string()),
         Some("run/01R/stage/build@2/output".to_string())
     );
     let err = DeepLink::from_args(["weft://run/01R/stage/build@0"]).expect_err("visit 0");
@@ -547,7 +544,7 @@ fn every_form_of_the_grammar_reads_back_to_itself() {
     for path in paths {
         let link =
             DeepLink::parse(&format!("weft://{path}")).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert_eq!(link.path, path);
+        assert_eq!(link.path(), path);
         assert_eq!(link.url(), format!("weft://{path}"));
         assert_eq!(DeepLink::parse(path), Ok(link.clone()), "PATH alone");
         assert_eq!(DeepLink::parse(&link.url()), Ok(link), "round trip");
@@ -587,21 +584,22 @@ fn the_constructors_write_the_canonical_links() {
 #[test]
 fn node_ids_are_percent_encoded_and_any_spelling_reads_the_same() {
     let link = DeepLink::stage("01R", "review step@home/ü", Some(1), None).expect("any DOT id");
-    assert_eq!(link.path, "run/01R/stage/review%20step%40home%2F%C3%BC@1");
+    assert_eq!(link.path(), "run/01R/stage/review%20step%40home%2F%C3%BC@1");
     let back = DeepLink::parse(&link.url()).expect("reads back");
     assert_eq!(back, link);
     // Lower-case escapes, an escaped safe character and the scheme's case
     // are spellings of the same place.
     assert_eq!(
-        DeepLink::parse("WEFT://run/01R/stage/review%20step%40home%2f%c3%bc@01").map(|l| l.path),
-        Ok(link.path.clone())
+        DeepLink::parse("WEFT://run/01R/stage/review%20step%40home%2f%c3%bc@01")
+            .map(|l| l.path().to_string()),
+        Ok(link.path().to_string())
     );
     assert_eq!(
-        DeepLink::parse("weft://run/01R/stage/%62uild").map(|l| l.path),
+        DeepLink::parse("weft://run/01R/stage/%62uild").map(|l| l.path().to_string()),
         Ok("run/01R/stage/build".into())
     );
     assert_eq!(
-        DeepLink::parse("weft://runs/").map(|l| l.path),
+        DeepLink::parse("weft://runs/").map(|l| l.path().to_string()),
         Ok("runs".into()),
         "the trailing slash a launcher adds"
     );
@@ -609,7 +607,7 @@ fn node_ids_are_percent_encoded_and_any_spelling_reads_the_same() {
 
 #[test]
 fn the_legacy_ui_paths_read_as_their_new_forms() {
-    let path = |text: &str| DeepLink::parse(text).map(|l| l.path);
+    let path = |text: &str| DeepLink::parse(text).map(|l| l.path().to_string());
     assert_eq!(path("runs/01R"), Ok("run/01R".into()));
     assert_eq!(
         path("runs/01R/question/Q1"),
@@ -641,7 +639,7 @@ fn hostile_links_are_refused_with_a_reason_never_a_panic() {
         ("weft://run/01R/stage/x@-1".into(), "not a number"),
         ("weft://run/01R/stage/x@0".into(), "from 1"),
         ("weft://run/01R/stage/x@99999999999".into(), "too large"),
-        ("weft://run/01R/stage/x@1@2".into(), "not a number"),
+        ("weft://run/01R/stage/x@1@2".into(), "percent-encoded"),
         ("weft://run/01R/stage/x/output".into(), "needs a visit"),
         (
             "weft://run/01R/stage/x@1/timeline".into(),
@@ -676,6 +674,91 @@ fn hostile_links_are_refused_with_a_reason_never_a_panic() {
     // A node id that fits in a link but whose encoding does not.
     let wide = "é".repeat(400);
     assert!(DeepLink::stage("01R", &wide, None, None).is_err());
+}
+
+#[test]
+fn a_link_read_from_json_is_checked_and_kept_canonical() {
+    let read = |json: &str| serde_json::from_str::<DeepLink>(json);
+    assert_eq!(
+        read(r#"{"path": "WEFT://run/01R/stage/%62uild@01/"}"#)
+            .ok()
+            .map(|l| l.path().to_string()),
+        Some("run/01R/stage/build@1".to_string()),
+        "a spelling of a place reads as its canonical path"
+    );
+    for hostile in [
+        r#"{"path": "run/../../etc/passwd"}"#,
+        r#"{"path": "run/01R/stage/a%E2%80%AEb"}"#,
+        r#"{"path": "settings"}"#,
+        r#"{"path": ""}"#,
+        r#"{"path": "runs", "more": 1}"#,
+        r#"{}"#,
+    ] {
+        assert!(read(hostile).is_err(), "{hostile} is refused");
+    }
+    let link = DeepLink::stage("01R", "build step", Some(2), Some("output")).expect("valid");
+    let json = serde_json::to_string(&link).expect("serializes");
+    assert_eq!(
+        json, r#"{"path":"run/01R/stage/build%20step@2/output"}"#,
+        "the wire shape is unchanged"
+    );
+    assert_eq!(read(&json).ok(), Some(link), "round trip");
+}
+
+#[test]
+fn node_ids_with_invisible_format_characters_are_refused() {
+    for node in [
+        "a\u{202E}b",
+        "a\u{200B}b",
+        "\u{FEFF}build",
+        "a\u{2066}b",
+        "a\u{00AD}b",
+        "a\u{E0041}b",
+    ] {
+        let err = DeepLink::stage("01R", node, None, None).expect_err(node);
+        assert!(err.contains("format character"), "{node:?}: {err}");
+        let encoded: String = node.bytes().map(|b| format!("%{b:02X}")).collect();
+        let err = DeepLink::parse(&format!("weft://run/01R/stage/{encoded}")).expect_err(node);
+        assert!(
+            err.contains("format character"),
+            "{node:?} in a link: {err}"
+        );
+    }
+    assert!(
+        DeepLink::stage("01R", "review-é-步", None, None).is_ok(),
+        "other non-ASCII letters are node ids"
+    );
+}
+
+#[test]
+fn a_stage_argument_is_read_as_a_link_reads_it() {
+    use crate::model::link::node_and_visit;
+    assert_eq!(node_and_visit("build"), Ok(("build", None)));
+    assert_eq!(node_and_visit("build@2"), Ok(("build", Some(2))));
+    assert_eq!(node_and_visit("build@02"), Ok(("build", Some(2))));
+    assert_eq!(
+        node_and_visit("me@home@1"),
+        Ok(("me@home", Some(1))),
+        "the last `@` separates the visit"
+    );
+    for bad in [
+        "build@+1", "build@-1", "build@ 1", "build@", "build@0", "me@home",
+    ] {
+        assert!(node_and_visit(bad).is_err(), "{bad}");
+        let link = format!("weft://run/01R/stage/{bad}");
+        assert!(DeepLink::parse(&link).is_err(), "{link}");
+    }
+}
+
+#[test]
+fn a_link_is_told_by_its_scheme_in_any_case() {
+    assert!(DeepLink::is_link("weft://runs"));
+    assert!(DeepLink::is_link("WeFt://x"));
+    assert!(DeepLink::is_link("weft://"));
+    assert!(!DeepLink::is_link("weft:/runs"));
+    assert!(!DeepLink::is_link("runs"));
+    assert!(!DeepLink::is_link("wef"));
+    assert!(!DeepLink::is_link("weft:/é"), "no panic at a char boundary");
 }
 
 #[test]

@@ -24,6 +24,31 @@ fn one_run(sb: &Sandbox) -> String {
         .to_string()
 }
 
+/// A run that asked one question (its gate fails at once: no one answers
+/// from a closed stdin); the run's id and the question's.
+fn asked_run(sb: &Sandbox) -> (String, String) {
+    sb.write(
+        "gate.fabro",
+        r#"digraph Gate { start [shape=Mdiamond]; exit [shape=Msquare]
+  approve [shape=hexagon, label="Ship it?"]
+  start -> approve -> exit }"#,
+    );
+    let run = sb.run(&["run", "--no-daemon", "gate.fabro", "--json"]);
+    let run_id = json(&run.stdout)["run_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let events = sb.run(&["events", &run_id, "--json"]);
+    assert_eq!(events.code, 0, "{events:?}");
+    let question = events
+        .stdout
+        .lines()
+        .map(json)
+        .find_map(|e| e["properties"]["question_id"].as_str().map(String::from))
+        .unwrap_or_else(|| panic!("the run asked no question: {events:?}"));
+    (run_id, question)
+}
+
 /// A fake desktop app, named in settings.toml: it writes its arguments,
 /// one a line, to the returned file (whole, by a rename), then its pid
 /// beside it, and stays up, as the real app does.
@@ -89,10 +114,6 @@ fn open_print_gives_the_canonical_link_of_each_place() {
         format!("weft://run/{id}/cost")
     );
     assert_eq!(
-        print(&["last", "--question", "01Q"]),
-        format!("weft://run/{id}/question/01Q")
-    );
-    assert_eq!(
         print(&[format!("WEFT://run/{id}/stage/%73ay@01/output/").as_str()]),
         format!("weft://run/{id}/stage/say@1/output"),
         "a link given whole is printed in its canonical spelling"
@@ -106,7 +127,7 @@ fn open_print_gives_the_canonical_link_of_each_place() {
 
     for (args, says) in [
         (vec!["last", "--tab", "output"], "--stage"),
-        (vec!["last", "--stage", "say@0"], "number from 1"),
+        (vec!["last", "--stage", "say@0"], "counted from 1"),
         (
             vec!["last", "--stage", "say@1", "--tab", "timeline"],
             "not a stage tab",
@@ -117,6 +138,10 @@ fn open_print_gives_the_canonical_link_of_each_place() {
             "no visit of `never`",
         ),
         (vec!["last", "--question", "q/1"], "not a question id"),
+        (vec!["last", "--question", "01Q"], "has no question `01Q`"),
+        (vec!["last", "--stage", "say@+1"], "not a number"),
+        (vec!["last", "--stage", "say@ 1"], "not a number"),
+        (vec!["last", "--stage", "me@home"], "needs its visit"),
         (
             vec!["weft://gates", "--bar", "cost"],
             "names its place itself",
@@ -134,6 +159,28 @@ fn open_print_gives_the_canonical_link_of_each_place() {
             out.stderr
         );
     }
+}
+
+#[test]
+fn open_question_takes_only_a_question_the_run_asked() {
+    let sb = Sandbox::new();
+    let (run, question) = asked_run(&sb);
+    let out = sb.run(&["open", &run, "--question", &question, "--print"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout.trim_end(),
+        format!("weft://run/{run}/question/{question}")
+    );
+    // A question of another run is not this run's.
+    let other = one_run(&sb);
+    let out = sb.run(&["open", &other, "--question", &question, "--print"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains(&format!("run {other} has no question")),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -202,6 +249,15 @@ fn open_refuses_a_hostile_link_and_starts_nothing() {
         );
         assert!(out.stderr.len() < 1_000, "a short error: {}", out.stderr);
     }
+    // `weft open` starts the app before it returns, and the app writes its
+    // file at once: an app started by a refused link (all but the last
+    // some commands ago) would have written it by now. The good link
+    // below overwrites the file, so this is the check that counts.
+    assert!(
+        !opened.exists(),
+        "a refused link started the app: {:?}",
+        std::fs::read_to_string(&opened)
+    );
     let good = sb.run(&["open", "weft://gates"]);
     assert_eq!(good.code, 0, "{good:?}");
     wait_until("the app is started", Duration::from_secs(10), || {
@@ -210,7 +266,7 @@ fn open_refuses_a_hostile_link_and_starts_nothing() {
     assert_eq!(
         std::fs::read_to_string(&opened).unwrap_or_default(),
         "weft://gates\n",
-        "only the one good link reached the app"
+        "the good link reached the app"
     );
     stop_fake_app(&opened);
 }

@@ -4,12 +4,16 @@
 
 use std::process::Command;
 
+use weft_fakellm::{FakeLlm, Reply, ToolCall, Usage};
 use weft_tests::{Sandbox, binary};
 
 /// Runs `body` (bash) in a private X display and session bus with a real
 /// notification server (dunst) owning `org.freedesktop.Notifications` and a
 /// weftd on `home`; `before` runs first (a `dbus-monitor`, say). Every
-/// process started here is stopped before it returns.
+/// process started here is stopped before it returns. `body` runs with
+/// `set -e`: the status is a failure when one of its commands failed
+/// (a wait loop's `CONDITION && break` is not one: a loop that gives up
+/// is caught by the test's own assertions).
 fn in_desktop_session(
     home: &std::path::Path,
     before: &str,
@@ -27,11 +31,18 @@ done
 export WEFT_HOME='{home}'
 '{weftd}' --foreground > '{home}/weftd.out' 2>&1 &
 D=$!
+# Whatever ends the script stops what it started, keeping its status.
+stop_all() {{
+  status=$?
+  set +e
+  kill -TERM $D; wait $D
+  kill $(jobs -p) 2>/dev/null
+  exit $status
+}}
+trap stop_all EXIT
 for i in $(seq 100); do '{weft}' daemon status > /dev/null 2>&1 && break; sleep 0.1; done
+set -e
 {body}
-kill -TERM $D; wait $D
-kill $(jobs -p) 2>/dev/null
-exit 0
 "#,
         home = home.display(),
         weftd = binary("weftd").display(),
@@ -46,6 +57,19 @@ exit 0
         .unwrap_or_else(|e| {
             panic!("xvfb-run and dbus-run-session are needed (make deps installs them): {e}")
         })
+}
+
+#[test]
+fn a_failing_command_fails_the_desktop_session() {
+    let sb = Sandbox::new();
+    let home = sb.path().join("home");
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+    let marker = sb.path().join("reached");
+    let failed = in_desktop_session(&home, "", &format!("false\ntouch '{}'", marker.display()));
+    assert!(!failed.success(), "{failed}");
+    assert!(!marker.exists(), "the body stops at the failed command");
+    let fine = in_desktop_session(&home, "", "true");
+    assert!(fine.success(), "{fine}");
 }
 
 #[test]
@@ -78,7 +102,10 @@ sleep 0.5"#,
             monitor = monitor.display(),
         ),
     );
-    assert!(status.success());
+    assert!(
+        status.success(),
+        "a command in the desktop session failed ({status})"
+    );
     let log = std::fs::read_to_string(&monitor).unwrap_or_default();
     let calls = log.matches("member=Notify").count();
     assert_eq!(
@@ -139,7 +166,10 @@ for i in $(seq 100); do [ -s '{opened}' ] && break; sleep 0.1; done"#,
             opened = opened.display(),
         ),
     );
-    assert!(status.success());
+    assert!(
+        status.success(),
+        "a command in the desktop session failed ({status})"
+    );
     let listed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&questions).unwrap_or_default())
             .unwrap_or_else(|e| panic!("weft questions --json: {e}"));
@@ -227,7 +257,10 @@ for i in $(seq 300); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; d
             follow = follow.display(),
         ),
     );
-    assert!(status.success());
+    assert!(
+        status.success(),
+        "a command in the desktop session failed ({status})"
+    );
     let log = std::fs::read_to_string(&monitor).unwrap_or_default();
     assert!(
         log.contains("Weft: ResumedFlow needs you"),
@@ -255,4 +288,84 @@ for i in $(seq 300); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; d
         "daemon status reports the pause: {said}"
     );
     assert!(said.ends_with("{\"paused\":false}\n"), "{said}");
+}
+
+/// A turn of the fake model with `input` tokens of usage: reading a file,
+/// or (`last`) the agent's final answer.
+fn turn(input: u64, last: bool) -> Reply {
+    Reply::Turn {
+        text: last.then(|| "Done".to_string()),
+        tool_calls: if last {
+            Vec::new()
+        } else {
+            vec![ToolCall::new(
+                "",
+                "read_file",
+                serde_json::json!({"file_path": "notes.txt"}),
+            )]
+        },
+        usage: Some(Usage {
+            input,
+            output: 0,
+            ..Usage::default()
+        }),
+        finish: None,
+    }
+}
+
+#[test]
+fn a_run_nearing_its_budget_sends_a_notification_naming_the_spend() {
+    // gpt-5.2 costs $1.80 per million input tokens: two turns of 500k are
+    // $1.80 of a $2 budget, past its 80% warning, and the last turn stays
+    // under the limit, so the run finishes without a budget question.
+    let fake = FakeLlm::start();
+    let key = format!("sk-notify-budget-{}", std::process::id());
+    fake.script(
+        &key,
+        [
+            turn(500_000, false),
+            turn(500_000, false),
+            turn(1_000, true),
+        ],
+    );
+    let sb = Sandbox::new();
+    sb.write("notes.txt", "x\n");
+    let workflow = sb.write(
+        "spend.fabro",
+        r#"digraph SpendFlow { start [shape=Mdiamond]; exit [shape=Msquare]
+           fix [shape=box, prompt="Read notes.txt, then say Done."]
+           start -> fix -> exit }"#,
+    );
+    let home = sb.path().join("home");
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+    let monitor = sb.path().join("monitor.log");
+    let status = in_desktop_session(
+        &home,
+        &format!(
+            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
+            monitor.display()
+        ),
+        &format!(
+            r#"cd '{dir}'
+OPENAI_API_KEY='{key}' OPENAI_BASE_URL='{url}/v1' '{weft}' run '{workflow}' --detach --model gpt-5.2 --max-cost 2 > /dev/null
+for i in $(seq 600); do grep -q 'SpendFlow finished' '{monitor}' && break; sleep 0.1; done"#,
+            dir = sb.path().display(),
+            url = fake.url(),
+            weft = binary("weft").display(),
+            workflow = workflow.display(),
+            monitor = monitor.display(),
+        ),
+    );
+    assert!(
+        status.success(),
+        "a command in the desktop session failed ({status})"
+    );
+    let log = std::fs::read_to_string(&monitor).unwrap_or_default();
+    assert!(
+        log.contains("Weft: SpendFlow is nearing its budget"),
+        "the budget warning is a notification; the monitor saw:\n{log}\nweftd said:\n{}",
+        std::fs::read_to_string(home.join("weftd.out")).unwrap_or_default()
+    );
+    assert!(log.contains("spent"), "its body gives the spend:\n{log}");
+    assert_eq!(fake.requests(&key).len(), 3, "the run went on to the end");
 }
