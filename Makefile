@@ -31,13 +31,15 @@ DEMO_DIR := $(CARGO_TARGET_DIR)/demo
 # `make test` never leaves an SSH server listening on port 22.
 # The Debian package (packaging/deb/build.sh) is built with dpkg-deb and
 # dpkg-shlibdeps (dpkg-dev); its test validates the desktop entry with
-# desktop-file-validate (desktop-file-utils).
+# desktop-file-validate (desktop-file-utils). tests/app/tray.py stands in for a
+# tray host by owning a D-Bus name and answering on it (python3-dbus,
+# python3-gi).
 APT_PACKAGES := \
 	libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev \
 	libssl-dev libxdo-dev pkg-config build-essential file \
 	xvfb xauth webkit2gtk-driver dbus-x11 dunst chromium graphviz time python3 \
 	podman runc catatonit busybox-static bash-static openssh-server \
-	dpkg-dev desktop-file-utils
+	dpkg-dev desktop-file-utils python3-dbus python3-gi
 
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session --
 

@@ -28,16 +28,15 @@ pub fn load(file: &Path) -> AppSettings {
     }
 }
 
-/// Writes `settings` to `file` (whole or not at all).
-pub fn save(file: &Path, settings: &AppSettings) -> std::io::Result<()> {
-    let json = serde_json::to_vec_pretty(settings).map_err(std::io::Error::other)?;
+/// Writes `settings` to `file` (whole or not at all: the store's atomic
+/// write, a temp file of its own renamed over it).
+pub fn save(file: &Path, settings: &AppSettings) -> Result<(), String> {
+    let json = serde_json::to_vec_pretty(settings).map_err(|e| e.to_string())?;
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    // A rename replaces the file whole: a crash mid-write leaves the old one.
-    let temp = file.with_extension("json.tmp");
-    std::fs::write(&temp, json)?;
-    std::fs::rename(&temp, file)
+    weft::store::write_atomic(file, &json).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

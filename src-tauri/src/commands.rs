@@ -312,21 +312,32 @@ pub async fn app_settings() -> Result<AppSettings> {
     )))
 }
 
-/// Saves the app's settings and makes the autostart entry match them.
+/// Saves the app's settings and makes the autostart entry match them:
+/// app.json first, and back to what it was when the entry cannot follow,
+/// so the setting never claims an entry that is not there.
 pub async fn set_app_settings(settings: AppSettings) -> Result<AppSettings> {
     let home = home()?;
     let failed = |message: String| AppError::new(Code::AppError, message);
-    crate::autostart::set(settings.start_at_login).map_err(failed)?;
     let file = crate::app_settings::path(&home);
-    crate::app_settings::save(&file, &settings)
-        .map_err(|e| failed(format!("cannot save {}: {e}", file.display())))?;
+    let before = crate::app_settings::load(&file);
+    crate::app_settings::save(&file, &settings).map_err(failed)?;
+    if let Err(e) = crate::autostart::set(&home, settings.start_at_login) {
+        return Err(failed(match crate::app_settings::save(&file, &before) {
+            Ok(()) => e,
+            Err(back) => format!("{e}; and the settings could not be put back: {back}"),
+        }));
+    }
     Ok(settings)
 }
 
 /// What the tray shows, read from its real menu.
 pub async fn tray_state(app: &tauri::AppHandle) -> Result<TrayState> {
     use tauri::Manager;
-    Ok(app.state::<crate::tray::Tray>().state())
+    // Asking the session bus blocks: not on the async threads.
+    let host = tauri::async_runtime::spawn_blocking(crate::tray::host)
+        .await
+        .unwrap_or(false);
+    Ok(app.state::<crate::tray::Tray>().state(host))
 }
 
 /// Pauses, resumes or reports weftd's notifications; the tray follows at

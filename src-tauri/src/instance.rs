@@ -8,19 +8,24 @@
 //!
 //! The exchange is one line each way: the JSON of `Option<DeepLink>`
 //! (`null` for a plain start, which only raises the window), answered by
-//! `ok`. Anything that goes wrong here only costs the single-instance
-//! behaviour, never the app: it then starts as if it were alone.
+//! `ok`, or by `refused: REASON` when the line is not a link the app
+//! opens. Whoever listens owns the home: the second process exits after
+//! any answer (saying a refusal or a silence on stderr), and opens a
+//! window of its own only when nobody listens (no socket, or connecting
+//! is refused). Anything else that goes wrong here only costs the
+//! single-instance behaviour, never the app.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use weft::ipc::paths::DaemonPaths;
 use weft::store::Home;
 use weft::views::DeepLink;
 
-/// How long either side waits on the other.
+/// How long one exchange may take in all, on either side: a peer that
+/// trickles bytes does not hold the serving thread longer.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The longest line accepted: a link is at most 2 KiB, escaped as JSON.
 const MAX_LINE: u64 = 64 * 1024;
@@ -32,6 +37,10 @@ pub enum Claim {
     First(Option<UnixListener>),
     /// A running app took the route; this process should exit.
     HandedOver,
+    /// A running app listens but did not take the route (it refused it,
+    /// or did not answer): said on stderr; this process should exit too,
+    /// since that app owns the home.
+    Refused,
 }
 
 /// Hands `route` to the home's running app, or claims the home for this
@@ -40,7 +49,13 @@ pub fn claim(home: &Home, route: Option<&DeepLink>) -> Claim {
     let paths = DaemonPaths::for_home(home);
     let socket = paths.app_socket();
     match hand_over(&socket, route) {
-        Ok(()) => return Claim::HandedOver,
+        Ok(Reply::Ok) => return Claim::HandedOver,
+        Ok(Reply::Refused(reason)) => {
+            eprintln!(
+                "weft-desktop: the app already open for this home refused the link: {reason}"
+            );
+            return Claim::Refused;
+        }
         // Nobody listens (no socket file, or one left by an app that
         // died): this is the first app.
         Err(e)
@@ -48,12 +63,14 @@ pub fn claim(home: &Home, route: Option<&DeepLink>) -> Claim {
                 e.kind(),
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
             ) => {}
+        // Somebody listens but the exchange failed (no answer in time, an
+        // older app that hung up): it still owns the home.
         Err(e) => {
             eprintln!(
-                "weft-desktop: the app already open for this home did not answer on {} ({e}); opening another window",
+                "weft-desktop: the app already open for this home did not answer on {} ({e})",
                 socket.display()
             );
-            return Claim::First(None);
+            return Claim::Refused;
         }
     }
     let listener = paths
@@ -72,20 +89,78 @@ pub fn claim(home: &Home, route: Option<&DeepLink>) -> Claim {
     }
 }
 
-/// Sends `route` to the app listening on `socket` and waits for its `ok`.
-fn hand_over(socket: &Path, route: Option<&DeepLink>) -> std::io::Result<()> {
-    let mut stream = UnixStream::connect(socket)?;
-    stream.set_read_timeout(Some(EXCHANGE_TIMEOUT))?;
-    stream.set_write_timeout(Some(EXCHANGE_TIMEOUT))?;
+/// What the running app answered.
+#[derive(Debug, PartialEq, Eq)]
+enum Reply {
+    Ok,
+    Refused(String),
+}
+
+/// Sends `route` to the app listening on `socket` and reads its answer.
+/// Not connecting is an error of the connect's kind; an answer that is
+/// neither `ok` nor a refusal is a refusal saying so.
+fn hand_over(socket: &Path, route: Option<&DeepLink>) -> std::io::Result<Reply> {
+    let stream = UnixStream::connect(socket)?;
+    let until = Instant::now() + EXCHANGE_TIMEOUT;
     let mut line = serde_json::to_vec(&route).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    stream.write_all(&line)?;
+    Deadline::new(&stream, until).write_all(&line)?;
     let mut reply = String::new();
-    BufReader::new(stream.take(16)).read_line(&mut reply)?;
-    if reply.trim_end() == "ok" {
+    BufReader::new(Deadline::new(&stream, until).take(MAX_REPLY)).read_line(&mut reply)?;
+    let reply = reply.trim_end();
+    Ok(match reply {
+        "ok" => Reply::Ok,
+        "" => Reply::Refused("it closed without an answer".into()),
+        _ => Reply::Refused(reply.strip_prefix("refused:").map_or_else(
+            || format!("unexpected answer {reply:?}"),
+            |r| r.trim().to_string(),
+        )),
+    })
+}
+
+/// The longest answer read: `refused: ` and a parse error.
+const MAX_REPLY: u64 = 1024;
+
+/// A stream whose reads and writes all end by `until`: each one waits at
+/// most the time left, and none starts after it.
+struct Deadline<'a> {
+    stream: &'a UnixStream,
+    until: Instant,
+}
+
+impl<'a> Deadline<'a> {
+    fn new(stream: &'a UnixStream, until: Instant) -> Self {
+        Deadline { stream, until }
+    }
+
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the exchange took too long",
+            ))
+        } else {
+            Ok(left)
+        }
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.left()?))?;
+        (&mut &*self.stream).read(buf)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.left()?))?;
+        (&mut &*self.stream).write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    } else {
-        Err(std::io::Error::other(format!("unexpected reply {reply:?}")))
     }
 }
 
@@ -120,21 +195,38 @@ pub fn serve(listener: UnixListener, open: impl Fn(Option<DeepLink>) + Send + 's
     }
 }
 
-/// Reads one start's route and acknowledges it.
+/// Reads one start's route and answers it: `ok`, or `refused: REASON`
+/// for a line that is not a link the app opens (the sender says so and
+/// exits). The whole exchange ends within [`EXCHANGE_TIMEOUT`].
 fn receive(stream: UnixStream) -> std::io::Result<Option<DeepLink>> {
-    stream.set_read_timeout(Some(EXCHANGE_TIMEOUT))?;
-    stream.set_write_timeout(Some(EXCHANGE_TIMEOUT))?;
+    receive_within(&stream, EXCHANGE_TIMEOUT)
+}
+
+fn receive_within(stream: &UnixStream, within: Duration) -> std::io::Result<Option<DeepLink>> {
+    let until = Instant::now() + within;
     let mut line = String::new();
-    BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
-    let route: Option<DeepLink> = serde_json::from_str(&line).map_err(std::io::Error::other)?;
+    BufReader::new(Deadline::new(stream, until).take(MAX_LINE)).read_line(&mut line)?;
     // Any process of this user can connect: its link is checked as one
     // from the command line is.
-    let route = route
-        .map(|link| DeepLink::parse(link.path()))
-        .transpose()
-        .map_err(std::io::Error::other)?;
-    (&stream).write_all(b"ok\n")?;
-    Ok(route)
+    // Reading a `DeepLink` checks it (`DeepLink::parse`).
+    let route =
+        serde_json::from_str::<Option<DeepLink>>(&line).map_err(|e| format!("not a link: {e}"));
+    let mut answer = Deadline::new(stream, until);
+    match route {
+        Ok(route) => {
+            answer.write_all(b"ok\n")?;
+            Ok(route)
+        }
+        Err(reason) => {
+            let reason: String = reason
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .take(200)
+                .collect();
+            answer.write_all(format!("refused: {reason}\n").as_bytes())?;
+            Err(std::io::Error::other(reason))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -187,10 +279,13 @@ mod tests {
             .write_all(b"{\"path\":\"run/01R/../../etc\"}\n")
             .expect("send");
         let mut reply = String::new();
-        BufReader::new(stream.take(16))
+        BufReader::new(stream.take(1024))
             .read_line(&mut reply)
             .expect("read");
-        assert_eq!(reply, "", "no `ok` for a link that does not parse");
+        assert!(
+            reply.starts_with("refused: ") && reply.ends_with('\n'),
+            "a refusal, not `ok`, for a link that does not parse: {reply:?}"
+        );
 
         assert!(matches!(claim(&home, Some(&route())), Claim::HandedOver));
         assert_eq!(
@@ -199,6 +294,65 @@ mod tests {
             Some(route()),
             "only the link that parses reaches the window"
         );
+    }
+
+    #[test]
+    fn a_refused_link_is_said_to_the_sender_which_opens_no_window_of_its_own() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let socket = temp.path().join("app.sock");
+        let listener = UnixListener::bind(&socket).expect("bind");
+        let app = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().expect("accept");
+            receive(stream)
+        });
+        let link = DeepLink {
+            path: "run/01R/../../etc".into(),
+        };
+        let reply = hand_over(&socket, Some(&link)).expect("an answer");
+        let Reply::Refused(reason) = reply else {
+            panic!("refused, got {reply:?}");
+        };
+        assert!(!reason.is_empty());
+        assert!(app.join().expect("joined").is_err());
+    }
+
+    #[test]
+    fn an_app_that_listens_but_hangs_up_still_owns_the_home() {
+        // An older app, say, that closes on a link it does not parse.
+        let temp = tempfile::tempdir().expect("temp dir");
+        let home = Home::at(temp.path());
+        let paths = DaemonPaths::for_home(&home);
+        paths.ensure().expect("runtime dir");
+        let listener = UnixListener::bind(paths.app_socket()).expect("bind");
+        let app = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().expect("accept");
+            drop(stream);
+        });
+        assert!(matches!(claim(&home, Some(&route())), Claim::Refused));
+        app.join().expect("joined");
+    }
+
+    #[test]
+    fn a_sender_that_trickles_bytes_is_cut_off_at_the_exchange_deadline() {
+        let (app_side, sender) = UnixStream::pair().expect("pair");
+        let trickle = std::thread::spawn(move || {
+            let mut sender = sender;
+            // One byte every 100 ms, never a newline: each read is quick,
+            // the whole is not.
+            for _ in 0..100 {
+                if sender.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let started = Instant::now();
+        let got = receive_within(&app_side, Duration::from_millis(500));
+        let took = started.elapsed();
+        assert!(got.is_err(), "{got:?}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+        drop(app_side);
+        trickle.join().expect("joined");
     }
 
     #[test]

@@ -43,6 +43,8 @@ fn main() {
         Ok(home) => match instance::claim(&home, route.as_ref()) {
             // The app already open for this home shows the route instead.
             instance::Claim::HandedOver => return,
+            // It did not take it (said on stderr); it still owns the home.
+            instance::Claim::Refused => std::process::exit(1),
             instance::Claim::First(listener) => listener,
         },
         // The first command shows the home error in the window.
@@ -54,7 +56,8 @@ fn main() {
         .setup(move |app| {
             use tauri::Manager;
             let tray = tray::start(app, commands::home().ok());
-            let visible = !(hidden && tray.shown());
+            // Hidden only into a tray somebody sees; else the window shows.
+            let visible = !(hidden && tray::visible(&tray));
             app.manage(tray);
             let window = main_window(app, first_page::script(), visible)?;
             rendering::fit_to_machine(&window);
@@ -72,12 +75,13 @@ fn main() {
                 use tauri::Manager;
                 window.state::<bridge::Bridges>().stop_all();
             }
-            // Runs are active and the tray stays: hide instead of quitting.
+            // With a tray, closing may hide the window instead (runs are
+            // active, the tray is seen): decided off the main thread.
             tauri::WindowEvent::CloseRequested { api, .. }
-                if tray::keeps_running(tauri::Manager::app_handle(window)) =>
+                if tauri::Manager::state::<tray::Tray>(window).shown() =>
             {
                 api.prevent_close();
-                let _ = window.hide();
+                tray::close_or_hide(window.clone());
             }
             _ => {}
         })

@@ -5,8 +5,15 @@
 //! ([`Attention`], read-only through [`Views`]) and of whether weftd's
 //! notifications are paused. A thread of its own reads both every
 //! [`REFRESH`] (or at once when poked) and rebuilds the menu on the main
-//! thread only when the model changed. Without a tray library or host the
-//! app runs as before, without a tray, after one line on stderr.
+//! thread only when the model changed. Without the tray library the app
+//! runs as before, without a tray, after one line on stderr.
+//!
+//! An icon being made is not an icon being seen: the library (a
+//! StatusNotifier item) makes one whether or not a tray host runs, and
+//! stock GNOME has none. A host is whoever owns the session bus name
+//! [`WATCHER`]; [`host`] asks the bus, and only with one does closing the
+//! window hide it ([`keeps_running`]) or `--hidden` start it hidden. Else
+//! the window behaves as if there were no tray.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -165,16 +172,48 @@ pub fn action(id: &str) -> Option<Action> {
 
 /// The app's tray (managed state): the icon when there is one, the menu it
 /// shows now, and a way to have it read again at once.
+///
+/// Locks: no lock here is held across a call into Tauri's menu or tray
+/// objects. Those calls run on the main thread and wait for it when made
+/// from another thread, and the main thread takes these locks too (in
+/// [`Tray::show`], on a close request): holding one across such a call
+/// would freeze the app. Handles are cloned out of the lock instead.
 pub struct Tray {
     live: Mutex<Option<Live>>,
+    /// The check mark the user last asked for (or weftd last reported).
     paused: AtomicBool,
+    /// One pause request to weftd at a time, so that the last one sent is
+    /// the last click's.
+    pausing: tokio::sync::Mutex<()>,
     poke: Mutex<Option<Sender<()>>>,
 }
 
+#[derive(Clone)]
 struct Live {
     icon: TrayIcon<Wry>,
     menu: Option<Menu<Wry>>,
     tooltip: String,
+}
+
+/// What the tray's facts are now: the history's attention, and weftd's
+/// pause state (`None`: no weftd answered).
+struct Reading {
+    attention: Attention,
+    paused: Option<bool>,
+}
+
+/// Reads the history and asks weftd. Blocks (SQLite, a socket): never on
+/// the main thread.
+fn read(home: &Home) -> Reading {
+    let attention = Views::open(home)
+        .and_then(|views| views.attention(MAX_GATES))
+        // An unreadable history shows as nothing waiting; the window says
+        // what is wrong.
+        .unwrap_or_default();
+    Reading {
+        attention,
+        paused: notifications_paused(home),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -182,7 +221,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Tray {
-    /// A tray icon was made.
+    /// A tray icon was made: the tray library loaded. Whether anybody
+    /// shows it is [`host`]'s question.
     pub fn shown(&self) -> bool {
         lock(&self.live).is_some()
     }
@@ -194,15 +234,21 @@ impl Tray {
         }
     }
 
-    /// What the tray shows, read back from its menu items.
-    pub fn state(&self) -> TrayState {
-        let live = lock(&self.live);
-        let Some(live) = live.as_ref() else {
-            return TrayState::default();
+    /// What the tray shows, read back from its menu items. Not on the main
+    /// thread's behalf while it waits: the item reads dispatch to it.
+    pub fn state(&self, host: bool) -> TrayState {
+        // Cloned out: the item reads below wait for the main thread.
+        let live = lock(&self.live).clone();
+        let Some(live) = live else {
+            return TrayState {
+                host,
+                ..TrayState::default()
+            };
         };
         let mut state = TrayState {
             shown: true,
-            tooltip: live.tooltip.clone(),
+            host,
+            tooltip: live.tooltip,
             ..TrayState::default()
         };
         let items = live
@@ -223,21 +269,30 @@ impl Tray {
 
     /// Shows `model`: a new menu, tooltip and title. On the main thread.
     fn show(&self, app: &AppHandle, model: &Model) {
-        let mut live = lock(&self.live);
-        let Some(live) = live.as_mut() else { return };
-        match menu(app, model) {
+        let Some(icon) = lock(&self.live).as_ref().map(|l| l.icon.clone()) else {
+            return;
+        };
+        let built = match menu(app, model) {
             Ok(menu) => {
-                if let Err(e) = live.icon.set_menu(Some(menu.clone())) {
+                if let Err(e) = icon.set_menu(Some(menu.clone())) {
                     eprintln!("weft-desktop: cannot update the tray menu: {e}");
                 }
-                live.menu = Some(menu);
+                Some(menu)
             }
-            Err(e) => eprintln!("weft-desktop: cannot build the tray menu: {e}"),
+            Err(e) => {
+                eprintln!("weft-desktop: cannot build the tray menu: {e}");
+                None
+            }
+        };
+        let _ = icon.set_tooltip(Some(&model.tooltip));
+        let _ = icon.set_title(model.title.as_deref());
+        if let Some(live) = lock(&self.live).as_mut() {
+            if built.is_some() {
+                live.menu = built;
+            }
+            live.tooltip.clone_from(&model.tooltip);
         }
-        let _ = live.icon.set_tooltip(Some(&model.tooltip));
-        let _ = live.icon.set_title(model.title.as_deref());
-        live.tooltip.clone_from(&model.tooltip);
-        self.paused.store(model.paused, Ordering::Relaxed);
+        self.paused.store(model.paused, Ordering::SeqCst);
     }
 }
 
@@ -271,12 +326,16 @@ pub fn start(app: &tauri::App, home: Option<Home>) -> Tray {
     let tray = Tray {
         live: Mutex::new(None),
         paused: AtomicBool::new(false),
+        pausing: tokio::sync::Mutex::new(()),
         poke: Mutex::new(None),
     };
     // libappindicator is loaded when the first icon is made, and its
     // loader panics when the library is missing: caught, and said in one
-    // line instead of a panic report.
-    let quiet = std::panic::take_hook();
+    // line instead of a panic report. The panic hook is process-wide, so
+    // the silent one is only in place while the icon is made (at start,
+    // before the app's other threads run) and the previous hook is put
+    // back right after: later panics anywhere still report.
+    let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut builder = TrayIconBuilder::with_id("weft")
@@ -287,7 +346,7 @@ pub fn start(app: &tauri::App, home: Option<Home>) -> Tray {
         }
         builder.build(app)
     }));
-    std::panic::set_hook(quiet);
+    std::panic::set_hook(previous);
     let icon = match built {
         Ok(Ok(icon)) => icon,
         Ok(Err(e)) => {
@@ -325,12 +384,8 @@ fn watch(app: AppHandle, home: Home, poked: Receiver<()>) {
         .spawn(move || {
             let mut shown: Option<Model> = None;
             loop {
-                let attention = Views::open(&home)
-                    .and_then(|views| views.attention(MAX_GATES))
-                    // An unreadable history shows as nothing waiting; the
-                    // window says what is wrong.
-                    .unwrap_or_default();
-                let next = model(&attention, notifications_paused(&home));
+                let reading = read(&home);
+                let next = model(&reading.attention, reading.paused.unwrap_or(false));
                 if shown.as_ref() != Some(&next) {
                     let handle = app.clone();
                     let model = next.clone();
@@ -353,8 +408,8 @@ fn watch(app: AppHandle, home: Home, poked: Receiver<()>) {
     }
 }
 
-/// Whether weftd's notifications are paused; false when no weftd answers.
-fn notifications_paused(home: &Home) -> bool {
+/// Whether weftd's notifications are paused; `None` when no weftd answers.
+fn notifications_paused(home: &Home) -> Option<bool> {
     tauri::async_runtime::block_on(async {
         let ask = async {
             let client = Client::connect(home).await.ok()?;
@@ -368,7 +423,6 @@ fn notifications_paused(home: &Home) -> bool {
             .await
             .ok()
             .flatten()
-            .unwrap_or(false)
     })
 }
 
@@ -381,10 +435,16 @@ fn act(app: &AppHandle, id: &str) {
         }
         Some(Action::Gates) => crate::open_link(app, DeepLink::screen("gates")),
         Some(Action::Pause) => {
-            let tray = app.state::<Tray>();
-            let pause = !tray.paused.load(Ordering::Relaxed);
+            // Flipped at once, so a second click flips what the first one
+            // asked for, not what the last reading said.
+            app.state::<Tray>().paused.fetch_xor(true, Ordering::SeqCst);
             let handle = app.clone();
             tauri::async_runtime::spawn(async move {
+                let tray = handle.state::<Tray>();
+                // One request at a time, each sending the latest wish: two
+                // quick clicks end where the second one asked.
+                let _one = tray.pausing.lock().await;
+                let pause = tray.paused.load(Ordering::SeqCst);
                 if let Err(e) = crate::commands::notifications_pause(&handle, Some(pause)).await {
                     eprintln!("weft-desktop: cannot pause notifications: {}", e.message);
                     // The check mark goes back to what weftd says.
@@ -397,21 +457,90 @@ fn act(app: &AppHandle, id: &str) {
     }
 }
 
-/// Whether closing the window should hide it to the tray: there is a
-/// tray, the setting is on and a run is active.
-pub fn keeps_running(app: &AppHandle) -> bool {
-    if !app.state::<Tray>().shown() {
-        return false;
+/// Closing the window (its close request was prevented): decided on a
+/// thread of its own, since the history, weftd and the session bus are
+/// asked, then the window is hidden ([`keeps_running`]) or destroyed,
+/// which quits the app.
+pub fn close_or_hide(window: tauri::Window) {
+    let deciding = window.clone();
+    let decide = move || {
+        let keep = keeps_running(deciding.app_handle());
+        let shut = deciding.clone();
+        let _ = deciding.run_on_main_thread(move || {
+            let done = if keep { shut.hide() } else { shut.destroy() };
+            if let Err(e) = done {
+                eprintln!("weft-desktop: cannot close the window: {e}");
+            }
+        });
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("close".into())
+        .spawn(decide)
+    {
+        eprintln!("weft-desktop: closing without asking whether runs are active ({e})");
+        let _ = window.destroy();
     }
+}
+
+/// Whether closing the window should hide it to the tray: the setting is
+/// on, weftd answers and a run is active, and a tray is seen
+/// ([`visible`]). No weftd, no active run: the history's "running" rows of
+/// a weftd that died are no runs anybody waits for. Read afresh (not the
+/// tray thread's last reading, up to [`REFRESH`] old: a run that just
+/// ended would keep the app). Blocks: not on the main thread.
+fn keeps_running(app: &AppHandle) -> bool {
     let Ok(home) = crate::commands::home() else {
         return false;
     };
     if !crate::app_settings::load(&crate::app_settings::path(&home)).keep_in_tray {
         return false;
     }
-    Views::open(&home)
-        .and_then(|views| views.attention(0))
-        .is_ok_and(|a| a.active > 0)
+    let reading = read(&home);
+    if reading.paused.is_none() || reading.attention.active == 0 {
+        return false;
+    }
+    visible(&app.state::<Tray>())
+}
+
+/// Whether the tray is seen: an icon was made and a StatusNotifier host
+/// shows it ([`host`]).
+pub fn visible(tray: &Tray) -> bool {
+    tray.shown() && host()
+}
+
+/// The D-Bus name of the StatusNotifier watcher: the tray host (a panel
+/// or a shell extension) owns it, and icons register with it.
+pub const WATCHER: &str = "org.kde.StatusNotifierWatcher";
+/// How long asking the session bus for the watcher may take.
+const HOST_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Whether a StatusNotifier host runs: the session bus name [`WATCHER`]
+/// has an owner. The tray library makes its icon either way (stock GNOME
+/// has no host), so only this says whether anybody sees it. Blocks for
+/// at most [`HOST_TIMEOUT`]; no bus or no answer is no host.
+pub fn host() -> bool {
+    let (tx, rx) = channel();
+    let spawned = std::thread::Builder::new()
+        .name("tray-host".into())
+        .spawn(move || {
+            let owned = tauri::async_runtime::block_on(async {
+                let ask = async {
+                    let bus = zbus::Connection::session().await?;
+                    let dbus = zbus::fdo::DBusProxy::new(&bus).await?;
+                    let name = zbus::names::BusName::try_from(WATCHER)?;
+                    dbus.name_has_owner(name).await.map_err(zbus::Error::from)
+                };
+                tokio::time::timeout(HOST_TIMEOUT, ask).await
+            });
+            let _ = tx.send(matches!(owned, Ok(Ok(true))));
+        });
+    if spawned.is_err() {
+        return false;
+    }
+    // The thread has its own timeout; this one bounds the caller even if
+    // connecting blocks outside of it.
+    rx.recv_timeout(HOST_TIMEOUT + Duration::from_millis(100))
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -9,16 +9,25 @@ built `weft-desktop` under WebKitWebDriver, and checks:
   tooltip counts it;
 - "Pause notifications" through the app pauses weftd's notifications, and the
   tray's check item follows;
-- closing the window while the run waits hides it (the app keeps running), a
-  second start of the app shows it again, and once the run has ended closing
-  quits the app;
-- turning "Start at login" on in the Settings menu writes $XDG_CONFIG_HOME/autostart/weft.desktop
-  (starting the app with --hidden) and turning it off removes it; both
-  settings land in $WEFT_HOME/app.json.
+- with a tray host (the session bus name org.kde.StatusNotifierWatcher
+  owned), closing the window while the run waits hides it (the app keeps
+  running), a second start of the app shows it again, and once the run has
+  ended closing quits the app;
+- without a tray host, closing while a run waits quits: the window never
+  hides into a tray nobody sees;
+- with "Keep running in the tray" off, closing quits even with a host;
+- turning "Start at login" on in the Settings menu writes the home's entry
+  $XDG_CONFIG_HOME/autostart/weft-HASH.desktop (starting the app with
+  --hidden on this home) and turning it off removes it; both settings land in
+  $WEFT_HOME/app.json.
 
 Under Xvfb no StatusNotifier host runs: libayatana-appindicator still makes
 its icon and menu (it falls back to an unregistered indicator), so the menu
-read back is the real one; `shown` says whether an icon was made at all.
+read back is the real one; `shown` says whether an icon was made at all. The
+test stands in for a host by owning the watcher's bus name with a small
+python3-dbus process (Debian's python3-dbus and python3-gi; the Makefile's
+deps-apt installs them) that answers the library's calls: the app only asks
+whether the name has an owner.
 
 Usage (needs a display and a session bus):
 
@@ -26,7 +35,8 @@ Usage (needs a display and a session bus):
         python3 tests/app/tray.py target/debug/weft-desktop [SCREENSHOT.png]
 
 weft and weftd are taken from beside the app. Prints "1 passed, 0 failed" and
-exits 0 on success. Python standard library only.
+exits 0 on success. Python standard library, and python3-dbus and
+python3-gi for the stand-in host.
 """
 
 from __future__ import annotations
@@ -150,6 +160,106 @@ def ask_to_close(window: str) -> None:
         x11.XCloseDisplay(display)
 
 
+WATCHER = "org.kde.StatusNotifierWatcher"
+
+# Owns the watcher's name until its stdin closes, and answers the calls
+# libayatana-appindicator makes to a watcher (registering its item, reading
+# whether a host is registered): a name owner that never answers would have
+# the library's calls wait for their D-Bus timeout on the app's main thread.
+# Says "owned" once the bus granted the name.
+HOLD_NAME = """
+import sys, threading
+import dbus, dbus.service, dbus.mainloop.glib
+from gi.repository import GLib
+
+IFACE = "org.kde.StatusNotifierWatcher"
+PROPS = {
+    "IsStatusNotifierHostRegistered": dbus.Boolean(True),
+    "ProtocolVersion": dbus.Int32(0),
+    "RegisteredStatusNotifierItems": dbus.Array([], signature="s"),
+}
+
+class Watcher(dbus.service.Object):
+    @dbus.service.method(IFACE, in_signature="s")
+    def RegisterStatusNotifierItem(self, service):
+        pass
+
+    @dbus.service.method(IFACE, in_signature="s")
+    def RegisterStatusNotifierHost(self, service):
+        pass
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
+    def Get(self, iface, prop):
+        return PROPS[prop]
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, iface):
+        return PROPS
+
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+bus = dbus.SessionBus()
+Watcher(bus, "/StatusNotifierWatcher")
+if bus.request_name(sys.argv[1], dbus.bus.NAME_FLAG_DO_NOT_QUEUE) != dbus.bus.REQUEST_NAME_REPLY_PRIMARY_OWNER:
+    sys.exit("cannot own " + sys.argv[1])
+print("owned", flush=True)
+loop = GLib.MainLoop()
+def until_stdin_closes():
+    sys.stdin.read()
+    GLib.idle_add(loop.quit)
+threading.Thread(target=until_stdin_closes, daemon=True).start()
+loop.run()
+"""
+
+
+def python_with_dbus() -> str:
+    """An interpreter that imports dbus and gi: this one, else Debian's."""
+    for python in (sys.executable, "/usr/bin/python3"):
+        found = subprocess.run(
+            [python, "-c", "import dbus.mainloop.glib, gi"], capture_output=True, timeout=COMMAND_TIMEOUT_S
+        )
+        if found.returncode == 0:
+            return python
+    raise Failure("no python3 with the dbus module; install python3-dbus (make deps-apt)")
+
+
+class TrayHost:
+    """Stands in for a StatusNotifier host while in its `with` block."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "TrayHost":
+        self.proc = subprocess.Popen(
+            [python_with_dbus(), "-c", HOLD_NAME, WATCHER],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        said = self.proc.stdout.readline() if self.proc.stdout else ""
+        if said.strip() != "owned":
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise Failure(f"the stand-in tray host did not start: {said!r} {err!r}")
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        if self.proc is not None:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=COMMAND_TIMEOUT_S)
+
+
+def entry_name(home: Path) -> str:
+    """The autostart entry's name for a home that is not the default one:
+    FNV-1a of its absolute path, 12 hex digits (src-tauri/src/autostart.rs)."""
+    h = 0xCBF29CE484222325
+    for byte in os.fsencode(str(home.resolve())):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"weft-{h & 0xFFFFFFFFFFFF:012x}.desktop"
+
+
 def apps_running(binary: Path, home: Path) -> list[int]:
     """The pids of `binary` running on `home`."""
     pids = []
@@ -170,7 +280,7 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
     driver_bin, env = app_env(scratch)
     bin_dir = binary.parent
     home = Path(env["WEFT_HOME"])
-    autostart = Path(env["XDG_CONFIG_HOME"]) / "autostart" / "weft.desktop"
+    autostart = Path(env["XDG_CONFIG_HOME"]) / "autostart" / entry_name(home)
 
     # A run waiting at its gate (weft starts weftd for it).
     work = scratch / "work"
@@ -184,7 +294,7 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
     )
 
     try:
-        with AppDriver(driver_bin, env, scratch) as app:
+        with AppDriver(driver_bin, env, scratch) as app, TrayHost(env) as host:
             session = app.start(binary)
 
             def tray_naming_the_gate():
@@ -200,6 +310,8 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
             )
             if not state.get("shown"):
                 raise Failure(f"no tray icon was made: {state!r}")
+            if not state.get("host"):
+                raise Failure(f"the app does not see the stand-in tray host: {state!r}")
             if not state["tooltip"].startswith("Weft — 1 gate waiting"):
                 raise Failure(f"the tooltip does not count the gate: {state['tooltip']!r}")
             for label in ("Open Weft", "Pause notifications", "Quit"):
@@ -233,7 +345,7 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
             session.click(start_at_login)
             wait_until(f"{autostart} to be written", lambda: autostart.is_file() or None, STEP_TIMEOUT_S)
             entry = autostart.read_text()
-            if f"{binary}" not in entry or "--hidden" not in entry:
+            if f"{binary}" not in entry or "--hidden" not in entry or f"WEFT_HOME={home.resolve()}" not in entry:
                 raise Failure(f"the autostart entry does not start this app hidden:\n{entry}")
             saved = json.loads((home / "app.json").read_text())
             if saved != {"keep_in_tray": True, "start_at_login": True}:
@@ -290,16 +402,38 @@ def run(binary: Path, scratch: Path, screenshot: Path | None) -> None:
                 "the app to quit",
                 lambda: not apps_running(binary, home) or None,
                 STEP_TIMEOUT_S,
-                describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}",
+                describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)}; "
+                f"its window's map state is {map_state(window)}; tray_state is {invoke(session, 'tray_state')!r}",
             )
-            # With "Keep running in the tray" off, closing quits even while a
-            # run waits at its gate.
+            # Without a tray host, closing quits even while a run waits at
+            # its gate: the window does not hide into a tray nobody sees.
             weft(bin_dir, env, work, "run", str(work / "gate.fabro"), "--detach")
             wait_until(
                 "the second run waiting at its gate",
                 lambda: "Ship release" in weft(bin_dir, env, work, "questions", "--json") or None,
                 STEP_TIMEOUT_S,
             )
+            host.__exit__()
+            session = app.start(binary)
+            state = wait_until(
+                "the tray naming the second run's gate",
+                tray_naming_the_gate,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"tray_state is {invoke(session, 'tray_state')!r}",
+            )
+            if state.get("host"):
+                raise Failure(f"the app sees a tray host where none runs: {state!r}")
+            window = wait_until("the app's window", app_window, STEP_TIMEOUT_S)
+            ask_to_close(window)
+            wait_until(
+                "the app to quit without a tray host",
+                lambda: not apps_running(binary, home) or None,
+                STEP_TIMEOUT_S,
+                describe=lambda: f"weft-desktop still runs as {apps_running(binary, home)} (map state {map_state(window)})",
+            )
+            host.__enter__()
+            # With "Keep running in the tray" off, closing quits even while a
+            # run waits at its gate and a host shows the tray.
             (home / "app.json").write_text(json.dumps({"keep_in_tray": False, "start_at_login": False}))
             session = app.start(binary)
             wait_until(

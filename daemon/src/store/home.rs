@@ -70,9 +70,14 @@ impl Home {
         if let Some(root) = std::env::var_os("WEFT_HOME").filter(|value| !value.is_empty()) {
             return Ok(Home::at(root));
         }
-        directories::ProjectDirs::from("", "", "weft")
-            .map(|dirs| Home::at(dirs.data_dir()))
-            .ok_or(StoreError::NoHome)
+        Home::platform_default().ok_or(StoreError::NoHome)
+    }
+
+    /// The home used when `WEFT_HOME` is not set: the platform data dir,
+    /// if the platform names one.
+    #[must_use]
+    pub fn platform_default() -> Option<Home> {
+        directories::ProjectDirs::from("", "", "weft").map(|dirs| Home::at(dirs.data_dir()))
     }
 
     /// A home rooted at `root`, which need not exist yet.

@@ -36,8 +36,7 @@ pub use home::Home;
 pub(crate) use home::{PRIVATE_FILE_MODE, create_private_dir_all};
 pub use questions::{QuestionRecord, QuestionStatus};
 pub use retros::MAX_RETROS_LISTED;
-pub use run_dir::RunDir;
-pub(crate) use run_dir::write_atomic;
+pub use run_dir::{RunDir, write_atomic};
 pub use runs::{NewRun, RunFilter, RunRecord};
 pub(crate) use spending::no_spending;
 pub use spending::{

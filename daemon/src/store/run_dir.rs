@@ -28,7 +28,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// remains. Power loss may lose the latest version of a file, but SQLite is
 /// the source of truth and its commits are durable, so everything here can
 /// be rebuilt from the database.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

@@ -97,6 +97,10 @@ impl Default for AppSettings {
 pub struct TrayState {
     /// A tray icon was made (false without a tray library).
     pub shown: bool,
+    /// A StatusNotifier host runs (the session bus name
+    /// `org.kde.StatusNotifierWatcher` has an owner), so the icon is seen;
+    /// without one the window does not hide into the tray.
+    pub host: bool,
     /// The tooltip the icon was given.
     pub tooltip: String,
     /// The menu's item labels, in order (separators left out).

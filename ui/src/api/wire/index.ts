@@ -1188,6 +1188,12 @@ export type TrayState = {
  */
 shown: boolean, 
 /**
+ * A StatusNotifier host runs (the session bus name
+ * `org.kde.StatusNotifierWatcher` has an owner), so the icon is seen;
+ * without one the window does not hide into the tray.
+ */
+host: boolean, 
+/**
  * The tooltip the icon was given.
  */
 tooltip: string, 
