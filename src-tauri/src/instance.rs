@@ -297,7 +297,9 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_link_is_said_to_the_sender_which_opens_no_window_of_its_own() {
+    fn a_line_that_is_not_a_link_is_answered_refused_with_the_reason() {
+        // A `DeepLink` cannot hold a bad path, so the line is written raw,
+        // as any other process of the user could.
         let temp = tempfile::tempdir().expect("temp dir");
         let socket = temp.path().join("app.sock");
         let listener = UnixListener::bind(&socket).expect("bind");
@@ -305,15 +307,39 @@ mod tests {
             let (stream, _) = listener.accept().expect("accept");
             receive(stream)
         });
-        let link = DeepLink {
-            path: "run/01R/../../etc".into(),
-        };
+        let mut sender = UnixStream::connect(&socket).expect("connect");
+        sender
+            .write_all(b"{\"path\":\"run/01R/../../etc\"}\n")
+            .expect("write");
+        let mut answer = String::new();
+        BufReader::new(&sender)
+            .read_line(&mut answer)
+            .expect("answer");
+        assert!(answer.starts_with("refused: "), "{answer:?}");
+        assert!(answer.len() > "refused: \n".len(), "says why: {answer:?}");
+        assert!(app.join().expect("joined").is_err());
+    }
+
+    #[test]
+    fn a_refusal_reaches_the_sender_which_opens_no_window_of_its_own() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let socket = temp.path().join("app.sock");
+        let listener = UnixListener::bind(&socket).expect("bind");
+        let app = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let mut line = String::new();
+            BufReader::new(&stream).read_line(&mut line).expect("line");
+            stream
+                .write_all(b"refused: no such place\n")
+                .expect("answer");
+        });
+        let link = DeepLink::run("01R").expect("a link");
         let reply = hand_over(&socket, Some(&link)).expect("an answer");
         let Reply::Refused(reason) = reply else {
             panic!("refused, got {reply:?}");
         };
-        assert!(!reason.is_empty());
-        assert!(app.join().expect("joined").is_err());
+        assert_eq!(reason, "no such place");
+        app.join().expect("joined");
     }
 
     #[test]
