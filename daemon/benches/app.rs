@@ -685,6 +685,10 @@ fn main() -> Result<()> {
                 ..RunList::default()
             })?)
         }),
+        // What the tray's thread reads every 2 s (src-tauri/src/tray.rs).
+        case("tray: attention (10 gates)", &home, |v: &Views| {
+            Ok(v.attention(10)?)
+        }),
         case("run(big): view + graph", &home, move |v: &Views| {
             Ok(v.run(big)?)
         }),
