@@ -1,34 +1,18 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 
 import type { Host, QuestionRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { render as mount, until } from '../render.test-helper';
 import { FAILED_EVENTS, failedView, QUESTION, RUN } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 import { RUN_SHORTCUTS } from './shortcuts';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
+let container: HTMLElement;
 
 // Each test starts from the default layout (no remembered sizes or tabs).
 beforeEach(() => window.localStorage.clear());
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-}
 
 /** The failed run of the fixtures (start, build, push; push failed), optionally waiting on `question`. */
 function host(question?: QuestionRecord): Host {
@@ -38,10 +22,7 @@ function host(question?: QuestionRecord): Host {
 }
 
 async function render(h: Host) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run: RUN }} />));
+  container = await mount(<RunScreen host={h} route={{ screen: 'run', run: RUN }} />);
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
