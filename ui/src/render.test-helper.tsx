@@ -67,6 +67,13 @@ export function cleanup(): void {
 // Registered when a test file imports this module (each file gets its own copy).
 afterEach(cleanup);
 
+/** Presses `key` where `target` has focus (the page when none), as the browser sends it. */
+export async function press(key: string, target: EventTarget = window, init: KeyboardEventInit = {}): Promise<void> {
+  await act(async () => {
+    target.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true, ...init }));
+  });
+}
+
 /** Lets time pass inside act(), 10 ms at a time, until `ready` holds; fails after `timeoutMs`. */
 export async function until(ready: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 
 import type { Host, QuestionRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
-import { render as mount, until } from '../render.test-helper';
+import { render as mount, press, until } from '../render.test-helper';
 import { FAILED_EVENTS, failedView, QUESTION, RUN } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 import { RUN_SHORTCUTS } from './shortcuts';
@@ -29,13 +29,6 @@ async function render(h: Host) {
 const q = <E extends Element = Element>(sel: string) => container.querySelector<E>(sel);
 const shownStage = () => q('[data-testid=stage-detail]')?.getAttribute('data-node');
 const shortcuts = () => q('[data-testid=shortcuts]');
-
-/** Presses `key` where `target` has focus (the page when none), as the browser sends it. */
-async function press(key: string, target: EventTarget = window, init: KeyboardEventInit = {}) {
-  await act(async () => {
-    target.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true, ...init }));
-  });
-}
 
 describe('the run screen keyboard', () => {
   it('moves between stages in timeline order with j and k and the arrows, stopping at the ends', async () => {

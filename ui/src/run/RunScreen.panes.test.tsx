@@ -6,7 +6,7 @@ import type { Host, RunView } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import type { RunRoute } from '../app/route';
-import { cleanup, render as mount, until } from '../render.test-helper';
+import { cleanup, press, render as mount, until } from '../render.test-helper';
 import { FAILED_EVENTS, FAILED_STAGES, failedView, QUESTION, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
@@ -42,12 +42,6 @@ const panelOf = (list: string) => {
   const id = tab(list, selectedTab(list) ?? '')?.getAttribute('aria-controls');
   return id ? document.getElementById(id) : null;
 };
-
-async function press(key: string, target: EventTarget = window, init: KeyboardEventInit = {}) {
-  await act(async () => {
-    target.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true, ...init }));
-  });
-}
 
 describe('the run screen panes', () => {
   it('has ARIA tabs for the stage and the run bar, each naming its panel', async () => {
