@@ -1,20 +1,15 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { DeepLink, Host } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { cleanup, render } from '../render.test-helper';
 import { App } from './App';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
 describe('the app shell', () => {
-  let root: Root | null = null;
-  let container: HTMLElement | null = null;
   afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
+    cleanup();
     window.location.hash = '';
   });
 
@@ -33,17 +28,13 @@ describe('the app shell', () => {
       },
     };
     window.location.hash = '#/launch';
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<App host={host} />));
+    await render(<App host={host} />);
     expect(open).not.toBeNull();
 
     await act(async () => open?.({ path: 'run/01RUN/stage/build%20step@2/output' }));
     expect(window.location.hash).toBe('#/run/01RUN/stage/build%20step@2/output');
 
-    act(() => root?.unmount());
-    root = null;
+    cleanup();
     expect(unsubscribed, 'closing the shell stops listening').toBe(true);
   });
 
@@ -52,10 +43,7 @@ describe('the app shell', () => {
       ...makeTestHost(),
       initialRoute: () => Promise.resolve({ path: 'run/01RUN/question/Q1' }),
     };
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<App host={host} />));
+    await render(<App host={host} />);
     expect(window.location.hash).toBe('#/run/01RUN/question/Q1');
   });
 });

@@ -1,12 +1,10 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 
+import { cleanup, renderNow } from '../render.test-helper';
 import { applyTheme, saveTheme, schemeOf, storedTheme, THEME_KEY } from './theme';
 import { ThemeSetting } from './ThemeSetting';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 /** An OS colour scheme the test can switch, standing in for `matchMedia`. */
 function fakeOs(dark: boolean) {
@@ -31,24 +29,15 @@ function fakeOs(dark: boolean) {
   };
 }
 
-let root: Root | undefined;
-let container: HTMLDivElement;
+let container: HTMLElement;
 
 beforeEach(() => {
   localStorage.clear();
   delete document.documentElement.dataset.theme;
 });
 
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
 function renderSetting() {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  act(() => root!.render(<ThemeSetting />));
+  container = renderNow(<ThemeSetting />);
   const select = container.querySelector('select')!;
   const choose = (value: string) =>
     act(() => {
@@ -87,8 +76,7 @@ describe('the theme setting', () => {
     fakeOs(false);
     renderSetting().choose('dark');
     expect(localStorage.getItem(THEME_KEY)).toBe('dark');
-    act(() => root?.unmount());
-    container.remove();
+    cleanup();
     delete document.documentElement.dataset.theme;
 
     const again = renderSetting();

@@ -1,15 +1,13 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { ArtifactContent, Host } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
+import { cleanup, render as mount, renderNow } from '../render.test-helper';
 import { ArtifactBody, ArtifactPreview, prettyJson, previewKind } from './ArtifactPreview';
 import { escapeHtml, renderMarkdown } from './markdown';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 const content = (media: string, text: string | null, base64: string | null = null): ArtifactContent => ({
   path: 'out/x',
@@ -54,29 +52,17 @@ describe('the media switch', () => {
     expect(prettyJson('{cut')).toBe('{cut');
   });
 
-  let root: Root | null = null;
-  let host: HTMLElement | null = null;
-  afterEach(() => {
-    act(() => root?.unmount());
-    host?.remove();
-  });
-  const show = (c: ArtifactContent): HTMLElement => {
-    host = document.createElement('div');
-    document.body.append(host);
-    root = createRoot(host);
-    act(() => root?.render(<ArtifactBody content={c} />));
-    return host;
-  };
+  const show = (c: ArtifactContent): HTMLElement => renderNow(<ArtifactBody content={c} />);
 
   it('renders images as data URLs, HTML in an empty sandbox, others as size', () => {
     const img = show(content('image/png', null, 'iVBORw==')).querySelector('img');
     expect(img?.getAttribute('src')).toBe('data:image/png;base64,iVBORw==');
-    act(() => root?.unmount());
+    cleanup();
     const frame = show(content('text/html', '<script>alert(1)</script>')).querySelector('iframe');
     expect(frame?.getAttribute('sandbox')).toBe('');
-    act(() => root?.unmount());
+    cleanup();
     expect(show(content('application/octet-stream', null)).textContent).toContain('No preview; size 42 B');
-    act(() => root?.unmount());
+    cleanup();
     const md = show(content('text/markdown', '<script>x</script>'));
     expect(md.querySelector('script')).toBeNull();
     expect(md.textContent).toContain('<script>x</script>');
@@ -86,18 +72,9 @@ describe('the media switch', () => {
 describe('reveal in folder', () => {
   // The recorded release run captured reports (tests/tests/it/ui_fixtures.rs).
   const view = recorded.views.find((v) => v.artifacts.length > 0);
-  let root: Root | null = null;
-  let container: HTMLElement | null = null;
-  afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
-  });
   const render = async (host: Host): Promise<HTMLElement> => {
     if (!view) throw new Error('the recorded fixtures have no run with artifacts');
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<ArtifactPreview host={host} runId={view.run.id} artifacts={view.artifacts} />));
+    const container = await mount(<ArtifactPreview host={host} runId={view.run.id} artifacts={view.artifacts} />);
     const path = view.artifacts[0]?.path ?? '';
     const button = [...container.querySelectorAll('button')].find((b) => b.textContent === path);
     await act(async () => button?.click());

@@ -1,42 +1,15 @@
 // @vitest-environment happy-dom
-import React from 'react';
-import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import React, { act } from 'react';
+import { describe, expect, it } from 'vitest';
 
 import type { Changes, Host, RunView } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { renderNow, until } from '../render.test-helper';
 import { failedView, RUN, stage } from '../run/fixture.test-data';
 import { RunScreen } from '../run/RunScreen';
 import { DIFF_ROW_HEIGHT } from './DiffView';
 import { FilesChanged, PatchView, STAGES_LISTED_MAX, type ChangesSource } from './FilesChanged';
 import { GIT_PATCH } from './patch.test-data';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
-function render(node: React.ReactNode): HTMLDivElement {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  act(() => root?.render(node));
-  return container;
-}
-
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-}
 
 function recorded(patch: string, extra: Partial<Changes> = {}): Changes {
   return { state: 'recorded', patch, size: patch.length, truncated: false, incomplete: false, ...extra };
@@ -47,7 +20,7 @@ const click = (el: Element | null | undefined) => act(() => (el as HTMLElement |
 
 describe('the diff viewer', () => {
   it('shows a unified diff with both line numbers, signs and highlighted code', async () => {
-    const el = render(<PatchView changes={recorded(GIT_PATCH)} />);
+    const el = renderNow(<PatchView changes={recorded(GIT_PATCH)} />);
     // The highlighter loads with the first diff.
     await until(() => el.querySelector('.hljs-keyword') !== null);
     expect(el.querySelector('[data-testid=changes-totals]')?.textContent).toBe('6 files changed +2 −2');
@@ -62,7 +35,7 @@ describe('the diff viewer', () => {
   });
 
   it('names a binary file and shows none of its bytes', () => {
-    const el = render(<PatchView changes={recorded(GIT_PATCH)} />);
+    const el = renderNow(<PatchView changes={recorded(GIT_PATCH)} />);
     const binary = rowsOf(el, 'binary');
     expect(binary.map((r) => r.textContent)).toEqual(['Binary file logo.png: not shown.']);
     expect(el.textContent).not.toContain('PNG');
@@ -71,7 +44,7 @@ describe('the diff viewer', () => {
   });
 
   it('sets removed lines beside added ones in split mode', () => {
-    const el = render(<PatchView changes={recorded(GIT_PATCH)} />);
+    const el = renderNow(<PatchView changes={recorded(GIT_PATCH)} />);
     click([...el.querySelectorAll('[role=tab]')].find((b) => b.textContent === 'Split'));
     expect(el.querySelector('[data-testid=diff-view]')?.getAttribute('data-mode')).toBe('split');
     expect(rowsOf(el, 'line').filter((r) => !r.textContent?.includes('No newline'))).toEqual([]);
@@ -90,7 +63,7 @@ describe('the diff viewer', () => {
     const n = 50_000;
     const body = Array.from({ length: n }, (_, i) => `+const line${i} = ${i};`).join('\n');
     const patch = `diff --git a/big.ts b/big.ts\nnew file mode 100644\n--- /dev/null\n+++ b/big.ts\n@@ -0,0 +1,${n} @@\n${body}\n`;
-    const el = render(<PatchView changes={recorded(patch)} />);
+    const el = renderNow(<PatchView changes={recorded(patch)} />);
     const view = el.querySelector<HTMLElement>('[data-testid=diff-view]');
     expect(view?.querySelectorAll('.diff__row').length, 'a window of rows, not 50,000').toBeLessThan(120);
     const spacer = view?.querySelector<HTMLElement>('.diff__spacer');
@@ -107,7 +80,7 @@ describe('the diff viewer', () => {
 
   it('scrolls to a file picked in the tree', () => {
     const files = Array.from({ length: 40 }, (_, i) => `diff --git a/f${i}.txt b/f${i}.txt\n--- a/f${i}.txt\n+++ b/f${i}.txt\n@@ -1,20 +1,20 @@\n${'-a\n+b\n'.repeat(20)}`).join('');
-    const el = render(<PatchView changes={recorded(files)} />);
+    const el = renderNow(<PatchView changes={recorded(files)} />);
     expect(rowsOf(el, 'file').some((r) => r.textContent?.includes('f39.txt'))).toBe(false);
     click(el.querySelector('[data-testid=changes-tree] [data-path="f39.txt"]'));
     expect(rowsOf(el, 'file').some((r) => r.textContent?.includes('f39.txt'))).toBe(true);
@@ -115,7 +88,7 @@ describe('the diff viewer', () => {
   });
 
   it('says when the patch was cut, by the engine, the read or the parser', () => {
-    const el = render(<PatchView changes={recorded(GIT_PATCH, { truncated: true, incomplete: true, size: 40 * 1024 * 1024 })} />);
+    const el = renderNow(<PatchView changes={recorded(GIT_PATCH, { truncated: true, incomplete: true, size: 40 * 1024 * 1024 })} />);
     const notes = [...el.querySelectorAll('[role=note]')].map((n) => n.textContent);
     expect(notes).toEqual([
       "The engine kept only the start of this stage's patch (32 MiB); its commit holds the whole change.",
@@ -140,14 +113,14 @@ describe('the Files Changed panel', () => {
 
   it('says a run without checkpoints has no changes, without asking for any', () => {
     const host: Host = { ...makeTestHost(), runChanges: () => Promise.reject(new Error('must not be asked')) };
-    const el = render(<Panel host={host} view={failedView()} />);
+    const el = renderNow(<Panel host={host} view={failedView()} />);
     expect(el.querySelector('[data-testid=changes-note]')?.textContent).toMatch(/no git checkpoints/);
   });
 
   it('shows the whole run by default, and a stage picked from the list', async () => {
     const view = checkpointed();
     const host = hostWith(view, { [RUN]: recorded(GIT_PATCH), [`${RUN}/build/1`]: recorded('diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ -1 +1 @@\n-all:\n+all: build\n') });
-    const el = render(<Panel host={host} view={view} />);
+    const el = renderNow(<Panel host={host} view={view} />);
     await until(() => el.querySelector('[data-testid=changes-totals]') !== null);
     expect(el.querySelector('[data-testid=changes-totals]')?.textContent).toContain('6 files changed');
     click([...el.querySelectorAll('[role=tab]')].find((b) => b.textContent === 'Split'));
@@ -165,7 +138,7 @@ describe('the Files Changed panel', () => {
   it("while the run goes on, says the final patch comes at its end and lists the stages", async () => {
     const view = checkpointed('running');
     const host = hostWith(view, { [`${RUN}/push/1`]: { state: 'empty', patch: '', size: 0, truncated: false, incomplete: false } });
-    const el = render(<Panel host={host} view={view} />);
+    const el = renderNow(<Panel host={host} view={view} />);
     await until(() => el.querySelector('[data-testid=changes-stages]') !== null);
     expect(el.querySelector('[data-testid=changes-note]')?.textContent).toMatch(/final patch is written when it ends/);
     click([...el.querySelectorAll('[data-testid=changes-stages] button')].find((b) => b.textContent === 'push'));
@@ -175,7 +148,7 @@ describe('the Files Changed panel', () => {
   it('lists at most STAGES_LISTED_MAX stages under the note, the rest stay in the picker', async () => {
     const many = Array.from({ length: STAGES_LISTED_MAX + 100 }, (_, i) => stage('loop', i + 1, i + 1, 'succeeded', 0, 1));
     const view = { ...checkpointed('running'), stages: many };
-    const el = render(<Panel host={hostWith(view, {})} view={view} />);
+    const el = renderNow(<Panel host={hostWith(view, {})} view={view} />);
     await until(() => el.querySelector('[data-testid=changes-stages]') !== null);
     expect(el.querySelectorAll('[data-testid=changes-stages] button')).toHaveLength(STAGES_LISTED_MAX);
     expect(el.querySelector('[data-testid=changes-stages]')?.textContent).toContain('and 100 more');
@@ -185,7 +158,7 @@ describe('the Files Changed panel', () => {
   it('opens from the stage panel of a checkpointed run, and the header shows branch and base', async () => {
     const view = checkpointed();
     const host = hostWith(view, { [`${RUN}/push/1`]: recorded('diff --git a/deploy.sh b/deploy.sh\n--- a/deploy.sh\n+++ b/deploy.sh\n@@ -1 +1 @@\n-old\n+new\n') });
-    const el = render(<RunScreen host={host} route={{ screen: 'run', run: RUN, node: 'push' }} />);
+    const el = renderNow(<RunScreen host={host} route={{ screen: 'run', run: RUN, node: 'push' }} />);
     await until(() => el.querySelector('[data-testid=stage-changes-link]') !== null);
     expect(el.querySelector('[data-testid=run-git]')?.textContent).toBe(`Gitweft/run/${RUN} from a1b2c3d4`);
     click(el.querySelector('[data-testid=stage-changes-link]'));
@@ -195,7 +168,7 @@ describe('the Files Changed panel', () => {
 
   it('offers no stage link and no git facts for a run without checkpoints', async () => {
     const host = makeTestHost({ views: [failedView()], events: {}, stageFiles: {}, questions: [] });
-    const el = render(<RunScreen host={host} route={{ screen: 'run', run: RUN, node: 'push' }} />);
+    const el = renderNow(<RunScreen host={host} route={{ screen: 'run', run: RUN, node: 'push' }} />);
     await until(() => el.querySelector('[data-testid=stage-detail]') !== null);
     expect(el.querySelector('[data-testid=stage-changes-link]')).toBeNull();
     expect(el.querySelector('[data-testid=run-git]')).toBeNull();

@@ -1,22 +1,14 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Host } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { render as mount } from '../render.test-helper';
 import { failedView, PERMISSION_QUESTION, QUESTION } from '../run/fixture.test-data';
 import { GatesScreen } from './GatesScreen';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
+let container: HTMLElement;
 
 function fixtures(questions = [QUESTION]) {
   const view = failedView();
@@ -26,10 +18,7 @@ function fixtures(questions = [QUESTION]) {
 }
 
 async function render(host: Host) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<GatesScreen host={host} />));
+  container = await mount(<GatesScreen host={host} />);
   for (let i = 0; i < 50 && !container.querySelector('[data-testid=gates-screen]'); i++) {
     await act(() => new Promise((r) => setTimeout(r, 10)));
   }

@@ -1,22 +1,14 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import type { Host } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { render as mount } from '../render.test-helper';
 import { PERMISSION_QUESTION, QUESTION } from '../run/fixture.test-data';
 import { QuestionPanel } from './QuestionPanel';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
+let container: HTMLElement;
 
 function hostWithSpy(answer?: Host['questionAnswer']) {
   const base = makeTestHost({ views: [], events: {}, stageFiles: {}, questions: [QUESTION, PERMISSION_QUESTION], artifacts: {} });
@@ -25,10 +17,7 @@ function hostWithSpy(answer?: Host['questionAnswer']) {
 }
 
 async function render(host: Host) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<QuestionPanel host={host} question={QUESTION} timeout="15m" defaultChoice="[H] Hold" />));
+  container = await mount(<QuestionPanel host={host} question={QUESTION} timeout="15m" defaultChoice="[H] Hold" />);
 }
 
 const settle = () => act(() => new Promise((r) => setTimeout(r, 0)));
@@ -118,10 +107,7 @@ describe('QuestionPanel', () => {
 
 describe('QuestionPanel for an external agent\'s permission request', () => {
   async function renderPermission(host: Host, question = PERMISSION_QUESTION, context: { title: string; text: string } | null = null) {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<QuestionPanel host={host} question={question} context={context} timeout="10m" defaultChoice="Reject" />));
+    container = await mount(<QuestionPanel host={host} question={question} context={context} timeout="10m" defaultChoice="Reject" />);
   }
 
   it('says which agent asks, the kind of call, its paths and its command', async () => {

@@ -1,20 +1,12 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
+import { renderNow, rerender, until } from '../render.test-helper';
 import { SAMPLE_STATES, SAMPLE_TAKEN_EDGES, SAMPLE_VISITS, SAMPLE_WORKFLOW } from './fixtures';
 import { GraphView, type GraphViewProps } from './GraphView';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let host: HTMLDivElement;
-
-afterEach(() => {
-  act(() => root?.unmount());
-  host?.remove();
-});
+let host: HTMLElement;
 
 const props: GraphViewProps = {
   dot: SAMPLE_WORKFLOW,
@@ -24,20 +16,9 @@ const props: GraphViewProps = {
 };
 
 async function render(p: GraphViewProps) {
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-  act(() => root?.render(<GraphView {...p} />));
+  host = renderNow(<GraphView {...p} />);
+  // The layout resolves asynchronously.
   await until(() => host.querySelector('svg g.node') !== null);
-}
-
-/** Lets time pass inside act (the layout resolves asynchronously) until `ready`. */
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the graph');
-    await act(() => new Promise((resolve) => setTimeout(resolve, 10)));
-  }
 }
 
 const q = (sel: string) => host.querySelector(sel);
@@ -53,7 +34,7 @@ describe('GraphView', () => {
   it('re-decorates on a state change without laying out again', async () => {
     await render(props);
     const svg = q('svg');
-    act(() => root?.render(<GraphView {...props} states={{ ...SAMPLE_STATES, review: 'succeeded' }} />));
+    rerender(<GraphView {...props} states={{ ...SAMPLE_STATES, review: 'succeeded' }} />);
     expect(q('svg')).toBe(svg);
     expect(q('g.node[data-node-id="review"]')?.getAttribute('data-state')).toBe('succeeded');
   });
@@ -79,10 +60,7 @@ describe('GraphView', () => {
   });
 
   it('says why when the DOT cannot be laid out', async () => {
-    host = document.createElement('div');
-    document.body.append(host);
-    root = createRoot(host);
-    act(() => root?.render(<GraphView {...props} dot="digraph { a -> ; }" />));
+    host = renderNow(<GraphView {...props} dot="digraph { a -> ; }" />);
     await until(() => q('[role=alert]') !== null);
     expect(q('[role=alert]')?.textContent).toMatch(/syntax error/);
   });

@@ -1,14 +1,12 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot } from 'react-dom/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import type { Diagnostic, Host, RunStart } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
+import { cleanup, render } from '../render.test-helper';
 import { LaunchScreen, dirname, parseInputs, remember, recentWorkflows, startRequest } from './LaunchScreen';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 const missingExit: Diagnostic = {
   rule: 'exit_node',
@@ -35,10 +33,7 @@ function memoryStorage(): Storage {
 }
 
 describe('the launch form', () => {
-  let container: HTMLDivElement | null = null;
   afterEach(() => {
-    container?.remove();
-    container = null;
     vi.useRealTimers();
   });
 
@@ -65,11 +60,7 @@ describe('the launch form', () => {
   });
 
   it('suggests the model names the backend knows for the model field', async () => {
-    const div = document.createElement('div');
-    container = div;
-    document.body.append(div);
-    const root = createRoot(div);
-    await act(async () => root.render(<LaunchScreen host={makeTestHost(recorded)} />));
+    const div = await render(<LaunchScreen host={makeTestHost(recorded)} />);
     const input = div.querySelector<HTMLInputElement>('input[name="model"]');
     const list = div.querySelector('[data-testid=launch-models]');
     expect(input?.getAttribute('list')).toBe(list?.id);
@@ -78,19 +69,15 @@ describe('the launch form', () => {
     // and agent runs), gpt-5.2 (the triage run) and gpt-5-mini (the
     // deploy's retro).
     expect(options).toEqual(['claude-haiku-4-5', 'gpt-5-mini', 'gpt-5.2']);
-    root.unmount();
+    cleanup();
   });
 
   it('leaves the model field free when the backend cannot list models', async () => {
-    const div = document.createElement('div');
-    container = div;
-    document.body.append(div);
-    const root = createRoot(div);
     const host: Host = { ...makeTestHost(), modelNames: () => Promise.reject({ code: 'llm.config', message: 'bad settings.toml' }) };
-    await act(async () => root.render(<LaunchScreen host={host} />));
+    const div = await render(<LaunchScreen host={host} />);
     expect(div.querySelectorAll('[data-testid=launch-models] option')).toHaveLength(0);
     expect(div.querySelector('[role=alert]')).toBeNull();
-    root.unmount();
+    cleanup();
   });
 
   it('remembers recent workflows newest first, without duplicates', () => {
@@ -105,11 +92,7 @@ describe('the launch form', () => {
   async function validated(diagnostics: Diagnostic[]) {
     vi.useFakeTimers();
     const host: Host = { ...makeTestHost(), validateWorkflow: () => Promise.resolve(diagnostics) };
-    const div = document.createElement('div');
-    container = div;
-    document.body.append(div);
-    const root = createRoot(div);
-    await act(async () => root.render(<LaunchScreen host={host} />));
+    const div = await render(<LaunchScreen host={host} />);
     const input = div.querySelector<HTMLInputElement>('input[name="workflow"]');
     expect(input).not.toBeNull();
     await act(async () => {
@@ -120,28 +103,28 @@ describe('the launch form', () => {
     await act(async () => {
       await vi.advanceTimersByTimeAsync(400);
     });
-    return { container: div, root };
+    return div;
   }
 
   it('shows a validation error inline and keeps Start disabled', async () => {
-    const { container, root } = await validated([missingExit]);
+    const container = await validated([missingExit]);
     const problems = container.querySelector('[aria-label="Problems in the workflow"]');
     expect(problems?.textContent).toContain('line 1:1');
     expect(problems?.textContent).toContain('the workflow has no exit node');
     const start = [...container.querySelectorAll('button')].find((b) => b.textContent === 'Start run');
     expect(start?.disabled).toBe(true);
     expect(container.textContent).not.toContain('The workflow is valid');
-    root.unmount();
+    cleanup();
   });
 
   it('calls a workflow with only warnings valid, lists the warnings, and lets it start', async () => {
     const warning: Diagnostic = { ...missingExit, rule: 'failure_falls_through', severity: 'warning', message: 'if `build` fails, the run goes on' };
-    const { container, root } = await validated([warning, { ...warning, message: 'if `ship` fails, the run goes on' }]);
+    const container = await validated([warning, { ...warning, message: 'if `ship` fails, the run goes on' }]);
     expect(container.querySelector('.launch__ok')?.textContent).toBe('The workflow is valid. 2 warnings:');
     const problems = container.querySelector('[aria-label="Problems in the workflow"]');
     expect(problems?.textContent).toContain('if `ship` fails');
     const start = [...container.querySelectorAll('button')].find((b) => b.textContent === 'Start run');
     expect(start?.disabled).toBe(false);
-    root.unmount();
+    cleanup();
   });
 });

@@ -1,16 +1,13 @@
 // @vitest-environment happy-dom
-import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Host, Retro, RetroSummary } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { formatTokens } from '../format';
+import { cleanup, render } from '../render.test-helper';
 import { dollars, RetroPanel } from './RetroPanel';
 import { RetrosScreen } from './RetrosScreen';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 /** A retro as `weft retro --json` printed one from the e2e test's fake provider. */
 const RETRO: Retro = {
@@ -79,21 +76,6 @@ const SUMMARIES: RetroSummary[] = [
 ];
 
 describe('retros in the app', () => {
-  let root: Root | null = null;
-  let container: HTMLElement | null = null;
-  afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
-  });
-
-  async function render(element: React.ReactElement): Promise<HTMLElement> {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(element));
-    return container;
-  }
-
   it('the Retro tab shows the rating, the story, friction, open items and the stages', async () => {
     const host: Host = { ...makeTestHost(), runRetro: () => Promise.resolve(RETRO) };
     const page = await render(<RetroPanel host={host} runId={RETRO.run_id} />);
@@ -115,8 +97,7 @@ describe('retros in the app', () => {
     const page = await render(<RetroPanel host={host} runId={RETRO.run_id} />);
     expect(page.querySelector('.retro-badge')?.getAttribute('data-rating')).toBe('none');
     expect(page.textContent).toContain('No narrative: no API key');
-    act(() => root?.unmount());
-    container?.remove();
+    cleanup();
 
     const none = await render(<RetroPanel host={{ ...makeTestHost(), runRetro: () => Promise.resolve(null) }} runId={RETRO.run_id} />);
     expect(none.querySelector('[data-testid="retro-none"]')?.textContent).toContain('weft retro RUN --generate');
@@ -175,8 +156,7 @@ describe('retros in the app', () => {
     expect(rows.map((r) => r.querySelector('td')?.textContent)).toEqual(retro.stages.map((s) => `${s.node_id}@${s.visit}`));
     const triage = rows.find((r) => r.querySelector('td')?.textContent === 'triage@1');
     expect(triage?.querySelectorAll('td')[4]?.textContent).toBe('5.1k');
-    act(() => root?.unmount());
-    container?.remove();
+    cleanup();
 
     const other = recorded.views.find((v) => v.run.workflow_name === 'Release');
     if (!other) throw new Error('the recorded fixtures hold the release run');

@@ -1,8 +1,8 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
+import { renderNow } from '../render.test-helper';
 import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
 import { timelineOf } from './derive';
 import { ev } from './fixture.test-data';
@@ -10,21 +10,10 @@ import { StageDetail } from './StageDetail';
 import { TimelineView } from './Timeline';
 import type { FilesLoad } from './useRun';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
+let container: HTMLElement;
 
 function render(node: React.ReactNode) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  act(() => root?.render(node));
+  container = renderNow(node);
 }
 
 const NO_FILES: FilesLoad = { kind: 'ready', seq: 0, files: { prompt: null, response: null, stdout: null, stderr: null, status: null, script: null, truncated: [] } };

@@ -1,13 +1,10 @@
 // @vitest-environment happy-dom
-import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Event } from '../api';
 import { BudgetWarnings, budgetWarnings } from './BudgetWarnings';
+import { renderNow, rerender } from '../render.test-helper';
 import { RUN } from './fixture.test-data';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 function warning(seq: number, limit: string, message: string): Event {
   return {
@@ -22,13 +19,6 @@ function warning(seq: number, limit: string, message: string): Event {
 const notice = { seq: 2, ts: '2026-12-04T10:00:00.000Z', run_id: RUN, event: 'run.notice', properties: { message: 'hi' } } as unknown as Event;
 
 describe('budget warnings', () => {
-  let root: Root | null = null;
-  let container: HTMLElement | null = null;
-  afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
-  });
-
   it('keep the latest warning of each limit, in the order last warned', () => {
     const events = [
       warning(1, 'cost', 'the run has spent $4.00 of $5.00'),
@@ -40,12 +30,9 @@ describe('budget warnings', () => {
   });
 
   it('show under the header only when there are any', () => {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    act(() => root?.render(<BudgetWarnings events={[notice]} />));
+    const container = renderNow(<BudgetWarnings events={[notice]} />);
     expect(container.querySelector('[aria-label="Budget warnings"]')).toBeNull();
-    act(() => root?.render(<BudgetWarnings events={[notice, warning(3, 'cost', 'the run has spent $4.00 of $5.00')]} />));
+    rerender(<BudgetWarnings events={[notice, warning(3, 'cost', 'the run has spent $4.00 of $5.00')]} />);
     const shown = container.querySelector('[aria-label="Budget warnings"]');
     expect(shown?.getAttribute('role')).toBe('status');
     expect(shown?.textContent).toContain('the run has spent $4.00 of $5.00');

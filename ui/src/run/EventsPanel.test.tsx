@@ -1,14 +1,12 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Event } from '../api';
+import { renderNow } from '../render.test-helper';
 import { agentEvents } from './agent.test-data';
 import { EVENT_ROW_HEIGHT, eventSummary, EventsPanel } from './EventsPanel';
 import { CONTAINER, RUN, sandboxedEvents } from './fixture.test-data';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 /** `count` command output lines, with one failed stage in the middle. */
 function manyEvents(count: number): Event[] {
@@ -21,20 +19,7 @@ function manyEvents(count: number): Event[] {
 }
 
 describe('the events panel', () => {
-  let root: Root | null = null;
-  let container: HTMLElement | null = null;
-  afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
-  });
-
-  const show = (events: Event[]): HTMLElement => {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    act(() => root?.render(<EventsPanel runId={RUN} events={events} />));
-    return container;
-  };
+  const show = (events: Event[]): HTMLElement => renderNow(<EventsPanel runId={RUN} events={events} />);
   const seqs = (el: HTMLElement) =>
     [...el.querySelectorAll('[data-testid=events-all] li')].map((li) => Number(li.textContent?.match(/#(\d+)/)?.[1]));
 

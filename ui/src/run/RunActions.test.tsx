@@ -1,31 +1,19 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { Forked, Host, RunApplied, RunStatus, RunView } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { cleanup, render as mount, until } from '../render.test-helper';
 import { FAILED_EVENTS, failedView, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
+let container: HTMLElement;
 
 afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
+  cleanup();
   window.location.hash = '';
 });
-
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-}
 
 const GIT = { base_sha: 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678', run_branch: `weft/run/${RUN}`, meta_branch: `weft/meta/${RUN}`, repo: '/home/me/shop', final_git_commit_sha: null };
 
@@ -60,10 +48,7 @@ function hostOf(v: RunView, apply?: (patch: boolean, force: boolean) => Promise<
 }
 
 async function render(h: Host, node?: string) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run: RUN, ...(node ? { node } : {}) }} />));
+  container = await mount(<RunScreen host={h} route={{ screen: 'run', run: RUN, ...(node ? { node } : {}) }} />);
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
@@ -89,8 +74,7 @@ describe('Apply', () => {
     ] as const) {
       await render(hostOf(v).host);
       expect(q('[data-testid=apply-run]') !== null, `${v.run.status}, git ${!!v.git}`).toBe(shown);
-      act(() => root?.unmount());
-      container.remove();
+      cleanup();
     }
   });
 
@@ -199,8 +183,7 @@ describe('Fork and rewind', () => {
       expect(q('[data-testid=fork-here]') !== null, `fork, ${label}`).toBe(fork);
       expect(q('[data-testid=rewind-here]') !== null, `rewind, ${label}`).toBe(rewind);
       expect(q('[data-testid=fork-run]') !== null, `header fork, ${label}`).toBe(fork);
-      act(() => root?.unmount());
-      container.remove();
+      cleanup();
     }
   });
 

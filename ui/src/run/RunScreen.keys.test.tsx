@@ -1,34 +1,18 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 
 import type { Host, QuestionRecord } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { render as mount, press, until } from '../render.test-helper';
 import { FAILED_EVENTS, failedView, QUESTION, RUN } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 import { RUN_SHORTCUTS } from './shortcuts';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
+let container: HTMLElement;
 
 // Each test starts from the default layout (no remembered sizes or tabs).
 beforeEach(() => window.localStorage.clear());
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-}
 
 /** The failed run of the fixtures (start, build, push; push failed), optionally waiting on `question`. */
 function host(question?: QuestionRecord): Host {
@@ -38,23 +22,13 @@ function host(question?: QuestionRecord): Host {
 }
 
 async function render(h: Host) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run: RUN }} />));
+  container = await mount(<RunScreen host={h} route={{ screen: 'run', run: RUN }} />);
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
 const q = <E extends Element = Element>(sel: string) => container.querySelector<E>(sel);
 const shownStage = () => q('[data-testid=stage-detail]')?.getAttribute('data-node');
 const shortcuts = () => q('[data-testid=shortcuts]');
-
-/** Presses `key` where `target` has focus (the page when none), as the browser sends it. */
-async function press(key: string, target: EventTarget = window, init: KeyboardEventInit = {}) {
-  await act(async () => {
-    target.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true, ...init }));
-  });
-}
 
 describe('the run screen keyboard', () => {
   it('moves between stages in timeline order with j and k and the arrows, stopping at the ends', async () => {

@@ -1,37 +1,21 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 
 import type { Host, RunView } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import type { RunRoute } from '../app/route';
+import { cleanup, press, render as mount, until } from '../render.test-helper';
 import { FAILED_EVENTS, FAILED_STAGES, failedView, QUESTION, RUN, stage } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
+let container: HTMLElement;
 
 beforeEach(() => {
   window.localStorage.clear();
   window.history.replaceState(null, '', '#/');
 });
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-}
 
 /** A test host serving `view` (the failed run of the fixtures by default). */
 function host(view: RunView = failedView()): Host {
@@ -46,16 +30,8 @@ function host(view: RunView = failedView()): Host {
 }
 
 async function render(h: Host, route: Partial<RunRoute> = {}) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run: RUN, ...route }} />));
+  container = await mount(<RunScreen host={h} route={{ screen: 'run', run: RUN, ...route }} />);
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
-}
-
-function unmount() {
-  act(() => root?.unmount());
-  container.remove();
 }
 
 const q = <E extends Element = Element>(sel: string) => container.querySelector<E>(sel);
@@ -66,12 +42,6 @@ const panelOf = (list: string) => {
   const id = tab(list, selectedTab(list) ?? '')?.getAttribute('aria-controls');
   return id ? document.getElementById(id) : null;
 };
-
-async function press(key: string, target: EventTarget = window, init: KeyboardEventInit = {}) {
-  await act(async () => {
-    target.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true, ...init }));
-  });
-}
 
 describe('the run screen panes', () => {
   it('has ARIA tabs for the stage and the run bar, each naming its panel', async () => {
@@ -135,13 +105,13 @@ describe('the run screen panes', () => {
     expect(q('[data-testid=stage-detail]')?.getAttribute('data-visit')).toBe('1');
     expect(selectedTab('Stage')).toBe('routing');
     expect(q('[data-testid=routing]')?.textContent).toContain('Went to push');
-    unmount();
+    cleanup();
 
     await render(host(view), { node: 'build' });
     await until(() => shownStage() === 'build');
     // Without a visit: the latest.
     expect(q('[data-testid=stage-detail]')?.getAttribute('data-visit')).toBe('2');
-    unmount();
+    cleanup();
 
     await render(host(), { bar: 'cost' });
     expect(selectedTab('Run')).toBe('cost');
@@ -178,7 +148,7 @@ describe('the run screen panes', () => {
     await act(async () => q<HTMLButtonElement>('[data-testid=bar-toggle]')?.click());
     await act(async () => q<HTMLButtonElement>('[data-testid=graph-toggle]')?.click());
     expect(q<HTMLElement>('[data-testid=graph-pane]')?.hidden).toBe(true);
-    unmount();
+    cleanup();
 
     await render(host());
     await until(() => shownStage() === 'push');
@@ -208,10 +178,7 @@ describe('the run screen panes', () => {
     const view = recorded.views.find((v) => v.run.workflow_name === 'Summarize');
     expect(view?.run.llm).toBeTruthy();
     if (!view) return;
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<RunScreen host={makeTestHost(recorded)} route={{ screen: 'run', run: view.run.id, bar: 'cost' }} />));
+    container = await mount(<RunScreen host={makeTestHost(recorded)} route={{ screen: 'run', run: view.run.id, bar: 'cost' }} />);
     await until(() => q('[data-testid=cost-panel]') !== null);
     expect(q('[data-testid=cost-total]')?.textContent).toContain('8.2k in / 950 out');
     expect(q('[data-testid=cost-stages]')?.textContent).toContain('summarize');

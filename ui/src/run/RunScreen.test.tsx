@@ -1,11 +1,11 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunStatus, RunView, StageRecord } from '../api';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
+import { cleanup, render as mount, until } from '../render.test-helper';
 import { AGENT_NODE, agentEvents, agentStage } from './agent.test-data';
 import {
   CONTAINER,
@@ -23,26 +23,10 @@ import {
 } from './fixture.test-data';
 import { RunScreen } from './RunScreen';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
+let container: HTMLElement;
 
 // Each test starts from the default layout (no remembered sizes or tabs).
 beforeEach(() => window.localStorage.clear());
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
-async function until(ready: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-}
 
 function host(): Host {
   return makeTestHost({
@@ -82,10 +66,7 @@ const started = (at: number, node: string) => ev(at, node, 1, { event: 'stage.st
 const shownStage = () => q('[data-testid=stage-detail]')?.getAttribute('data-node');
 
 async function render(h: Host, run = RUN, node?: string) {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => root?.render(<RunScreen host={h} route={{ screen: 'run', run, ...(node ? { node } : {}) }} />));
+  container = await mount(<RunScreen host={h} route={{ screen: 'run', run, ...(node ? { node } : {}) }} />);
   await until(() => container.querySelector('[data-testid=run-header]') !== null);
 }
 
@@ -266,8 +247,7 @@ describe('RunScreen', () => {
     await render(makeTestHost({ views: [ended], events: { [RUN]: agentEvents(false) }, stageFiles: {}, questions: [] }));
     await until(() => q('[data-testid=agent-transcript]') !== null);
     expect(q('[data-testid=steer-box]')).toBeNull();
-    act(() => root?.unmount());
-    container.remove();
+    cleanup();
 
     const running: RunView = { ...ended, run: { ...ended.run, status: 'running' }, stages: [agentStage(true)] };
     const inner = makeTestHost({ views: [running], events: { [RUN]: agentEvents(true) }, stageFiles: {}, questions: [] });
@@ -314,8 +294,7 @@ describe('RunScreen', () => {
     await until(() => q('[data-testid=run-sandbox]')?.textContent?.includes('removed') === true);
     expect(q('[data-testid=run-sandbox] dd')?.textContent).toBe(`docker weft-test:latest · container ${CONTAINER} removed`);
     expect(q('[data-testid=run-sandbox-kept]')).toBeNull();
-    act(() => root?.unmount());
-    container.remove();
+    cleanup();
 
     await render(host());
     await until(() => shownStage() === 'push');
@@ -324,10 +303,7 @@ describe('RunScreen', () => {
   });
 
   it('reports an unknown run', async () => {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<RunScreen host={host()} route={{ screen: 'run', run: 'nope' }} />));
+    container = await mount(<RunScreen host={host()} route={{ screen: 'run', run: 'nope' }} />);
     await until(() => q('[role=alert]') !== null);
     expect(q('[role=alert]')?.textContent).toBe('No run matches “nope”.');
   });

@@ -1,33 +1,18 @@
 // @vitest-environment happy-dom
-import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Event, StageRecord } from '../api';
+import { cleanup, renderNow } from '../render.test-helper';
 import { CONTAINER, ev, FAILED_EVENTS, FAILED_STAGES, SANDBOX_ENGINE, sandboxedEvents, stage } from './fixture.test-data';
 import { StageDetail } from './StageDetail';
 import type { FilesLoad } from './useRun';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | undefined;
-let container: HTMLDivElement;
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-});
-
 const NO_FILES: FilesLoad = { kind: 'ready', seq: 0, files: { prompt: null, response: null, stdout: null, stderr: null, status: null, script: null, truncated: [] } };
 
 function where(s: StageRecord, events: readonly Event[]): string | null {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  act(() => root?.render(<StageDetail stage={s} files={NO_FILES} events={events} />));
+  const container = renderNow(<StageDetail stage={s} files={NO_FILES} events={events} />);
   const line = container.querySelector('[data-testid=stage-container]')?.textContent ?? null;
-  act(() => root?.unmount());
-  container.remove();
+  cleanup();
   return line;
 }
 

@@ -1,13 +1,10 @@
 // @vitest-environment happy-dom
-import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
+import { renderNow } from '../render.test-helper';
 import { timelineOf } from './derive';
 import { FAILED_EVENTS, FAILED_STAGES } from './fixture.test-data';
 import { placeLabels, TimelineView } from './Timeline';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 describe('placeLabels', () => {
   it('keeps a name inside a bar wide enough for it', () => {
@@ -58,19 +55,9 @@ describe('placeLabels', () => {
 });
 
 describe('TimelineView', () => {
-  let root: Root | undefined;
-  let container: HTMLDivElement;
-  afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
-  });
-
   it("names every bar's node, attempt, status and duration in its tooltip and accessible name", () => {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
     const timeline = timelineOf(FAILED_STAGES, FAILED_EVENTS, 0);
-    act(() => root?.render(<TimelineView timeline={timeline} selected={null} onSelect={() => {}} />));
+    const container = renderNow(<TimelineView timeline={timeline} selected={null} onSelect={() => {}} />);
     const bars = [...container.querySelectorAll('.timeline__bar')].map((b) => [b.getAttribute('title'), b.getAttribute('aria-label')]);
     expect(bars).toEqual([
       ['start attempt 1: succeeded, 0.0s', 'start attempt 1: succeeded, 0.0s'],

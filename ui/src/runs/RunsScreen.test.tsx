@@ -1,39 +1,23 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Event, Host, RunList } from '../api/host';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
+import { cleanup, render as mount, renderNow } from '../render.test-helper';
 import { failedView, sandboxedView } from '../run/fixture.test-data';
 import { RunsScreen } from './RunsScreen';
 import { PAGE_SIZE, prefetchFirstPage } from './useRunPages';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | null = null;
-let container: HTMLElement | null = null;
-
 async function render(host: Host): Promise<HTMLElement> {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => {
-    root?.render(<RunsScreen host={host} />);
-  });
+  const container = await mount(<RunsScreen host={host} />);
   // Let the first page's promise settle and re-render.
   await act(async () => {
     await new Promise((r) => setTimeout(r, 0));
   });
   return container;
 }
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-  root = null;
-});
 
 describe('RunsScreen', () => {
   it('lists the recorded runs newest first, with the gate badge and banner', async () => {
@@ -90,8 +74,7 @@ describe('RunsScreen', () => {
     expect(asked, 'one request for the first page, the early one').toEqual([{ limit: PAGE_SIZE, offset: 0, archived: false }]);
 
     // Taken once: the next screen asks for itself.
-    act(() => root?.unmount());
-    container?.remove();
+    cleanup();
     await render(host);
     expect(asked).toHaveLength(2);
   });
@@ -99,11 +82,8 @@ describe('RunsScreen', () => {
   it('renders the first page in its very first render when the answer came before it mounted', async () => {
     const host = makeTestHost(recorded);
     await prefetchFirstPage(host);
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
     // A synchronous act: no promise settles before the check.
-    act(() => root?.render(<RunsScreen host={host} />));
+    const container = renderNow(<RunsScreen host={host} />);
     expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(recorded.views.length);
   });
 

@@ -1,38 +1,22 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Host, Spending, SpendingQuery } from '../api/host';
 import { recorded } from '../api/fixtures/recorded';
 import { makeTestHost } from '../api/testHost';
 import { formatCost, formatTokens } from '../format';
+import { cleanup, render as mount } from '../render.test-helper';
 import { dayBars } from './chart';
 import { SpendingScreen } from './SpendingScreen';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
-let root: Root | null = null;
-let container: HTMLElement | null = null;
-
 async function render(host: Host, today: Date): Promise<HTMLElement> {
-  container = document.createElement('div');
-  document.body.append(container);
-  root = createRoot(container);
-  await act(async () => {
-    root?.render(<SpendingScreen host={host} today={today} />);
-  });
+  const container = await mount(<SpendingScreen host={host} today={today} />);
   await act(async () => {
     await new Promise((r) => setTimeout(r, 0));
   });
   return container;
 }
-
-afterEach(() => {
-  act(() => root?.unmount());
-  container?.remove();
-  root = null;
-});
 
 const figures = (cost: number, tokens: number, unpriced_calls = 0) => ({
   stages: 1,
@@ -168,8 +152,7 @@ describe('SpendingScreen', () => {
   it('says when nothing was spent, and why a read failed', async () => {
     const el = await render(makeTestHost(), new Date());
     expect(el.querySelector('[data-testid=spending-empty]')).not.toBeNull();
-    act(() => root?.unmount());
-    container?.remove();
+    cleanup();
     const refusing: Host = {
       ...makeTestHost(),
       spending: () => Promise.reject({ code: 'store.schema_too_old', message: 'start the daemon once' }),
