@@ -1,27 +1,17 @@
 // @vitest-environment happy-dom
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { Host } from '../api';
 import { makeTestHost } from '../api/testHost';
+import { render as mount } from '../render.test-helper';
 import { SettingsMenu } from './SettingsMenu';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-
 describe('the Settings menu', () => {
-  let root: Root | null = null;
   let container: HTMLElement | null = null;
-  afterEach(() => {
-    act(() => root?.unmount());
-    container?.remove();
-  });
 
   async function render(host: Host) {
-    container = document.createElement('div');
-    document.body.append(container);
-    root = createRoot(container);
-    await act(async () => root?.render(<SettingsMenu host={host} />));
+    container = await mount(<SettingsMenu host={host} />);
   }
 
   function box(name: string): HTMLInputElement {
