@@ -234,16 +234,7 @@ mod tests {
     #[test]
     fn a_gate_names_the_workflow_and_asks_its_question() {
         let note = note_for(
-            &event(EventKind::InterviewStarted {
-                question_id: "Q".into(),
-                question: "Ship it?".into(),
-                options: vec!["[Y] Yes".into()],
-                freeform: false,
-                context: None,
-                timeout_ms: None,
-                default_choice: None,
-                permission: None,
-            }),
+            &event(gate_opened()),
             "Release",
             &super::super::Settings::default(),
         );
@@ -325,20 +316,25 @@ mod tests {
         assert!(note.opens.is_none());
     }
 
+    /// A gate opening on "Ship it?".
+    fn gate_opened() -> EventKind {
+        EventKind::InterviewStarted {
+            question_id: "Q".into(),
+            question: "Ship it?".into(),
+            options: vec!["[Y] Yes".into()],
+            freeform: false,
+            context: None,
+            timeout_ms: None,
+            default_choice: None,
+            permission: None,
+        }
+    }
+
     /// One event of each kind [`note_for`] writes a note for, and some it
     /// does not.
     fn sample_kinds() -> Vec<EventKind> {
         vec![
-            EventKind::InterviewStarted {
-                question_id: "Q".into(),
-                question: "Ship it?".into(),
-                options: vec!["[Y] Yes".into()],
-                freeform: false,
-                context: None,
-                timeout_ms: None,
-                default_choice: None,
-                permission: None,
-            },
+            gate_opened(),
             EventKind::BudgetWarning {
                 limit: "run.cost".into(),
                 max: 5.0,

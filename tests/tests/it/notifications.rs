@@ -59,6 +59,23 @@ set -e
         })
 }
 
+/// [`in_desktop_session`] with every `Notify` call the session's
+/// notification service receives written to `monitor` (dbus-monitor).
+fn in_monitored_session(
+    home: &std::path::Path,
+    monitor: &std::path::Path,
+    body: &str,
+) -> std::process::ExitStatus {
+    in_desktop_session(
+        home,
+        &format!(
+            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
+            monitor.display()
+        ),
+        body,
+    )
+}
+
 #[test]
 fn a_failing_command_fails_the_desktop_session() {
     let sb = Sandbox::new();
@@ -86,12 +103,9 @@ fn opening_a_gate_sends_one_notify_call_naming_the_workflow_with_the_question() 
     let monitor = sb.path().join("monitor.log");
     std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
     let weft = binary("weft");
-    let status = in_desktop_session(
+    let status = in_monitored_session(
         &home,
-        &format!(
-            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
-            monitor.display()
-        ),
+        &monitor,
         &format!(
             r#"'{weft}' run '{workflow}' --detach > /dev/null
 for i in $(seq 300); do grep -q 'member=Notify' '{monitor}' && break; sleep 0.1; done
@@ -230,12 +244,9 @@ fn a_gate_opened_while_notifications_are_paused_is_not_shown_and_resuming_shows_
     let weft = binary("weft");
     // Notifications are shown in the order their events happen, so once
     // the resumed gate's is seen, the paused gate's would have been too.
-    let status = in_desktop_session(
+    let status = in_monitored_session(
         &home,
-        &format!(
-            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
-            monitor.display()
-        ),
+        &monitor,
         &format!(
             r#"'{weft}' notifications pause > '{said}'
 '{weft}' notifications status >> '{said}'
@@ -339,12 +350,9 @@ fn a_run_nearing_its_budget_sends_a_notification_naming_the_spend() {
     let home = sb.path().join("home");
     std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
     let monitor = sb.path().join("monitor.log");
-    let status = in_desktop_session(
+    let status = in_monitored_session(
         &home,
-        &format!(
-            "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
-            monitor.display()
-        ),
+        &monitor,
         &format!(
             r#"cd '{dir}'
 OPENAI_API_KEY='{key}' OPENAI_BASE_URL='{url}/v1' '{weft}' run '{workflow}' --detach --model gpt-5.2 --max-cost 2 > /dev/null
