@@ -2,7 +2,8 @@
 // graph and the stage panel resizes the graph, and the width is kept over a
 // reload (localStorage `weft.layout.run.*`); the bar's splitter and
 // collapse button do the same for the run bar; a deep-link hash opens the
-// stage, visit and tab it names, and clicking a tab rewrites the hash.
+// stage, visit and tab it names, and clicking a tab rewrites the hash; a
+// narrow window stacks the panes.
 // Which run to open is read from the fixtures (src/api/fixtures/recorded.json).
 //
 // Usage: npm run build && node tests/browser/panes.mjs
@@ -108,6 +109,25 @@ await suite(
           );
           await page.getByTestId('context-panel').waitFor();
           await page.evaluate(() => window.localStorage.clear());
+          checkNoErrors(errors);
+        }),
+    ],
+    [
+      'in a window narrower than 900 px the panes stack, the graph above the stage panel',
+      view &&
+        (async (page, base, errors) => {
+          await page.setViewportSize({ width: 760, height: 800 });
+          await page.goto(at(base, `#/run/${view.run.id}`), { waitUntil: 'load' });
+          const graph = page.getByTestId('graph-pane');
+          const stagePanel = page.getByTestId('stage-detail');
+          await stagePanel.waitFor();
+          const g = await graph.boundingBox();
+          const p = await stagePanel.boundingBox();
+          check(g !== null && p !== null, 'both panes are laid out');
+          check(p.y >= g.y + g.height - 1, `the stage panel is below the graph (graph ${g.y}+${g.height}, panel ${p.y})`);
+          check(Math.abs(g.width - p.width) < 40, `both take the width (${g.width} and ${p.width})`);
+          check(await page.getByTestId('graph-splitter').isHidden(), 'the splitter is hidden');
+          await page.setViewportSize({ width: 1280, height: 800 });
           checkNoErrors(errors);
         }),
     ],
