@@ -312,33 +312,52 @@ pub async fn app_settings() -> Result<AppSettings> {
     )))
 }
 
-/// Saves the app's settings and makes the autostart entry match them:
-/// app.json first, and back to what it was when the entry cannot follow,
-/// so the setting never claims an entry that is not there.
+/// Saves the app's settings and, when Start at login changed, makes the
+/// autostart entry match: app.json first, and back to what it was when the
+/// entry cannot follow, so the setting never claims an entry that is not
+/// there. One save at a time (two quick toggles must not put back each
+/// other's files), off the async threads.
 pub async fn set_app_settings(settings: AppSettings) -> Result<AppSettings> {
+    static SAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let home = home()?;
-    let failed = |message: String| AppError::new(Code::AppError, message);
-    let file = crate::app_settings::path(&home);
-    let before = crate::app_settings::load(&file);
-    crate::app_settings::save(&file, &settings).map_err(failed)?;
-    if let Err(e) = crate::autostart::set(&home, settings.start_at_login) {
-        return Err(failed(match crate::app_settings::save(&file, &before) {
-            Ok(()) => e,
-            Err(back) => format!("{e}; and the settings could not be put back: {back}"),
-        }));
-    }
-    Ok(settings)
+    let save = move || {
+        let _one = SAVING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let failed = |message: String| AppError::new(Code::AppError, message);
+        let file = crate::app_settings::path(&home);
+        let before = crate::app_settings::load(&file);
+        crate::app_settings::save(&file, &settings).map_err(failed)?;
+        if settings.start_at_login != before.start_at_login
+            && let Err(e) = crate::autostart::set(&home, settings.start_at_login)
+        {
+            return Err(failed(match crate::app_settings::save(&file, &before) {
+                Ok(()) => e,
+                Err(back) => format!("{e}; and the settings could not be put back: {back}"),
+            }));
+        }
+        Ok(settings)
+    };
+    tauri::async_runtime::spawn_blocking(save)
+        .await
+        .map_err(|e| AppError::new(Code::AppError, format!("saving the settings stopped: {e}")))?
 }
 
 /// What the tray shows, read from its real menu.
 pub async fn tray_state(app: &tauri::AppHandle) -> Result<TrayState> {
     use tauri::Manager;
-    // Asking the session bus blocks: not on the async threads.
-    let host = tauri::async_runtime::spawn_blocking(crate::tray::host)
-        .await
-        .unwrap_or(false);
-    Ok(app.state::<crate::tray::Tray>().state(host))
+    // Asking the session bus and reading the menu items (which waits for
+    // the main thread) block: not on the async threads.
+    let app = app.clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        app.state::<crate::tray::Tray>().state(crate::tray::host())
+    })
+    .await
+    .map_err(|e| AppError::new(Code::AppError, format!("reading the tray stopped: {e}")))
 }
+
+/// How long pausing or resuming notifications waits for weftd.
+const PAUSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Pauses, resumes or reports weftd's notifications; the tray follows at
 /// once.
@@ -347,9 +366,18 @@ pub async fn notifications_pause(
     paused: Option<bool>,
 ) -> Result<NotificationsState> {
     use tauri::Manager;
-    let state = client().await?.call(NotificationsPause { paused }).await?;
+    // A weftd that takes the connection but never answers must not hold
+    // the tray's Pause (one request at a time) for ever.
+    let ask =
+        async { Ok::<_, AppError>(client().await?.call(NotificationsPause { paused }).await?) };
+    let answer = tokio::time::timeout(PAUSE_TIMEOUT, ask).await;
     app.state::<crate::tray::Tray>().refresh();
-    Ok(state)
+    answer.map_err(|_| {
+        AppError::new(
+            Code::AppError,
+            format!("weftd did not answer within {} s", PAUSE_TIMEOUT.as_secs()),
+        )
+    })?
 }
 
 /// `weftd` beside the app's executable when it is there, else `weftd` to be

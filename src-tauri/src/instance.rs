@@ -27,6 +27,8 @@ use weft::views::DeepLink;
 /// How long one exchange may take in all, on either side: a peer that
 /// trickles bytes does not hold the serving thread longer.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the serving thread waits after a failed accept.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// The longest line accepted: a link is at most 2 KiB, escaped as JSON.
 const MAX_LINE: u64 = 64 * 1024;
 
@@ -48,6 +50,13 @@ pub enum Claim {
 pub fn claim(home: &Home, route: Option<&DeepLink>) -> Claim {
     let paths = DaemonPaths::for_home(home);
     let socket = paths.app_socket();
+    // Two first starts at once (the login entry and a clicked
+    // notification, a double click) would both find nobody listening and
+    // both bind, the second over the first's socket. The whole claim is
+    // made under a lock beside the socket, so the second waits and then
+    // finds the first listening. Without the lock (a file system that has
+    // none), the claim goes on unlocked.
+    let _claiming = claim_lock(&paths, &socket);
     match hand_over(&socket, route) {
         Ok(Reply::Ok) => return Claim::HandedOver,
         Ok(Reply::Refused(reason)) => {
@@ -87,6 +96,22 @@ pub fn claim(home: &Home, route: Option<&DeepLink>) -> Claim {
             Claim::First(None)
         }
     }
+}
+
+/// The exclusive lock on `SOCKET.lock`, held until dropped; `None` when it
+/// cannot be taken.
+fn claim_lock(paths: &DaemonPaths, socket: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    paths.ensure().ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(socket.with_extension("lock"))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
 }
 
 /// What the running app answered.
@@ -184,7 +209,17 @@ pub fn serve(listener: UnixListener, open: impl Fn(Option<DeepLink>) + Send + 's
         .name("single-instance".into())
         .spawn(move || {
             for stream in listener.incoming() {
-                match stream.and_then(receive) {
+                let stream = match stream {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        // Out of descriptors, say: wait before accepting
+                        // again rather than spin on the error.
+                        eprintln!("weft-desktop: cannot accept a later start ({e})");
+                        std::thread::sleep(ACCEPT_RETRY);
+                        continue;
+                    }
+                };
+                match receive(stream) {
                     Ok(route) => open(route),
                     Err(e) => eprintln!("weft-desktop: a second start sent nothing usable ({e})"),
                 }
@@ -262,6 +297,44 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)).expect("plain"),
             None
         );
+    }
+
+    #[test]
+    fn two_first_starts_at_once_make_one_app_and_one_hand_over() {
+        for _ in 0..20 {
+            let temp = tempfile::tempdir().expect("temp dir");
+            let home = Home::at(temp.path());
+            let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let starts: Vec<_> = (0..2)
+                .map(|_| {
+                    let home = home.clone();
+                    let start = start.clone();
+                    std::thread::spawn(move || {
+                        start.wait();
+                        match claim(&home, None) {
+                            // The app: serves the other start, if it comes.
+                            Claim::First(Some(listener)) => {
+                                let (tx, rx) = mpsc::channel();
+                                serve(listener, move |route| {
+                                    let _ = tx.send(route);
+                                });
+                                let heard = rx.recv_timeout(Duration::from_secs(10)).is_ok();
+                                if heard { "app" } else { "app, alone" }
+                            }
+                            Claim::HandedOver => "handed over",
+                            Claim::First(None) => "no listener",
+                            Claim::Refused => "refused",
+                        }
+                    })
+                })
+                .collect();
+            let mut outcomes: Vec<&str> = starts
+                .into_iter()
+                .map(|t| t.join().expect("joined"))
+                .collect();
+            outcomes.sort_unstable();
+            assert_eq!(outcomes, ["app", "handed over"]);
+        }
     }
 
     #[test]

@@ -32,12 +32,18 @@ fn main() {
     // A `weft://` link (a clicked gate notification, `weft open`, the
     // desktop's scheme handler), or the older `--run RUN --question ID`. A
     // link that does not parse is said and the app opens as usual.
-    let route = DeepLink::from_args(std::env::args().skip(1)).unwrap_or_else(|e| {
+    // An argument that is not UTF-8 is no link and no flag of ours: skipped
+    // (`std::env::args` would panic on it).
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .filter_map(|arg| arg.into_string().ok())
+        .collect();
+    let route = DeepLink::from_args(&args).unwrap_or_else(|e| {
         eprintln!("weft-desktop: not opening the link: {e}");
         None
     });
     // Started at login (the autostart entry): hidden to the tray, if any.
-    let hidden = std::env::args().skip(1).any(|arg| arg == "--hidden");
+    let hidden = args.iter().any(|arg| arg == "--hidden");
     #[cfg(unix)]
     let later_starts = match commands::home() {
         Ok(home) => match instance::claim(&home, route.as_ref()) {

@@ -199,7 +199,9 @@ struct Live {
 /// pause state (`None`: no weftd answered).
 struct Reading {
     attention: Attention,
-    paused: Option<bool>,
+    /// What weftd says: `None` when no weftd answers; `Some(None)` when it
+    /// answers without a pause to report (an older weftd).
+    paused: Option<Option<bool>>,
 }
 
 /// Reads the history and asks weftd. Blocks (SQLite, a socket): never on
@@ -332,9 +334,10 @@ pub fn start(app: &tauri::App, home: Option<Home>) -> Tray {
     // libappindicator is loaded when the first icon is made, and its
     // loader panics when the library is missing: caught, and said in one
     // line instead of a panic report. The panic hook is process-wide, so
-    // the silent one is only in place while the icon is made (at start,
-    // before the app's other threads run) and the previous hook is put
-    // back right after: later panics anywhere still report.
+    // the silent one is only in place while the icon is made and the
+    // previous hook is put back right after: a panic on another thread in
+    // those few milliseconds (the first-page reader, Tauri's) would go
+    // unreported, later ones anywhere still report.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -385,7 +388,10 @@ fn watch(app: AppHandle, home: Home, poked: Receiver<()>) {
             let mut shown: Option<Model> = None;
             loop {
                 let reading = read(&home);
-                let next = model(&reading.attention, reading.paused.unwrap_or(false));
+                let next = model(
+                    &reading.attention,
+                    reading.paused.flatten().unwrap_or(false),
+                );
                 if shown.as_ref() != Some(&next) {
                     let handle = app.clone();
                     let model = next.clone();
@@ -408,16 +414,20 @@ fn watch(app: AppHandle, home: Home, poked: Receiver<()>) {
     }
 }
 
-/// Whether weftd's notifications are paused; `None` when no weftd answers.
-fn notifications_paused(home: &Home) -> Option<bool> {
+/// Whether weftd's notifications are paused: `None` when no weftd
+/// answers, `Some(None)` when one answers with an error (a weftd older than
+/// the pause is still a weftd whose runs are active).
+fn notifications_paused(home: &Home) -> Option<Option<bool>> {
     tauri::async_runtime::block_on(async {
         let ask = async {
             let client = Client::connect(home).await.ok()?;
-            client
-                .call(NotificationsPause { paused: None })
-                .await
-                .ok()
-                .map(|s| s.paused)
+            Some(
+                client
+                    .call(NotificationsPause { paused: None })
+                    .await
+                    .ok()
+                    .map(|s| s.paused),
+            )
         };
         tokio::time::timeout(DAEMON_TIMEOUT, ask)
             .await
