@@ -149,7 +149,7 @@ pub struct Daemon {
     /// threads as they record events.
     pub notifications_paused: Arc<AtomicBool>,
     /// Events that may call for a desktop notification.
-    notes: RefCell<Option<tokio::sync::mpsc::UnboundedSender<Event>>>,
+    notes: RefCell<Option<tokio::sync::mpsc::Sender<Event>>>,
     /// Read-only connections for reads off the event loop.
     readers: Arc<Mutex<Vec<Store>>>,
     read_slots: Arc<Semaphore>,
@@ -448,7 +448,9 @@ impl Daemon {
                     && !paused.load(Ordering::Relaxed)
                     && notify::notifies(&e.kind)
                 {
-                    let _ = notes.send(e.clone());
+                    // A full queue (a notification service that stopped
+                    // answering) drops the note rather than hold the run.
+                    let _ = notes.try_send(e.clone());
                 }
                 recorded.fetch_add(1, Ordering::Relaxed);
                 let _ = hub.send(e.clone());

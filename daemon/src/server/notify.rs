@@ -111,12 +111,18 @@ fn short(run_id: &str) -> &str {
     run_id.get(..10).unwrap_or(run_id)
 }
 
-/// Shows notifications for the events sent to the returned channel. The
-/// D-Bus call blocks, so it runs on the blocking pool; a missing
-/// notification service (a headless machine) is not an error worth more
-/// than one log line per daemon start (see [`FailureLog`]).
-pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::UnboundedSender<Event> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+/// How many events may wait to be shown; more are dropped (a
+/// notification service that has stopped answering must not make weftd
+/// hold every event of every run).
+pub(crate) const QUEUE: usize = 64;
+
+/// Shows notifications for the events sent to the returned channel (at
+/// most [`QUEUE`] waiting). The D-Bus call blocks, so it runs on the
+/// blocking pool; a missing notification service (a headless machine) is
+/// not an error worth more than one log line per daemon start (see
+/// [`FailureLog`]).
+pub fn spawn(daemon: &Rc<Daemon>) -> mpsc::Sender<Event> {
+    let (tx, mut rx) = mpsc::channel::<Event>(QUEUE);
     let daemon = daemon.clone();
     tokio::task::spawn_local(async move {
         let mut failures = FailureLog::default();

@@ -59,21 +59,23 @@ set -e
         })
 }
 
-/// [`in_desktop_session`] with every `Notify` call the session's
-/// notification service receives written to `monitor` (dbus-monitor).
-fn in_monitored_session(
-    home: &std::path::Path,
-    monitor: &std::path::Path,
-    body: &str,
-) -> std::process::ExitStatus {
-    in_desktop_session(
+/// Runs `body` in [`in_desktop_session`], which must succeed, with every
+/// `Notify` call the session's notification service receives written to
+/// `monitor` (dbus-monitor); what the monitor saw.
+fn in_monitored_session(home: &std::path::Path, monitor: &std::path::Path, body: &str) -> String {
+    let status = in_desktop_session(
         home,
         &format!(
             "dbus-monitor --session \"interface='org.freedesktop.Notifications',member='Notify'\" > '{}' 2>&1 &",
             monitor.display()
         ),
         body,
-    )
+    );
+    assert!(
+        status.success(),
+        "a command in the desktop session failed ({status})"
+    );
+    std::fs::read_to_string(monitor).unwrap_or_default()
 }
 
 #[test]
@@ -103,7 +105,7 @@ fn opening_a_gate_sends_one_notify_call_naming_the_workflow_with_the_question() 
     let monitor = sb.path().join("monitor.log");
     std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
     let weft = binary("weft");
-    let status = in_monitored_session(
+    let log = in_monitored_session(
         &home,
         &monitor,
         &format!(
@@ -116,11 +118,6 @@ sleep 0.5"#,
             monitor = monitor.display(),
         ),
     );
-    assert!(
-        status.success(),
-        "a command in the desktop session failed ({status})"
-    );
-    let log = std::fs::read_to_string(&monitor).unwrap_or_default();
     let calls = log.matches("member=Notify").count();
     assert_eq!(
         calls, 1,
@@ -244,7 +241,7 @@ fn a_gate_opened_while_notifications_are_paused_is_not_shown_and_resuming_shows_
     let weft = binary("weft");
     // Notifications are shown in the order their events happen, so once
     // the resumed gate's is seen, the paused gate's would have been too.
-    let status = in_monitored_session(
+    let log = in_monitored_session(
         &home,
         &monitor,
         &format!(
@@ -268,11 +265,6 @@ for i in $(seq 300); do grep -q 'ResumedFlow' '{monitor}' && break; sleep 0.1; d
             follow = follow.display(),
         ),
     );
-    assert!(
-        status.success(),
-        "a command in the desktop session failed ({status})"
-    );
-    let log = std::fs::read_to_string(&monitor).unwrap_or_default();
     assert!(
         log.contains("Weft: ResumedFlow needs you"),
         "the gate after resuming is shown:\n{log}"
@@ -350,7 +342,7 @@ fn a_run_nearing_its_budget_sends_a_notification_naming_the_spend() {
     let home = sb.path().join("home");
     std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
     let monitor = sb.path().join("monitor.log");
-    let status = in_monitored_session(
+    let log = in_monitored_session(
         &home,
         &monitor,
         &format!(
@@ -364,11 +356,6 @@ for i in $(seq 600); do grep -q 'SpendFlow finished' '{monitor}' && break; sleep
             monitor = monitor.display(),
         ),
     );
-    assert!(
-        status.success(),
-        "a command in the desktop session failed ({status})"
-    );
-    let log = std::fs::read_to_string(&monitor).unwrap_or_default();
     assert!(
         log.contains("Weft: SpendFlow is nearing its budget"),
         "the budget warning is a notification; the monitor saw:\n{log}\nweftd said:\n{}",
